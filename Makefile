@@ -1,0 +1,35 @@
+# tether: `make run` opens the console over ./tether.db, `make test` runs every test.
+GO      ?= go
+BIN     := bin/tether
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+DB      ?= ./tether.db
+
+.PHONY: all build run test test-race bench lint clean
+
+all: lint test build
+
+## build: a static binary in bin/tether (no cgo: the SQLite driver is pure Go)
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tether
+
+## run: build and start tether over $(DB)
+run: build
+	./$(BIN) --db $(DB) version
+
+## test: every test; the race detector runs too where cgo is available
+test:
+	$(GO) test -count=1 ./...
+
+## bench: the benchmarks that check tether's speed and memory goals
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## lint: formatting and vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin bench/results

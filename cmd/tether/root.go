@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError is a mistake in how a command was called: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitCodeError ends the command with a specific exit code after printing
+// its message (if any).
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e *exitCodeError) Error() string { return e.msg }
+
+// globals are the flags every command shares.
+type globals struct {
+	db     string
+	output string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// defaultDB is $TETHER_DB, or tether.db in the working directory.
+func defaultDB() string {
+	if v := os.Getenv("TETHER_DB"); v != "" {
+		return v
+	}
+	return "tether.db"
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	var ce *exitCodeError
+	switch {
+	case errors.As(err, &ce):
+		if ce.msg != "" {
+			fmt.Fprintln(stderr, "tether: "+ce.msg)
+		}
+		return ce.code
+	case errors.As(err, &ue), isCobraUsageError(err):
+		fmt.Fprintln(stderr, "tether: "+sentence(err.Error()))
+		fmt.Fprintln(stderr, "Run 'tether --help' (or add --help to the command) for usage.")
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "tether: interrupted")
+		return exitError
+	}
+	fmt.Fprintln(stderr, "tether: "+sentence(registry.ErrorMessage(err)))
+	return exitError
+}
+
+// isCobraUsageError recognizes cobra's own errors for unknown commands and
+// flags and wrong argument counts, which it returns as plain errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentence makes an error message one sentence: capital-free start kept as is,
+// a final period added.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "failed"
+	}
+	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, ")") && !strings.HasSuffix(s, "?") {
+		s += "."
+	}
+	return s
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tether",
+		Short: "Control plane for pull-mode agents",
+		Long: `tether is a control plane for pull-mode agents and its terminal console.
+
+Agents register with a one-time token, long-poll for jobs, claim them and
+report results. Admins manage clusters, tokens, credentials and jobs from this
+CLI or from the console (tether console).`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if g.output != "table" && g.output != "json" {
+				return usagef("output format %q is not one of table, json", g.output)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.db, "db", defaultDB(), "SQLite database file (env TETHER_DB)")
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	for _, add := range commandGroups {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// commandGroups are registered by each command file's init, so that adding a
+// command group touches only its own file.
+var commandGroups []func(*globals) *cobra.Command
+
+func register(f func(*globals) *cobra.Command) { commandGroups = append(commandGroups, f) }
+
+// adminActor is who the audit trail names for CLI and console actions: the
+// operating-system user.
+func adminActor() registry.Actor {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return registry.Actor{Kind: registry.ActorAdmin, Name: name}
+}

@@ -1,0 +1,290 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Agent is an authenticated agent: the credential it presented and its
+// cluster as of the request.
+type Agent struct {
+	Credential Credential
+	Cluster    Cluster
+}
+
+// Actor is how the agent appears in the audit trail.
+func (a *Agent) Actor() Actor {
+	return Actor{Kind: ActorAgent, Name: a.Cluster.ID + "/" + a.Credential.ID}
+}
+
+// RegisterParams is an agent's registration request.
+type RegisterParams struct {
+	Token        string
+	Capabilities []string
+}
+
+// registrationRefusal is why a token was refused. It goes to the audit trail;
+// the caller always sees the same CodeRegistrationTokenInvalid error, so that a
+// guesser learns nothing about which tokens exist.
+type registrationRefusal string
+
+func (r registrationRefusal) Error() string { return string(r) }
+
+func errTokenInvalid(reason string) error {
+	return &Error{
+		Code:    CodeRegistrationTokenInvalid,
+		Message: "registration token is invalid, expired, revoked or already used; ask an admin for a new one (tether token issue CLUSTER)",
+		Err:     registrationRefusal(reason),
+	}
+}
+
+// Register redeems a one-time registration token and issues the cluster's
+// credential. Of concurrent redemptions of one token exactly one succeeds.
+func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCredential, error) {
+	caps := negotiate(p.Capabilities)
+	tokenID, ok := parseBearer(registrationTokenPrefix, "rt-", strings.TrimSpace(p.Token))
+	if !ok {
+		return nil, r.refuseRegistration(ctx, "", "", "malformed token", errTokenInvalid("malformed token"))
+	}
+	hash := hashSecret(strings.TrimSpace(p.Token))
+	now := r.Now()
+	cred, secrets, err := r.newCredential("", caps, now)
+	if err != nil {
+		return nil, err
+	}
+	var issued *IssuedCredential
+	cluster, err := r.store.TokenRedeem(ctx, TokenRedeemParams{
+		TokenID: tokenID,
+		Now:     now,
+		Check: func(t *RegistrationToken, c *Cluster) error {
+			if !equalHash(t.Hash, hash) {
+				return errTokenInvalid("unknown token (secret does not match)")
+			}
+			if st := t.State(now); st != TokenActive {
+				return errTokenInvalid("token " + string(st))
+			}
+			if c.State == ClusterDisabled {
+				return Errorf(CodeClusterDisabled, "cluster %s is disabled; an admin must enable it before its agent can register", c.ID)
+			}
+			for _, req := range c.Policy.RequiredCapabilities {
+				if !slices.Contains(caps, req) {
+					return Errorf(CodeCapabilityRequired, "cluster %s requires the %q capability; register with capabilities %v", c.ID, req, c.Policy.RequiredCapabilities)
+				}
+			}
+			return nil
+		},
+		Credential: cred,
+		Audit:      r.auditEntry(ctx, AuditRegister, "", "credential", cred.ID, "capabilities: "+strings.Join(caps, ",")),
+	})
+	if ErrorCode(err) == CodeNotFound {
+		err = errTokenInvalid("unknown token id")
+	}
+	if err != nil {
+		clusterID := ""
+		if t, gerr := r.store.TokenGet(ctx, tokenID); gerr == nil {
+			clusterID = t.ClusterID
+		}
+		var refusal registrationRefusal
+		reason := ErrorMessage(err)
+		if errors.As(err, &refusal) {
+			reason = string(refusal)
+		}
+		return nil, r.refuseRegistration(ctx, clusterID, tokenID, reason, err)
+	}
+	cred.ClusterID = cluster.ID
+	issued = &IssuedCredential{Credential: cred, Cluster: *cluster, Token: secrets.token, HMACKey: secrets.hmac}
+	return issued, nil
+}
+
+func (r *Registry) refuseRegistration(ctx context.Context, clusterID, tokenID, reason string, err error) error {
+	if ErrorCode(err) == CodeInternal || ErrorCode(err) == CodeUnavailable {
+		return err
+	}
+	entry := r.auditEntry(ctx, AuditRegisterFailed, clusterID, "token", tokenID, reason)
+	if aerr := r.store.AuditAppend(ctx, entry); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// negotiate keeps the capabilities tether knows, sorted and de-duplicated;
+// unknown ones are ignored, as a v1 server must tolerate what it does not know.
+func negotiate(requested []string) []string {
+	out := []string{}
+	for _, c := range requested {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if slices.Contains(KnownCapabilities, c) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+type credentialSecrets struct {
+	token Secret
+	hmac  Secret
+}
+
+func (r *Registry) newCredential(clusterID string, caps []string, now time.Time) (Credential, credentialSecrets, error) {
+	id := newCredentialID()
+	token := newBearer(credentialTokenPrefix, id)
+	cred := Credential{
+		ID: id, ClusterID: clusterID, Capabilities: caps,
+		CreatedAt: now, ExpiresAt: now.Add(r.cfg.CredentialTTL), RotateAfter: now.Add(r.cfg.RotateAfter),
+		RotateUntil: now.Add(r.cfg.CredentialTTL + r.cfg.RotationGrace),
+		Hash:        hashSecret(token.Reveal()),
+	}
+	secrets := credentialSecrets{token: token}
+	if slices.Contains(caps, CapabilityHMAC) {
+		if r.cfg.Keyring == nil {
+			return cred, secrets, Errorf(CodeInternal, "this server has no key file for HMAC keys, so it cannot issue hmac credentials")
+		}
+		key := randomBytes(32)
+		sealed, err := r.cfg.Keyring.Seal(key, []byte(id))
+		if err != nil {
+			return cred, secrets, Internal(err, "seal the new HMAC key")
+		}
+		cred.SealedHMAC = sealed
+		secrets.hmac = Secret(base64.RawURLEncoding.EncodeToString(key))
+	}
+	return cred, secrets, nil
+}
+
+// AuthPurpose is what an agent authenticates for: a credential that may only
+// rotate is refused everything else.
+type AuthPurpose int
+
+const (
+	AuthAny AuthPurpose = iota
+	AuthRotate
+)
+
+var errUnauthorized = Errorf(CodeUnauthorized, "bearer credential is missing, unknown, expired or revoked")
+
+// Authenticate checks a bearer credential in constant time and returns the
+// agent. CodeUnauthorized for an unknown, expired or revoked credential (and
+// for a rotate-only credential used for anything but rotation);
+// CodeClusterDisabled when the cluster is disabled.
+func (r *Registry) Authenticate(ctx context.Context, bearer string, purpose AuthPurpose) (*Agent, error) {
+	id, ok := parseBearer(credentialTokenPrefix, "cr-", bearer)
+	if !ok {
+		return nil, errUnauthorized
+	}
+	cred, cluster, err := r.credentialWithCluster(ctx, id)
+	if ErrorCode(err) == CodeNotFound {
+		return nil, errUnauthorized
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !equalHash(cred.Hash, hashSecret(bearer)) {
+		return nil, errUnauthorized
+	}
+	switch cred.State(r.Now()) {
+	case CredentialActive, CredentialGrace:
+	case CredentialRotateOnly:
+		if purpose != AuthRotate {
+			return nil, Errorf(CodeUnauthorized, "credential must be rotated before further use (POST /api/agent/credentials/rotate)")
+		}
+	default:
+		return nil, errUnauthorized
+	}
+	if cluster.State == ClusterDisabled {
+		return nil, Errorf(CodeClusterDisabled, "cluster %s is disabled by an admin", cluster.ID)
+	}
+	return &Agent{Credential: *cred, Cluster: *cluster}, nil
+}
+
+func (r *Registry) credentialWithCluster(ctx context.Context, id string) (*Credential, *Cluster, error) {
+	cred, err := r.store.CredentialGet(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cluster, err := r.store.ClusterGet(ctx, cred.ClusterID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cred, cluster, nil
+}
+
+// HMACKey returns the agent's HMAC key, for verifying signed writes.
+func (r *Registry) HMACKey(a *Agent) ([]byte, error) {
+	if len(a.Credential.SealedHMAC) == 0 {
+		return nil, Errorf(CodeInvalid, "credential %s has no HMAC key", a.Credential.ID)
+	}
+	if r.cfg.Keyring == nil {
+		return nil, Errorf(CodeInternal, "this server has no key file, so it cannot check signatures")
+	}
+	return r.cfg.Keyring.Open(a.Credential.SealedHMAC, []byte(a.Credential.ID))
+}
+
+// RotateCredential issues the agent a new credential with the same
+// capabilities. The old one keeps working for the rotation grace (or less, if
+// it expires sooner).
+func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCredential, error) {
+	now := r.Now()
+	cred, secrets, err := r.newCredential(a.Cluster.ID, a.Credential.Capabilities, now)
+	if err != nil {
+		return nil, err
+	}
+	cred.RotatedFrom = a.Credential.ID
+	graceUntil := now.Add(r.cfg.RotationGrace)
+	if a.Credential.ExpiresAt.Before(graceUntil) {
+		graceUntil = a.Credential.ExpiresAt
+	}
+	if graceUntil.Before(now) {
+		graceUntil = now // an expired credential rotating inside its grace: the old one stops now
+	}
+	err = r.store.CredentialRotate(ctx, CredentialRotateParams{
+		OldID: a.Credential.ID, Now: now, OldExpiresAt: graceUntil, New: cred,
+		Audit: r.auditEntry(ctx, AuditCredentialRotate, a.Cluster.ID, "credential", cred.ID, "replaces "+a.Credential.ID+"; old one valid until "+graceUntil.Format(time.RFC3339)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &IssuedCredential{Credential: cred, Cluster: a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}, nil
+}
+
+// ListCredentials returns a cluster's credentials, newest first.
+func (r *Registry) ListCredentials(ctx context.Context, clusterIDOrName string) ([]Credential, error) {
+	c, err := r.GetCluster(ctx, clusterIDOrName)
+	if err != nil {
+		return nil, err
+	}
+	return r.store.CredentialList(ctx, c.ID)
+}
+
+// ForceRotation revokes a cluster's live credentials with a grace: from now
+// on they may only rotate (until the rotation grace ends), so the agent's next
+// call gets 401, it rotates, and carries on with a new credential. It returns
+// how many credentials it changed.
+func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason string) (int, error) {
+	c, err := r.GetCluster(ctx, clusterIDOrName)
+	if err != nil {
+		return 0, err
+	}
+	now := r.Now()
+	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
+		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now.Add(r.cfg.RotationGrace), Reason: reason,
+		Audit: r.auditEntry(ctx, AuditCredentialForce, c.ID, "cluster", c.ID, reason),
+	})
+}
+
+// RevokeCredentials revokes a cluster's live credentials at once: its agent
+// must re-register with a new one-time token. It returns how many it revoked.
+func (r *Registry) RevokeCredentials(ctx context.Context, clusterIDOrName, reason string) (int, error) {
+	c, err := r.GetCluster(ctx, clusterIDOrName)
+	if err != nil {
+		return 0, err
+	}
+	now := r.Now()
+	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
+		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now, Revoke: true, Reason: reason,
+		Audit: r.auditEntry(ctx, AuditCredentialRevoke, c.ID, "cluster", c.ID, reason),
+	})
+}

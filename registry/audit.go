@@ -1,0 +1,43 @@
+package registry
+
+import "time"
+
+// Audit actions. Every change to security state or to a job's fate has one.
+const (
+	AuditClusterCreate     = "cluster.create"
+	AuditClusterUpdate     = "cluster.update"
+	AuditClusterDisable    = "cluster.disable"
+	AuditClusterEnable     = "cluster.enable"
+	AuditClusterDelete     = "cluster.delete"
+	AuditTokenIssue        = "token.issue"
+	AuditTokenRevoke       = "token.revoke"
+	AuditRegister          = "agent.register"
+	AuditRegisterFailed    = "agent.register_failed"
+	AuditCredentialRotate  = "credential.rotate"       // by the agent
+	AuditCredentialForce   = "credential.force_rotate" // by an admin: old one may only rotate
+	AuditCredentialRevoke  = "credential.revoke"
+	AuditJobSubmit         = "job.submit"
+	AuditJobClaim          = "job.claim"
+	AuditJobResult         = "job.result"
+	AuditJobRequeue        = "job.requeue"
+	AuditJobCancel         = "job.cancel"
+	AuditJobExtendLease    = "job.extend_lease"
+	AuditJobReclaim        = "job.reclaim"
+	AuditJobLeaseExhausted = "job.lease_exhausted"
+	AuditJobExpire         = "job.expire"
+)
+
+// AuditEntry records who did what to which record and why. It never holds a
+// secret: tokens appear by id only.
+type AuditEntry struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	Actor      string    `json:"actor"`
+	Action     string    `json:"action"`
+	ClusterID  string    `json:"clusterId,omitempty"`
+	TargetKind string    `json:"targetKind,omitempty"`
+	TargetID   string    `json:"targetId,omitempty"`
+	// Reason says why: an admin's stated reason, or the rule that applied
+	// (for example why a registration was refused).
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,237 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CreateCluster creates a cluster in state Pending and issues its first
+// registration token (valid for tokenTTL, or the default when zero). A spec
+// whose policy is entirely zero gets DefaultPolicy.
+func (r *Registry) CreateCluster(ctx context.Context, spec ClusterSpec, tokenTTL time.Duration) (*Cluster, *IssuedToken, error) {
+	if spec.Policy.LeaseSeconds == 0 && spec.Policy.MaxAttempts == 0 && len(spec.Policy.RequiredCapabilities) == 0 {
+		spec.Policy = DefaultPolicy()
+	}
+	if err := spec.Normalize(); err != nil {
+		return nil, nil, err
+	}
+	now := r.Now()
+	c := Cluster{ID: newClusterID(), ClusterSpec: spec, State: ClusterPending, Version: 1, CreatedAt: now, UpdatedAt: now}
+	issued, err := r.newToken(c.ID, tokenTTL, now, ActorFrom(ctx).String())
+	if err != nil {
+		return nil, nil, err
+	}
+	err = r.store.ClusterCreate(ctx, ClusterCreateParams{
+		Cluster: c,
+		Token:   &issued.Token,
+		Audit: []AuditEntry{
+			r.auditEntry(ctx, AuditClusterCreate, c.ID, "cluster", c.ID, ""),
+			r.auditEntry(ctx, AuditTokenIssue, c.ID, "token", issued.Token.ID, "first token of a new cluster"),
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Status = ClusterStatus{Capabilities: []string{}, Conditions: []Condition{}}
+	return &c, issued, nil
+}
+
+// GetCluster returns a cluster by id or, failing that, by display name.
+func (r *Registry) GetCluster(ctx context.Context, idOrName string) (*Cluster, error) {
+	ref := strings.TrimSpace(idOrName)
+	if ref == "" {
+		return nil, Errorf(CodeInvalid, "a cluster id or name is required")
+	}
+	c, err := r.store.ClusterGet(ctx, ref)
+	if ErrorCode(err) == CodeNotFound {
+		c, err = r.store.ClusterGetByName(ctx, ref)
+		if ErrorCode(err) == CodeNotFound {
+			return nil, Errorf(CodeNotFound, "no cluster has the id or name %q (tether cluster list shows them)", ref)
+		}
+	}
+	return c, err
+}
+
+// ListClusters returns clusters ordered by name.
+func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Cluster, error) {
+	return r.store.ClusterList(ctx, p)
+}
+
+// UpdateCluster replaces a cluster's spec if its version is still version
+// (compare-and-swap). When someone else changed it first, the CodeConflict
+// error names the current version; nothing is overwritten.
+func (r *Registry) UpdateCluster(ctx context.Context, id string, version int64, spec ClusterSpec) (*Cluster, error) {
+	if err := spec.Normalize(); err != nil {
+		return nil, err
+	}
+	c, err := r.GetCluster(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.store.ClusterUpdate(ctx, ClusterUpdateParams{
+		ID: c.ID, Version: version, Spec: spec, Now: r.Now(),
+		Audit: r.auditEntry(ctx, AuditClusterUpdate, c.ID, "cluster", c.ID, describeSpecChange(&c.ClusterSpec, &spec)),
+	})
+}
+
+// ModifyCluster applies edit to the current spec and writes it with
+// compare-and-swap, re-reading and re-applying the edit when a concurrent
+// change wins (up to a few times). Use it for edits that are meaningful on any
+// version ("add this namespace"); use UpdateCluster for whole-spec edits made
+// from a version a person looked at.
+func (r *Registry) ModifyCluster(ctx context.Context, idOrName string, edit func(*ClusterSpec) error) (*Cluster, error) {
+	const attempts = 5
+	var err error
+	for range attempts {
+		var c *Cluster
+		if c, err = r.GetCluster(ctx, idOrName); err != nil {
+			return nil, err
+		}
+		spec := c.ClusterSpec
+		spec.AllowedNamespaces = append([]string(nil), spec.AllowedNamespaces...)
+		spec.AllowedCatalogEntries = append([]string(nil), spec.AllowedCatalogEntries...)
+		spec.AllowedOperationTemplates = append([]string(nil), spec.AllowedOperationTemplates...)
+		spec.Policy.RequiredCapabilities = append([]string(nil), spec.Policy.RequiredCapabilities...)
+		if err := edit(&spec); err != nil {
+			return nil, err
+		}
+		var updated *Cluster
+		updated, err = r.UpdateCluster(ctx, c.ID, c.Version, spec)
+		if ErrorCode(err) != CodeConflict {
+			return updated, err
+		}
+	}
+	return nil, err
+}
+
+// SetClusterEnabled disables or enables a cluster. A disabled cluster's agent
+// gets 403 cluster_disabled on every call; enabling returns it to Active (or
+// Pending if it never registered).
+func (r *Registry) SetClusterEnabled(ctx context.Context, idOrName string, enabled bool, reason string) (*Cluster, error) {
+	c, err := r.GetCluster(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	action := AuditClusterDisable
+	if enabled {
+		action = AuditClusterEnable
+	}
+	return r.store.ClusterSetEnabled(ctx, ClusterSetEnabledParams{
+		ID: c.ID, Enabled: enabled, Now: r.Now(),
+		Audit: r.auditEntry(ctx, action, c.ID, "cluster", c.ID, reason),
+	})
+}
+
+// DeleteCluster deletes a cluster and everything it owns.
+func (r *Registry) DeleteCluster(ctx context.Context, idOrName, reason string) (*Cluster, error) {
+	c, err := r.GetCluster(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = fmt.Sprintf("deleted cluster %q", c.Name)
+	}
+	err = r.store.ClusterDelete(ctx, ClusterDeleteParams{
+		ID:    c.ID,
+		Audit: r.auditEntry(ctx, AuditClusterDelete, c.ID, "cluster", c.ID, reason),
+	})
+	return c, err
+}
+
+// describeSpecChange summarizes an edit for the audit trail.
+func describeSpecChange(old, new *ClusterSpec) string {
+	var parts []string
+	diff := func(field string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			parts = append(parts, fmt.Sprintf("%s %v -> %v", field, a, b))
+		}
+	}
+	diff("name", old.Name, new.Name)
+	diff("organization", old.Organization, new.Organization)
+	diff("mode", old.Mode, new.Mode)
+	diff("namespaces", old.AllowedNamespaces, new.AllowedNamespaces)
+	diff("catalog", old.AllowedCatalogEntries, new.AllowedCatalogEntries)
+	diff("templates", old.AllowedOperationTemplates, new.AllowedOperationTemplates)
+	diff("leaseSeconds", old.Policy.LeaseSeconds, new.Policy.LeaseSeconds)
+	diff("maxAttempts", old.Policy.MaxAttempts, new.Policy.MaxAttempts)
+	diff("requiredCapabilities", old.Policy.RequiredCapabilities, new.Policy.RequiredCapabilities)
+	diff("publicKey", old.PublicKey != "", new.PublicKey != "")
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// IssueToken issues a new one-time registration token for a cluster (valid
+// for ttl, or the default when zero), voiding its older unused ones. The
+// secret is in the result and nowhere else.
+func (r *Registry) IssueToken(ctx context.Context, clusterIDOrName string, ttl time.Duration) (*IssuedToken, error) {
+	c, err := r.GetCluster(ctx, clusterIDOrName)
+	if err != nil {
+		return nil, err
+	}
+	issued, err := r.newToken(c.ID, ttl, r.Now(), ActorFrom(ctx).String())
+	if err != nil {
+		return nil, err
+	}
+	err = r.store.TokenCreate(ctx, TokenCreateParams{
+		Token: issued.Token,
+		Audit: r.auditEntry(ctx, AuditTokenIssue, c.ID, "token", issued.Token.ID, "older unused tokens are void"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return issued, nil
+}
+
+func (r *Registry) newToken(clusterID string, ttl time.Duration, now time.Time, by string) (*IssuedToken, error) {
+	if ttl == 0 {
+		ttl = r.cfg.TokenTTL
+	}
+	if ttl < MinTokenTTL || ttl > MaxTokenTTL {
+		return nil, Errorf(CodeInvalid, "token lifetime %s must be between %s and %s", ttl, MinTokenTTL, "168h (7 days)")
+	}
+	id := newTokenID()
+	secret := newBearer(registrationTokenPrefix, id)
+	return &IssuedToken{
+		Token: RegistrationToken{
+			ID: id, ClusterID: clusterID, CreatedAt: now, ExpiresAt: now.Add(ttl),
+			CreatedBy: by, Hash: hashSecret(secret.Reveal()),
+		},
+		Secret: secret,
+	}, nil
+}
+
+// ListTokens returns a cluster's registration tokens (all clusters' when
+// clusterIDOrName is empty), newest first.
+func (r *Registry) ListTokens(ctx context.Context, clusterIDOrName string) ([]RegistrationToken, error) {
+	if clusterIDOrName == "" {
+		return r.store.TokenList(ctx, "")
+	}
+	c, err := r.GetCluster(ctx, clusterIDOrName)
+	if err != nil {
+		return nil, err
+	}
+	return r.store.TokenList(ctx, c.ID)
+}
+
+// RevokeToken revokes an unused registration token.
+func (r *Registry) RevokeToken(ctx context.Context, tokenID, reason string) (*RegistrationToken, error) {
+	tokenID = strings.TrimSpace(tokenID)
+	if id, ok := parseBearer(registrationTokenPrefix, "rt-", tokenID); ok {
+		tokenID = id // accept the token itself; only its public id is used
+	}
+	t, err := r.store.TokenGet(ctx, tokenID)
+	if ErrorCode(err) == CodeNotFound {
+		return nil, Errorf(CodeNotFound, "no registration token has the id %q (tether token list shows them)", tokenID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.store.TokenRevoke(ctx, TokenRevokeParams{
+		ID: t.ID, Now: r.Now(),
+		Audit: r.auditEntry(ctx, AuditTokenRevoke, t.ClusterID, "token", t.ID, reason),
+	})
+}

@@ -1,0 +1,102 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an error. The set is closed: server/ maps each code to one
+// HTTP status in a single table, apiclient maps them back, and callers branch on
+// codes with ErrorCode, never on message text. The agent-facing codes are the
+// wire codes of PROTOCOL.md.
+type Code string
+
+const (
+	// Generic codes.
+	CodeInvalid      Code = "invalid"      // bad input; the message names the field and the rule
+	CodeNotFound     Code = "not_found"    // no such record
+	CodeConflict     Code = "conflict"     // compare-and-swap lost, or a uniqueness rule broken
+	CodeUnauthorized Code = "unauthorized" // bearer credential unknown, expired or revoked
+	CodeForbidden    Code = "forbidden"    // authenticated, but not for this cluster or job
+	CodeUnavailable  Code = "unavailable"  // the store is closed or shutting down
+	CodeInternal     Code = "internal"     // a bug or an I/O failure; details are logged, not shown
+	CodeRateLimited  Code = "rate_limited" // too many requests; retry later
+	CodeTooLarge     Code = "too_large"    // a body or batch over its limit
+
+	// Protocol codes (PROTOCOL.md).
+	CodeRegistrationTokenInvalid Code = "registration_token_invalid"
+	CodeClusterDisabled          Code = "cluster_disabled"
+	CodeCapabilityRequired       Code = "capability_required"
+	CodeJobNotFound              Code = "job_not_found"
+	CodeAlreadyClaimed           Code = "already_claimed"
+	CodeJobClosed                Code = "job_closed"
+	CodeStaleClaim               Code = "stale_claim"
+	CodeJobCanceled              Code = "job_canceled"
+	CodeResultAlreadyRecorded    Code = "result_already_recorded"
+	CodeInvalidOutcome           Code = "invalid_outcome"
+	CodeErrorRequired            Code = "error_required"
+)
+
+// Error is the error type of the domain: a code, and a message meant for the
+// person or program that made the request. Messages never contain secrets.
+type Error struct {
+	Code    Code
+	Message string
+	// Err is an underlying cause kept for logs (errors.Unwrap); it is not shown
+	// to callers.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil && e.Code == CodeInternal {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Internal wraps an unexpected failure (I/O, a driver error) as CodeInternal.
+// The message says what was being done; the cause stays in Err.
+func Internal(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Code: CodeInternal, Message: doing, Err: err}
+}
+
+// ErrorCode returns the code of err, CodeInternal for an error that carries
+// none, and "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the caller-facing message of err. Errors without a code
+// are internal: their text may hold details not meant for callers, so a generic
+// sentence is returned instead.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Code == CodeInternal {
+			return "internal error: " + e.Message
+		}
+		return e.Message
+	}
+	return "internal error"
+}

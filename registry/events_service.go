@@ -1,0 +1,66 @@
+package registry
+
+import (
+	"context"
+	"strings"
+)
+
+// AppendEvents stores a batch of an agent's events. clusterHint is the
+// optional top-level clusterId of the request; it must name the agent's own
+// cluster. Events whose eventKey was seen within the replay window are
+// dropped. A ClusterHeartbeat updates the cluster's observed status. It returns
+// how many events were stored.
+func (r *Registry) AppendEvents(ctx context.Context, a *Agent, clusterHint string, events []Event) (int, error) {
+	if clusterHint != "" && clusterHint != a.Cluster.ID {
+		return 0, Errorf(CodeForbidden, "clusterId does not name this credential's cluster")
+	}
+	if len(events) == 0 {
+		return 0, Errorf(CodeInvalid, "events must hold at least one event")
+	}
+	if len(events) > MaxEventsPerBatch {
+		return 0, Errorf(CodeTooLarge, "a batch holds at most %d events; this one has %d (send smaller batches)", MaxEventsPerBatch, len(events))
+	}
+	now := r.Now()
+	var hb *HeartbeatUpdate
+	for i := range events {
+		e := &events[i]
+		e.Kind = strings.TrimSpace(e.Kind)
+		if e.Kind == "" {
+			return 0, Errorf(CodeInvalid, "events[%d].kind is required", i)
+		}
+		if len(e.Kind) > 100 {
+			return 0, Errorf(CodeInvalid, "events[%d].kind is longer than 100 characters", i)
+		}
+		if len(e.EventKey) > maxEventKeyBytes {
+			return 0, Errorf(CodeInvalid, "events[%d].eventKey is longer than %d bytes", i, maxEventKeyBytes)
+		}
+		e.ClusterID = a.Cluster.ID
+		e.ReceivedAt = now
+		if e.Kind == EventClusterHeartbeat {
+			if e.ResourceRef.Name != "" && e.ResourceRef.Name != a.Cluster.ID {
+				return 0, Errorf(CodeForbidden, "events[%d] is a heartbeat for another cluster; a credential reports only for its own cluster", i)
+			}
+			hb = &HeartbeatUpdate{At: now, Conditions: e.Conditions}
+		}
+	}
+	return r.store.EventsAppend(ctx, EventsAppendParams{
+		ClusterID: a.Cluster.ID, Events: events, Now: now,
+		DedupeAfter: now.Add(-r.cfg.EventReplayWindow), Heartbeat: hb,
+	})
+}
+
+// ListEvents returns events matching p, newest first.
+func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, error) {
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	return r.store.EventList(ctx, p)
+}
+
+// ListAudit returns audit entries matching p, newest first.
+func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEntry, error) {
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	return r.store.AuditList(ctx, p)
+}

@@ -1,0 +1,215 @@
+package registry
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// hub follows the store's change feed in one goroutine and fans it out:
+// per-cluster wake-ups for held long-polls (a map lookup per change, no work
+// per idle waiter), and a broadcast for watchers, who each read the feed from
+// their own position. It starts on first use.
+type hub struct {
+	store Store
+
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	stop      context.CancelFunc
+	done      chan struct{}
+	last      int64
+	advanced  chan struct{} // closed and replaced whenever last moves
+	waiters   map[string]map[chan struct{}]struct{}
+	followErr error
+}
+
+const (
+	feedBatch        = 1000
+	feedRetryBackoff = 500 * time.Millisecond
+)
+
+func newHub(store Store) *hub {
+	return &hub{store: store, advanced: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+}
+
+// start begins following the feed from its current end.
+func (h *hub) start() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return Errorf(CodeUnavailable, "registry is closed")
+	}
+	if h.started {
+		return nil
+	}
+	latest, _, err := h.store.ChangesLatest(context.Background())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.started, h.stop, h.done, h.last = true, cancel, make(chan struct{}), latest
+	go h.follow(ctx)
+	return nil
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	started := h.started
+	if started {
+		h.stop()
+	}
+	h.mu.Unlock()
+	if started {
+		<-h.done
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.advanced) // release watchers; they see closed and stop
+	for _, set := range h.waiters {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (h *hub) follow(ctx context.Context) {
+	defer close(h.done)
+	signal := make(chan struct{}, 1)
+	go func() { _ = h.store.NotifyChanges(ctx, signal) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signal:
+		}
+		for {
+			changes, err := h.store.ChangesSince(ctx, h.position(), feedBatch)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				h.mu.Lock()
+				h.followErr = err
+				h.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(feedRetryBackoff):
+				}
+				continue
+			}
+			if len(changes) == 0 {
+				break
+			}
+			h.dispatch(changes)
+			if len(changes) < feedBatch {
+				break
+			}
+		}
+	}
+}
+
+func (h *hub) position() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+func (h *hub) dispatch(changes []Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.followErr = nil
+	for _, c := range changes {
+		if c.Kind == EntityJob && c.JobState == JobQueued {
+			h.wakeLocked(c.ClusterID)
+		}
+		if c.Kind == EntityCluster {
+			// Enabling or disabling a cluster, or deleting it, matters to its
+			// held polls too: let them look again.
+			h.wakeLocked(c.ClusterID)
+		}
+	}
+	h.last = changes[len(changes)-1].Seq
+	close(h.advanced)
+	h.advanced = make(chan struct{})
+}
+
+func (h *hub) wakeLocked(clusterID string) {
+	for ch := range h.waiters[clusterID] {
+		select {
+		case ch <- struct{}{}:
+		default: // already has a wake-up pending
+		}
+	}
+}
+
+// subscribe registers a waiter for jobs queued on clusterID.
+func (h *hub) subscribe(clusterID string) (<-chan struct{}, func(), error) {
+	if err := h.start(); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, Errorf(CodeUnavailable, "registry is closed")
+	}
+	set := h.waiters[clusterID]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		h.waiters[clusterID] = set
+	}
+	set[ch] = struct{}{}
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(set, ch)
+		if len(h.waiters[clusterID]) == 0 {
+			delete(h.waiters, clusterID)
+		}
+	}, nil
+}
+
+// waitPast returns a channel closed once the feed moves past seq (at
+// once if it already has), and whether the hub is closed.
+func (h *hub) waitPast(seq int64) (<-chan struct{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	if h.last > seq {
+		ch := make(chan struct{})
+		close(ch)
+		return ch, true
+	}
+	return h.advanced, true
+}
+
+// SubscribeJobs returns a channel that receives a value whenever a job may
+// have been queued for the cluster (or the cluster itself changed), and a
+// function that ends the subscription. Subscribe before looking for jobs, so
+// that a job queued in between is not missed.
+func (r *Registry) SubscribeJobs(clusterID string) (<-chan struct{}, func(), error) {
+	return r.hub.subscribe(clusterID)
+}
+
+// Waiting returns how many long-polls are subscribed, for metrics.
+func (r *Registry) Waiting() int {
+	r.hub.mu.Lock()
+	defer r.hub.mu.Unlock()
+	n := 0
+	for _, set := range r.hub.waiters {
+		n += len(set)
+	}
+	return n
+}

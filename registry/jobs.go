@@ -1,0 +1,375 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Poll limits (PROTOCOL.md).
+const (
+	DefaultPollLimit = 10
+	MaxPollLimit     = 100
+)
+
+// SubmitJob checks a submission against its cluster's identity record and
+// queues it. If the cluster has an open job with the same idempotency key,
+// that job is returned instead, with created=false.
+func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, created bool, err error) {
+	c, err := r.GetCluster(ctx, s.ClusterID)
+	if err != nil {
+		return nil, false, err
+	}
+	if c.State == ClusterDisabled {
+		return nil, false, Errorf(CodeForbidden, "cluster %s (%s) is disabled; enable it before submitting jobs", c.Name, c.ID)
+	}
+	s.Payload = bytes.TrimSpace(s.Payload)
+	if len(s.Payload) > 0 && !json.Valid(s.Payload) {
+		var v any
+		return nil, false, Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(s.Payload, &v))
+	}
+	checked, err := checkPayload(c, s.Kind, s.Payload)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := checkIdempotencyKey(s.IdempotencyKey); err != nil {
+		return nil, false, err
+	}
+	now := r.Now()
+	j := Job{
+		ID: newJobID(), ClusterID: c.ID, Kind: s.Kind, Intent: checked.intent, Target: checked.target,
+		Payload: s.Payload, IdempotencyKey: s.IdempotencyKey, State: JobQueued, Attempt: 1,
+		CreatedAt: now, UpdatedAt: now, SubmittedBy: ActorFrom(ctx).String(),
+	}
+	if s.ExpiresIn != 0 {
+		if s.ExpiresIn < MinJobExpiry || s.ExpiresIn > MaxJobExpiry {
+			return nil, false, Errorf(CodeInvalid, "expires-in %s must be between 1s and 8760h (365 days)", s.ExpiresIn)
+		}
+		j.ExpiresAt = now.Add(s.ExpiresIn)
+	}
+	return r.store.JobInsert(ctx, JobInsertParams{
+		Job:     j,
+		History: JobHistoryEntry{At: now, Type: HistorySubmitted, Actor: j.SubmittedBy, Message: "submitted " + string(j.Kind) + " " + j.Target.String()},
+		Audit:   r.auditEntry(ctx, AuditJobSubmit, c.ID, "job", j.ID, ""),
+	})
+}
+
+// GetJob returns a job.
+func (r *Registry) GetJob(ctx context.Context, id string) (*Job, error) {
+	j, err := r.store.JobGet(ctx, strings.TrimSpace(id))
+	if ErrorCode(err) == CodeNotFound {
+		return nil, Errorf(CodeNotFound, "no job has the id %q", id)
+	}
+	return j, err
+}
+
+// JobHistory returns a job's timeline, oldest first.
+func (r *Registry) JobHistory(ctx context.Context, id string) ([]JobHistoryEntry, error) {
+	return r.store.JobHistory(ctx, id)
+}
+
+// ListJobs returns jobs matching p, newest first unless p.OldestFirst.
+func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error) {
+	for _, s := range p.States {
+		if !s.Valid() {
+			return nil, Errorf(CodeInvalid, "job state %q is not one of %v", s, JobStates)
+		}
+	}
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	return r.store.JobList(ctx, p)
+}
+
+// CountJobs counts jobs matching p.
+func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) {
+	return r.store.JobCount(ctx, p)
+}
+
+// JobCounts returns the number of jobs per cluster and state.
+func (r *Registry) JobCounts(ctx context.Context) ([]JobCount, error) { return r.store.JobCounts(ctx) }
+
+// PollJobs returns what a poll hands out: the cluster's queued, unexpired
+// jobs, oldest first. clusterID must be the agent's own cluster.
+func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, limit int) ([]Job, error) {
+	if clusterID != a.Cluster.ID {
+		return nil, Errorf(CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", a.Cluster.ID)
+	}
+	if limit <= 0 {
+		limit = DefaultPollLimit
+	}
+	limit = min(limit, MaxPollLimit)
+	return r.store.JobListQueued(ctx, a.Cluster.ID, r.Now(), limit)
+}
+
+// LeaseFor is the lease an agent gets on ack: the cluster's lease for a lease
+// client, none otherwise (seed 004: reclaim is opt-in).
+func LeaseFor(a *Agent) time.Duration {
+	if !a.Credential.HasCapability(CapabilityLease) || a.Cluster.Policy.LeaseSeconds <= 0 {
+		return 0
+	}
+	return time.Duration(a.Cluster.Policy.LeaseSeconds) * time.Second
+}
+
+// AckJob is the claim: exactly one of concurrent acks of a queued job wins.
+func (r *Registry) AckJob(ctx context.Context, a *Agent, jobID string) (*Claim, error) {
+	now := r.Now()
+	claim := JobClaimSet{ClaimID: newClaimID(), ClaimedAt: now, ClaimedBy: a.Credential.ID}
+	if lease := LeaseFor(a); lease > 0 {
+		claim.LeaseSeconds = int(lease / time.Second)
+		claim.LeaseExpiresAt = now.Add(lease)
+	}
+	msg := "claimed by " + a.Credential.ID
+	if !claim.LeaseExpiresAt.IsZero() {
+		msg += fmt.Sprintf(" with a %ds lease", claim.LeaseSeconds)
+	} else {
+		msg += " without a lease (never reclaimed automatically)"
+	}
+	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
+		ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobQueued}, NotExpiredAt: now,
+		Set:     JobSet{Now: now, State: JobInProgress, Claim: &claim, LastActivityAt: now},
+		History: &JobHistoryEntry{At: now, Type: HistoryClaimed, Actor: a.Actor().String(), Message: msg},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !applied {
+		return nil, r.refuseJob(a, j, jobID, "", opAck, now)
+	}
+	return &Claim{Job: *j, ClaimID: claim.ClaimID, LeaseExpiresAt: claim.LeaseExpiresAt}, nil
+}
+
+// ReportStatus records a job's interim status and renews its lease. claimID
+// is the X-Claim-Id the agent echoed, or empty.
+func (r *Registry) ReportStatus(ctx context.Context, a *Agent, jobID, claimID string, s StatusReport) error {
+	now := r.Now()
+	phase := s.Phase
+	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
+		ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobInProgress}, ClaimID: claimID,
+		Set: JobSet{Now: now, RenewLease: true, LastActivityAt: now, Phase: &phase},
+		History: &JobHistoryEntry{
+			At: now, Type: HistoryStatus, Actor: a.Actor().String(), Phase: s.Phase, Message: s.Message,
+			Conditions: s.Conditions, ReportedAt: s.Timestamp,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return r.refuseJob(a, j, jobID, claimID, opStatus, now)
+	}
+	return nil
+}
+
+// HeartbeatJob renews a job's lease and returns its new end (zero when the
+// job has no lease).
+func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID string) (time.Time, error) {
+	now := r.Now()
+	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
+		ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobInProgress}, ClaimID: claimID,
+		Set: JobSet{Now: now, RenewLease: true, LastActivityAt: now},
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !applied {
+		return time.Time{}, r.refuseJob(a, j, jobID, claimID, opHeartbeat, now)
+	}
+	return j.LeaseExpiresAt, nil
+}
+
+// ReportResult records a job's result, exactly once. A queued job (never
+// acked) accepts only a noop result: the agent skipping an expired job.
+func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) error {
+	state, ok := res.Outcome.State()
+	if !ok {
+		return Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)
+	}
+	if (res.Outcome == OutcomeFailed || res.Outcome == OutcomeConflict) && strings.TrimSpace(res.Error) == "" {
+		return Errorf(CodeErrorRequired, "a %s result must say what went wrong in its error field", res.Outcome)
+	}
+	from := []JobState{JobInProgress}
+	if res.Outcome == OutcomeNoop {
+		from = append(from, JobQueued)
+	}
+	now := r.Now()
+	var noLease time.Time
+	errText := res.Error
+	msg := string(res.Outcome)
+	if errText != "" {
+		msg += ": " + errText
+	}
+	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
+		ID: jobID, ClusterID: a.Cluster.ID, FromStates: from, ClaimID: claimID,
+		Set: JobSet{
+			Now: now, State: state, Outcome: res.Outcome, Error: &errText, Result: res.Body,
+			FinishedAt: now, LastActivityAt: now, LeaseExpiresAt: &noLease,
+		},
+		History: &JobHistoryEntry{At: now, Type: HistoryResult, Actor: a.Actor().String(), Message: msg},
+		Audit:   ptr(r.auditEntry(WithActor(ctx, a.Actor()), AuditJobResult, a.Cluster.ID, "job", jobID, msg)),
+	})
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return r.refuseJob(a, j, jobID, claimID, opResult, now)
+	}
+	return nil
+}
+
+type jobOp int
+
+const (
+	opAck jobOp = iota
+	opStatus
+	opHeartbeat
+	opResult
+)
+
+// refuseJob explains why an agent's conditional job update did not apply, from
+// the job as it is now.
+func (r *Registry) refuseJob(a *Agent, j *Job, jobID, claimID string, op jobOp, now time.Time) error {
+	switch {
+	case j == nil:
+		return Errorf(CodeJobNotFound, "job %s does not exist", jobID)
+	case j.ClusterID != a.Cluster.ID:
+		return Errorf(CodeForbidden, "job %s does not belong to this credential's cluster", jobID)
+	case j.State == JobCanceled:
+		if op == opAck {
+			return Errorf(CodeJobClosed, "job %s was canceled by an admin", jobID)
+		}
+		return Errorf(CodeJobCanceled, "job %s was canceled by an admin; stop working on it", jobID)
+	}
+	if op == opAck {
+		switch {
+		case j.State == JobInProgress:
+			return Errorf(CodeAlreadyClaimed, "job %s is already claimed", jobID)
+		case j.State == JobQueued && !j.ExpiresAt.IsZero() && !now.Before(j.ExpiresAt):
+			return Errorf(CodeJobClosed, "job %s expired at %s; report it with outcome noop and error expired", jobID, j.ExpiresAt.Format(time.RFC3339))
+		}
+		return Errorf(CodeJobClosed, "job %s is closed (%s)", jobID, j.State)
+	}
+	switch {
+	case j.State.Terminal() && op == opResult && j.State != JobExpired:
+		return Errorf(CodeResultAlreadyRecorded, "job %s already has its result (%s)", jobID, j.State)
+	case j.State.Terminal():
+		return Errorf(CodeJobClosed, "job %s is closed (%s)", jobID, j.State)
+	case j.State == JobQueued && op == opResult:
+		return Errorf(CodeStaleClaim, "job %s is queued and not claimed: only a noop result is accepted before an ack", jobID)
+	case j.State == JobQueued:
+		return Errorf(CodeStaleClaim, "job %s is not claimed (it was requeued or reclaimed); stop working on it", jobID)
+	case claimID != "" && claimID != j.ClaimID:
+		return Errorf(CodeStaleClaim, "claim %s is no longer the claim of job %s (it was reclaimed or requeued); stop working on it", claimID, jobID)
+	}
+	return Errorf(CodeConflict, "job %s changed while the request was handled; retry", jobID)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// RequeueJob puts a job back in the queue as a new attempt: an in_progress
+// job (whose holder is fenced off: its claim no longer matches), or one that
+// failed because its attempts ran out.
+func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, error) {
+	j, err := r.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p := JobUpdateParams{ID: j.ID, FromStates: []JobState{JobInProgress}}
+	switch {
+	case j.State == JobInProgress:
+		p.ClaimID = j.ClaimID
+	case j.State == JobFailed && j.Error == ErrorLeaseExpired:
+		p.FromStates, p.Error = []JobState{JobFailed}, ErrorLeaseExpired
+	default:
+		return nil, Errorf(CodeConflict, "job %s is %s; only in_progress jobs and jobs that ran out of attempts can be requeued", j.ID, describeState(j))
+	}
+	now := r.Now()
+	msg := "requeued by an admin"
+	if j.ClaimID != "" {
+		msg += "; claim " + j.ClaimID + " is fenced off"
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	p.Set = JobSet{Now: now, State: JobQueued, AttemptIncrement: true, Reopen: true}
+	p.History = &JobHistoryEntry{At: now, Type: HistoryRequeued, Actor: ActorFrom(ctx).String(), Message: msg}
+	p.Audit = ptr(r.auditEntry(ctx, AuditJobRequeue, j.ClusterID, "job", j.ID, msg))
+	return r.adminJobUpdate(ctx, p, "requeue")
+}
+
+// CancelJob ends a queued or in_progress job as canceled. Its holder's next
+// status, heartbeat or result gets job_canceled, which tells it to stop.
+func (r *Registry) CancelJob(ctx context.Context, id, reason string) (*Job, error) {
+	j, err := r.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.State.Terminal() {
+		return nil, Errorf(CodeConflict, "job %s is already %s", j.ID, describeState(j))
+	}
+	now := r.Now()
+	var noLease time.Time
+	errText := ErrorCanceled
+	msg := "canceled by an admin"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return r.adminJobUpdate(ctx, JobUpdateParams{
+		ID: j.ID, FromStates: []JobState{JobQueued, JobInProgress},
+		Set:     JobSet{Now: now, State: JobCanceled, Error: &errText, FinishedAt: now, LeaseExpiresAt: &noLease},
+		History: &JobHistoryEntry{At: now, Type: HistoryCanceled, Actor: ActorFrom(ctx).String(), Message: msg},
+		Audit:   ptr(r.auditEntry(ctx, AuditJobCancel, j.ClusterID, "job", j.ID, msg)),
+	}, "cancel")
+}
+
+// ExtendLease gives a leased in_progress job's holder more time: the lease
+// ends by after the later of now and its current end.
+func (r *Registry) ExtendLease(ctx context.Context, id string, by time.Duration) (*Job, error) {
+	if by <= 0 || by > MaxLeaseSeconds*time.Second {
+		return nil, Errorf(CodeInvalid, "lease extension %s must be positive and at most 24h", by)
+	}
+	j, err := r.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.State != JobInProgress || !j.Leased() {
+		return nil, Errorf(CodeConflict, "job %s has no lease to extend (it is %s)", j.ID, describeState(j))
+	}
+	now := r.Now()
+	until := j.LeaseExpiresAt
+	if until.Before(now) {
+		until = now
+	}
+	until = until.Add(by)
+	msg := "lease extended to " + until.Format(time.RFC3339) + " by an admin"
+	return r.adminJobUpdate(ctx, JobUpdateParams{
+		ID: j.ID, FromStates: []JobState{JobInProgress}, ClaimID: j.ClaimID, Leased: true,
+		Set:     JobSet{Now: now, LeaseExpiresAt: &until},
+		History: &JobHistoryEntry{At: now, Type: HistoryLeaseExtends, Actor: ActorFrom(ctx).String(), Message: msg},
+		Audit:   ptr(r.auditEntry(ctx, AuditJobExtendLease, j.ClusterID, "job", j.ID, msg)),
+	}, "extend the lease of")
+}
+
+func (r *Registry) adminJobUpdate(ctx context.Context, p JobUpdateParams, verb string) (*Job, error) {
+	j, applied, err := r.store.JobUpdate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !applied {
+		if j == nil {
+			return nil, Errorf(CodeNotFound, "job %s no longer exists", p.ID)
+		}
+		return nil, Errorf(CodeConflict, "could not %s job %s: it changed meanwhile and is now %s; look again and retry", verb, p.ID, describeState(j))
+	}
+	return j, nil
+}
+
+func describeState(j *Job) string {
+	if j.Error != "" && j.State.Terminal() {
+		return string(j.State) + " (" + j.Error + ")"
+	}
+	return string(j.State)
+}

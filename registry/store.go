@@ -1,0 +1,383 @@
+package registry
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence the registry needs. Implementations (store/sqlite,
+// store/postgres) make every method that writes atomic: one conditional
+// statement or one transaction, with its audit entries and change-feed rows in
+// the same transaction. They enforce no business rules beyond the conditions
+// the params spell out; the registry decides what to ask for and what a refusal
+// means. store/storetest holds the behaviour every implementation must pass.
+//
+// Errors: CodeNotFound for a missing record, CodeConflict for a lost
+// compare-and-swap or a broken uniqueness rule, CodeUnavailable after Close,
+// CodeInternal for anything else. Methods document other codes they return.
+type Store interface {
+	// ClusterCreate inserts a cluster, its first registration token (optional)
+	// and audit entries. CodeConflict if the name is taken.
+	ClusterCreate(ctx context.Context, p ClusterCreateParams) error
+	// ClusterGet returns a cluster with its observed status.
+	ClusterGet(ctx context.Context, id string) (*Cluster, error)
+	// ClusterGetByName finds a cluster by its display name (case-insensitive).
+	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)
+	// ClusterList returns clusters ordered by name.
+	ClusterList(ctx context.Context, p ClusterListParams) ([]Cluster, error)
+	// ClusterUpdate replaces the spec if the stored version is p.Version, and
+	// increments the version. A stale version is CodeConflict, and the error
+	// message names the current version.
+	ClusterUpdate(ctx context.Context, p ClusterUpdateParams) (*Cluster, error)
+	// ClusterSetEnabled disables a cluster, or enables it back to Active
+	// (Pending if it never registered). It increments the version.
+	ClusterSetEnabled(ctx context.Context, p ClusterSetEnabledParams) (*Cluster, error)
+	// ClusterDelete deletes a cluster and everything it owns (status, tokens,
+	// credentials, jobs and their history, events) in one transaction.
+	ClusterDelete(ctx context.Context, p ClusterDeleteParams) error
+
+	// TokenCreate inserts a registration token and voids the cluster's older
+	// unused tokens (revoked, reason "superseded").
+	TokenCreate(ctx context.Context, p TokenCreateParams) error
+	TokenGet(ctx context.Context, id string) (*RegistrationToken, error)
+	// TokenList returns a cluster's tokens, newest first; all tokens if
+	// clusterID is empty.
+	TokenList(ctx context.Context, clusterID string) ([]RegistrationToken, error)
+	// TokenRevoke revokes an unused, unrevoked token. CodeConflict if it was
+	// already used or revoked.
+	TokenRevoke(ctx context.Context, p TokenRevokeParams) (*RegistrationToken, error)
+	// TokenRedeem is registration. In one transaction it reads the token and
+	// its cluster, runs p.Check on them (an error from Check aborts and is
+	// returned as is), marks the token used only if it still is unused,
+	// inserts p.Credential for the token's cluster, makes the cluster Active,
+	// records the negotiated capabilities in its status, and writes p.Audit.
+	// Of concurrent redemptions of one token exactly one succeeds; the others
+	// get the error Check returns for a used token. CodeNotFound: no such token.
+	TokenRedeem(ctx context.Context, p TokenRedeemParams) (*Cluster, error)
+
+	CredentialGet(ctx context.Context, id string) (*Credential, error)
+	// CredentialList returns a cluster's credentials, newest first.
+	CredentialList(ctx context.Context, clusterID string) ([]Credential, error)
+	// CredentialRotate inserts p.New and marks p.OldID superseded, cutting its
+	// full access to p.OldExpiresAt (never extending it), provided the old
+	// credential is unrevoked and may still rotate at p.Now. CodeUnauthorized
+	// otherwise.
+	CredentialRotate(ctx context.Context, p CredentialRotateParams) error
+	// CredentialRestrict cuts the access windows of a cluster's live
+	// credentials (or of one) to the given times, never extending them, and
+	// optionally marks them revoked. It returns how many it changed.
+	CredentialRestrict(ctx context.Context, p CredentialRestrictParams) (int, error)
+
+	// JobInsert inserts a job unless the cluster has an open (queued or
+	// in_progress) job with the same idempotency key, in which case it returns
+	// that job and created=false.
+	JobInsert(ctx context.Context, p JobInsertParams) (job *Job, created bool, err error)
+	JobGet(ctx context.Context, id string) (*Job, error)
+	// JobList returns jobs matching every set filter, newest first unless
+	// p.OldestFirst.
+	JobList(ctx context.Context, p JobListParams) ([]Job, error)
+	// JobCount counts jobs matching p's filters (Limit and Offset ignored).
+	JobCount(ctx context.Context, p JobListParams) (int, error)
+	// JobListQueued returns a cluster's queued jobs that have not expired at
+	// now, oldest first: what a poll hands out.
+	JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]Job, error)
+	// JobHistory returns a job's timeline, oldest first.
+	JobHistory(ctx context.Context, jobID string) ([]JobHistoryEntry, error)
+	// JobCounts returns the number of jobs per cluster and state, kept by the
+	// store as jobs change so it costs nothing to read.
+	JobCounts(ctx context.Context) ([]JobCount, error)
+	// JobUpdate applies p.Set to the job if every condition of p holds, in one
+	// conditional statement, with p.History and p.Audit. It returns the job as
+	// updated and applied=true; or, when a condition failed, the job as it is
+	// (nil if it does not exist) and applied=false, so that the caller can say
+	// which condition failed.
+	JobUpdate(ctx context.Context, p JobUpdateParams) (job *Job, applied bool, err error)
+	// JobsReclaim handles in_progress jobs whose lease expired before p.Now, at
+	// most p.Limit of them: a job below its cluster's max attempts goes back to
+	// queued with attempt+1 and no claim; the others end failed with error
+	// lease_expired. Each gets a history entry and an audit entry by p.Actor.
+	JobsReclaim(ctx context.Context, p JobsReclaimParams) (ReclaimCounts, error)
+	// JobsExpire ends queued jobs whose expiresAt is before p.Now as expired,
+	// at most p.Limit of them, with history and audit entries.
+	JobsExpire(ctx context.Context, p JobsExpireParams) (int, error)
+
+	// EventsAppend stores a batch of a cluster's events, dropping those whose
+	// eventKey was already seen at or after p.DedupeAfter (an older sighting is
+	// renewed instead), and applies p.Heartbeat to the cluster's status. It
+	// returns how many events were stored.
+	EventsAppend(ctx context.Context, p EventsAppendParams) (int, error)
+	// EventList returns events matching p, newest first.
+	EventList(ctx context.Context, p EventListParams) ([]Event, error)
+	// EventsPrune deletes events older than p.OlderThan and beyond the newest
+	// p.KeepPerCluster of each cluster, and forgets event keys last seen
+	// before p.KeysBefore. It returns how many events it deleted.
+	EventsPrune(ctx context.Context, p EventsPruneParams) (int, error)
+
+	// AuditAppend writes audit entries that accompany no other change (for
+	// example a refused registration).
+	AuditAppend(ctx context.Context, entries ...AuditEntry) error
+	// AuditList returns audit entries matching p, newest first.
+	AuditList(ctx context.Context, p AuditListParams) ([]AuditEntry, error)
+
+	// ChangesSince returns change-feed entries with Seq > after, oldest first.
+	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
+	// ChangesLatest returns the newest change's Seq (0 when there is none) and
+	// the oldest Seq still kept.
+	ChangesLatest(ctx context.Context) (latest, oldest int64, err error)
+	// ChangesPrune forgets change-feed entries written before p.Before, but
+	// always keeps the newest p.Keep.
+	ChangesPrune(ctx context.Context, p ChangesPruneParams) (int, error)
+	// NotifyChanges sends on ch (without blocking; a full channel already
+	// holds a wake-up) whenever the change feed may have grown: at once for
+	// writes through this Store, and within a short interval for writes by
+	// other processes. It returns when ctx is done.
+	NotifyChanges(ctx context.Context, ch chan<- struct{}) error
+
+	// Ping checks the store is reachable and its schema current.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+type ClusterCreateParams struct {
+	Cluster Cluster
+	Token   *RegistrationToken
+	Audit   []AuditEntry
+}
+
+type ClusterListParams struct {
+	State        ClusterState
+	Organization string
+}
+
+type ClusterUpdateParams struct {
+	ID      string
+	Version int64
+	Spec    ClusterSpec
+	Now     time.Time
+	Audit   AuditEntry
+}
+
+type ClusterSetEnabledParams struct {
+	ID      string
+	Enabled bool
+	Now     time.Time
+	Audit   AuditEntry
+}
+
+type ClusterDeleteParams struct {
+	ID    string
+	Audit AuditEntry
+}
+
+type TokenCreateParams struct {
+	Token RegistrationToken
+	Audit AuditEntry
+}
+
+type TokenRevokeParams struct {
+	ID    string
+	Now   time.Time
+	Audit AuditEntry
+}
+
+type TokenRedeemParams struct {
+	TokenID    string
+	Now        time.Time
+	Check      func(*RegistrationToken, *Cluster) error
+	Credential Credential // ClusterID is filled in from the token
+	Audit      AuditEntry // ClusterID and TargetID are filled in
+}
+
+type CredentialRotateParams struct {
+	OldID        string
+	Now          time.Time
+	OldExpiresAt time.Time
+	New          Credential
+	Audit        AuditEntry
+}
+
+type CredentialRestrictParams struct {
+	ClusterID    string
+	CredentialID string // empty: every live credential of the cluster
+	Now          time.Time
+	ExpiresAt    time.Time
+	RotateUntil  time.Time
+	Revoke       bool
+	Reason       string
+	Audit        AuditEntry
+}
+
+type JobInsertParams struct {
+	Job     Job
+	History JobHistoryEntry
+	Audit   AuditEntry
+}
+
+// JobListParams filters jobs; zero values do not filter.
+type JobListParams struct {
+	ClusterIDs []string
+	States     []JobState
+	Kind       JobKind
+	// Search matches a substring of the id, idempotency key, or target
+	// namespace or name.
+	Search string
+	Error  string
+	// LeaseExpiredBefore: only leased jobs whose lease ends before it.
+	LeaseExpiredBefore time.Time
+	// NoLease with ActivityBefore: unleased jobs silent since before it.
+	NoLease        bool
+	ActivityBefore time.Time
+	// FinishedAfter: only jobs that finished after it.
+	FinishedAfter time.Time
+	OldestFirst   bool
+	Limit         int
+	Offset        int
+}
+
+type JobCount struct {
+	ClusterID string
+	State     JobState
+	Count     int64
+}
+
+// JobUpdateParams is one conditional transition of one job.
+type JobUpdateParams struct {
+	ID string
+	// Conditions; zero values are not checked.
+	ClusterID    string
+	FromStates   []JobState // the job's state must be one of these
+	ClaimID      string     // the job's current claim must be this
+	NotExpiredAt time.Time  // expiresAt must be unset or after this
+	Leased       bool       // the job must have a lease
+	Error        string     // the job's error must be this
+	// Changes.
+	Set     JobSet
+	History *JobHistoryEntry // JobID, Attempt and State are filled in
+	Audit   *AuditEntry
+}
+
+// JobSet lists what a transition changes; nil or zero fields are unchanged.
+type JobSet struct {
+	Now   time.Time // written to updatedAt
+	State JobState
+	// AttemptIncrement starts a new attempt.
+	AttemptIncrement bool
+	// Reopen clears the claim, lease, phase and everything a job's end
+	// recorded (outcome, error, result, finish time).
+	Reopen bool
+	// Claim, when non-nil, replaces the claim (a zero Claim clears it,
+	// leases included).
+	Claim *JobClaimSet
+	// LeaseExpiresAt, when non-nil, sets the lease end (zero clears it).
+	LeaseExpiresAt *time.Time
+	// RenewLease moves a leased job's lease end to Now + its lease seconds.
+	RenewLease     bool
+	LastActivityAt time.Time
+	Phase          *string
+	Outcome        Outcome
+	Error          *string
+	Result         []byte
+	FinishedAt     time.Time
+}
+
+type JobClaimSet struct {
+	ClaimID        string
+	ClaimedAt      time.Time
+	ClaimedBy      string
+	LeaseSeconds   int
+	LeaseExpiresAt time.Time
+}
+
+type JobsReclaimParams struct {
+	Now   time.Time
+	Limit int
+	Actor string
+}
+
+type ReclaimCounts struct {
+	Requeued int
+	Failed   int
+}
+
+type JobsExpireParams struct {
+	Now   time.Time
+	Limit int
+	Actor string
+}
+
+type EventsAppendParams struct {
+	ClusterID   string
+	Events      []Event
+	Now         time.Time
+	DedupeAfter time.Time
+	Heartbeat   *HeartbeatUpdate
+}
+
+// HeartbeatUpdate is what a ClusterHeartbeat changes in a cluster's status.
+type HeartbeatUpdate struct {
+	At time.Time
+	// Conditions replace the stored ones when non-nil.
+	Conditions []Condition
+}
+
+type EventListParams struct {
+	ClusterID string
+	Kinds     []string
+	FalseOnly bool // only events with a False condition
+	BeforeID  int64
+	AfterID   int64
+	Limit     int
+}
+
+type EventsPruneParams struct {
+	OlderThan      time.Time
+	KeepPerCluster int
+	KeysBefore     time.Time
+}
+
+type AuditListParams struct {
+	ClusterID string
+	Action    string // prefix, e.g. "job." or "credential.revoke"
+	BeforeID  int64
+	AfterID   int64
+	Limit     int
+}
+
+type ChangesPruneParams struct {
+	Before time.Time
+	Keep   int
+}
+
+// EntityKind names what a change-feed entry is about.
+type EntityKind string
+
+const (
+	EntityCluster    EntityKind = "cluster" // the record or its status
+	EntityToken      EntityKind = "token"
+	EntityCredential EntityKind = "credential"
+	EntityJob        EntityKind = "job"
+	EntityEvent      EntityKind = "event"
+	EntityAudit      EntityKind = "audit"
+)
+
+// ChangeOp is what happened to the entity.
+type ChangeOp string
+
+const (
+	OpUpsert ChangeOp = "upsert"
+	OpDelete ChangeOp = "delete"
+)
+
+// Change is one change-feed entry, written in the transaction that made the
+// change. It names the entity; watchers read the entity itself.
+type Change struct {
+	Seq       int64      `json:"seq"`
+	Kind      EntityKind `json:"kind"`
+	ID        string     `json:"id"`
+	ClusterID string     `json:"clusterId,omitempty"`
+	Op        ChangeOp   `json:"op"`
+	// JobState is a job's state after the change, so that long-poll wake-ups
+	// need not read the job.
+	JobState JobState  `json:"jobState,omitempty"`
+	At       time.Time `json:"at"`
+}

@@ -1,0 +1,287 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"strconv"
+)
+
+// WatchEventType is the kind of a watch event (Consul's WatchList semantics).
+type WatchEventType string
+
+const (
+	WatchUpsert        WatchEventType = "upsert"
+	WatchDelete        WatchEventType = "delete"
+	WatchEndOfSnapshot WatchEventType = "end_of_snapshot"
+	// WatchReset means the watcher fell behind the feed's retention: what it
+	// holds may be stale. A fresh snapshot follows, then EndOfSnapshot.
+	WatchReset WatchEventType = "reset"
+)
+
+// WatchEvent is one event of a watch. For upserts exactly one entity field is
+// set. Deleting a cluster deletes everything it owns; only the cluster's
+// delete is sent.
+type WatchEvent struct {
+	Type      WatchEventType
+	Seq       int64
+	Kind      EntityKind
+	ID        string
+	ClusterID string
+
+	Cluster    *Cluster
+	Job        *Job
+	Event      *Event
+	Audit      *AuditEntry
+	Token      *RegistrationToken
+	Credential *Credential
+}
+
+// WatchParams says what to watch and from where.
+type WatchParams struct {
+	// Since is the feed position to continue from. Zero asks for a snapshot
+	// first: every cluster and every open job (of the kinds watched), then
+	// EndOfSnapshot. Events and audit entries have no snapshot; read them with
+	// ListEvents and ListAudit.
+	Since int64
+	// Kinds to watch; empty watches all.
+	Kinds []EntityKind
+	// Buffer is the channel's capacity (default 256). A slow reader holds the
+	// watcher back; it never loses events.
+	Buffer int
+}
+
+// Watch streams changes: a snapshot when p.Since is zero, EndOfSnapshot with
+// the feed position, then upserts and deletes as they are committed, by this
+// process or another. The channel closes when ctx ends or the registry closes.
+func (r *Registry) Watch(ctx context.Context, p WatchParams) (<-chan WatchEvent, error) {
+	if err := r.hub.start(); err != nil {
+		return nil, err
+	}
+	if p.Buffer <= 0 {
+		p.Buffer = 256
+	}
+	out := make(chan WatchEvent, p.Buffer)
+	go func() {
+		defer close(out)
+		_ = r.watch(ctx, p, out)
+	}()
+	return out, nil
+}
+
+// LatestSeq returns the current end of the change feed, to watch from.
+func (r *Registry) LatestSeq(ctx context.Context) (int64, error) {
+	latest, _, err := r.store.ChangesLatest(ctx)
+	return latest, err
+}
+
+func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEvent) error {
+	wants := func(k EntityKind) bool { return len(p.Kinds) == 0 || slices.Contains(p.Kinds, k) }
+	send := func(ev WatchEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	cursor := p.Since
+	needSnapshot := cursor == 0
+	if !needSnapshot && !send(WatchEvent{Type: WatchEndOfSnapshot, Seq: cursor}) {
+		return ctx.Err()
+	}
+	for {
+		if needSnapshot {
+			seq, err := r.snapshot(ctx, wants, send)
+			if err != nil {
+				return err
+			}
+			cursor = seq
+			if !send(WatchEvent{Type: WatchEndOfSnapshot, Seq: cursor}) {
+				return ctx.Err()
+			}
+			needSnapshot = false
+		}
+		// Follow.
+		for {
+			_, oldest, err := r.store.ChangesLatest(ctx)
+			if err != nil {
+				return err
+			}
+			if oldest > cursor+1 {
+				// Entries we have not seen were pruned: start over.
+				if !send(WatchEvent{Type: WatchReset, Seq: cursor}) {
+					return ctx.Err()
+				}
+				needSnapshot = true
+				break
+			}
+			changes, err := r.store.ChangesSince(ctx, cursor, feedBatch)
+			if err != nil {
+				return err
+			}
+			if len(changes) > 0 {
+				if !r.emit(ctx, changes, wants, send) {
+					return ctx.Err()
+				}
+				cursor = changes[len(changes)-1].Seq
+				continue
+			}
+			wait, ok := r.hub.waitPast(cursor)
+			if !ok {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-wait:
+			}
+		}
+	}
+}
+
+func (r *Registry) snapshot(ctx context.Context, wants func(EntityKind) bool, send func(WatchEvent) bool) (int64, error) {
+	// Read the position first: anything committed after it is replayed from
+	// the feed, so nothing is missed (some upserts may arrive twice).
+	seq, _, err := r.store.ChangesLatest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if wants(EntityCluster) {
+		clusters, err := r.store.ClusterList(ctx, ClusterListParams{})
+		if err != nil {
+			return 0, err
+		}
+		for i := range clusters {
+			c := &clusters[i]
+			if !send(WatchEvent{Type: WatchUpsert, Kind: EntityCluster, ID: c.ID, ClusterID: c.ID, Cluster: c}) {
+				return 0, ctx.Err()
+			}
+		}
+	}
+	if wants(EntityJob) {
+		const page = 1000
+		for offset := 0; ; offset += page {
+			jobs, err := r.store.JobList(ctx, JobListParams{States: []JobState{JobQueued, JobInProgress}, OldestFirst: true, Limit: page, Offset: offset})
+			if err != nil {
+				return 0, err
+			}
+			for i := range jobs {
+				j := &jobs[i]
+				if !send(WatchEvent{Type: WatchUpsert, Kind: EntityJob, ID: j.ID, ClusterID: j.ClusterID, Job: j}) {
+					return 0, ctx.Err()
+				}
+			}
+			if len(jobs) < page {
+				break
+			}
+		}
+	}
+	return seq, nil
+}
+
+// emit loads the entity of each change and sends it. An entity that no longer
+// exists is skipped: its delete follows in the feed, or its cluster's did.
+func (r *Registry) emit(ctx context.Context, changes []Change, wants func(EntityKind) bool, send func(WatchEvent) bool) bool {
+	for _, c := range changes {
+		if !wants(c.Kind) {
+			continue
+		}
+		ev := WatchEvent{Type: WatchUpsert, Seq: c.Seq, Kind: c.Kind, ID: c.ID, ClusterID: c.ClusterID}
+		if c.Op == OpDelete {
+			ev.Type = WatchDelete
+			if !send(ev) {
+				return false
+			}
+			continue
+		}
+		var err error
+		switch c.Kind {
+		case EntityCluster:
+			ev.Cluster, err = r.store.ClusterGet(ctx, c.ID)
+		case EntityJob:
+			ev.Job, err = r.store.JobGet(ctx, c.ID)
+		case EntityToken:
+			ev.Token, err = r.store.TokenGet(ctx, c.ID)
+		case EntityCredential:
+			ev.Credential, err = r.store.CredentialGet(ctx, c.ID)
+		case EntityEvent:
+			ev.Event, err = r.oneEvent(ctx, c.ID)
+		case EntityAudit:
+			ev.Audit, err = r.oneAudit(ctx, c.ID)
+		}
+		if err != nil {
+			if ErrorCode(err) == CodeNotFound {
+				continue
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			continue // a read error on one entity must not stop the stream
+		}
+		if !send(ev) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Registry) oneEvent(ctx context.Context, id string) (*Event, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return nil, Errorf(CodeNotFound, "bad event id %q", id)
+	}
+	list, err := r.store.EventList(ctx, EventListParams{AfterID: n - 1, BeforeID: n + 1, Limit: 1})
+	if err != nil || len(list) == 0 {
+		return nil, Errorf(CodeNotFound, "event %s is gone", id)
+	}
+	return &list[0], nil
+}
+
+func (r *Registry) oneAudit(ctx context.Context, id string) (*AuditEntry, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return nil, Errorf(CodeNotFound, "bad audit id %q", id)
+	}
+	list, err := r.store.AuditList(ctx, AuditListParams{AfterID: n - 1, BeforeID: n + 1, Limit: 1})
+	if err != nil || len(list) == 0 {
+		return nil, Errorf(CodeNotFound, "audit entry %s is gone", id)
+	}
+	return &list[0], nil
+}
+
+// WaitJob blocks until the job is in a terminal state and returns it.
+func (r *Registry) WaitJob(ctx context.Context, id string) (*Job, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seq, err := r.LatestSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	events, err := r.Watch(ctx, WatchParams{Since: seq, Kinds: []EntityKind{EntityJob, EntityCluster}})
+	if err != nil {
+		return nil, err
+	}
+	j, err := r.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.State.Terminal() {
+		return j, nil
+	}
+	for ev := range events {
+		switch {
+		case ev.Type == WatchUpsert && ev.Job != nil && ev.Job.ID == j.ID && ev.Job.State.Terminal():
+			return ev.Job, nil
+		case ev.Type == WatchDelete && ev.Kind == EntityCluster && ev.ID == j.ClusterID:
+			return nil, Errorf(CodeNotFound, "job %s was deleted with its cluster", j.ID)
+		case ev.Type == WatchReset:
+			if j, err = r.GetJob(ctx, id); err != nil || j.State.Terminal() {
+				return j, err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, Errorf(CodeUnavailable, "registry closed while waiting for job %s", id)
+}

@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams) (int, error) {
+	stored := 0
+	err := s.write(ctx, func(t *txn) error {
+		var one int
+		if err := t.queryRow("SELECT 1 FROM clusters WHERE id = ?", p.ClusterID).Scan(&one); err != nil {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ClusterID)
+		}
+		for i := range p.Events {
+			e := &p.Events[i]
+			if e.EventKey != "" {
+				// New, or last seen before the replay window: store it and
+				// remember when. Seen inside the window: a duplicate.
+				rows, err := t.query(`INSERT INTO event_keys (cluster_id, event_key, seen_at) VALUES (?, ?, ?)
+					ON CONFLICT (cluster_id, event_key) DO UPDATE SET seen_at = excluded.seen_at WHERE event_keys.seen_at < ?
+					RETURNING 1`, p.ClusterID, e.EventKey, ms(p.Now), ms(p.DedupeAfter))
+				if err != nil {
+					return err
+				}
+				fresh := rows.Next()
+				rows.Close()
+				if !fresh {
+					continue
+				}
+			}
+			hasFalse := 0
+			if e.HasFalseCondition() {
+				hasFalse = 1
+			}
+			var body any
+			if len(e.Body) > 0 {
+				body = []byte(e.Body)
+			}
+			res, err := t.exec(`INSERT INTO events (cluster_id, kind, event_key, resource_ref, conditions, message, has_false,
+				timestamp, received_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				p.ClusterID, e.Kind, e.EventKey, jsonText(e.ResourceRef), jsonText(e.Conditions), e.Message, hasFalse,
+				ms(e.Timestamp), ms(e.ReceivedAt), body)
+			if err != nil {
+				return err
+			}
+			e.ID, _ = res.LastInsertId()
+			stored++
+		}
+		if hb := p.Heartbeat; hb != nil {
+			q := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at`
+			args := []any{p.ClusterID, ms(hb.At), ms(hb.At)}
+			if hb.Conditions != nil {
+				q = `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at) VALUES (?, ?, ?, ?)
+					ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
+					conditions = excluded.conditions, updated_at = excluded.updated_at`
+				args = []any{p.ClusterID, ms(hb.At), jsonText(hb.Conditions), ms(hb.At)}
+			}
+			if _, err := t.exec(q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return stored, err
+}
+
+func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
+	q := `SELECT id, cluster_id, kind, event_key, resource_ref, conditions, message, timestamp, received_at, body FROM events WHERE 1 = 1`
+	var args []any
+	if p.ClusterID != "" {
+		q += " AND cluster_id = ?"
+		args = append(args, p.ClusterID)
+	}
+	if len(p.Kinds) > 0 {
+		q += " AND kind IN (" + placeholders(len(p.Kinds)) + ")"
+		for _, k := range p.Kinds {
+			args = append(args, k)
+		}
+	}
+	if p.FalseOnly {
+		q += " AND has_false = 1"
+	}
+	if p.AfterID > 0 {
+		q += " AND id > ?"
+		args = append(args, p.AfterID)
+	}
+	if p.BeforeID > 0 {
+		q += " AND id < ?"
+		args = append(args, p.BeforeID)
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limitOr(p.Limit, 100))
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []registry.Event{}
+	for rows.Next() {
+		var e registry.Event
+		var body []byte
+		if err := rows.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, js(&e.ResourceRef), js(&e.Conditions), &e.Message,
+			tm(&e.Timestamp), tm(&e.ReceivedAt), bytesCol(&body)); err != nil {
+			return nil, s.wrap(err, "read events")
+		}
+		e.Body = body
+		out = append(out, e)
+	}
+	return out, s.wrap(rows.Err(), "read events")
+}
+
+func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (int, error) {
+	var deleted int64
+	err := s.write(ctx, func(t *txn) error {
+		res, err := t.exec("DELETE FROM events WHERE received_at < ?", ms(p.OlderThan))
+		if err != nil {
+			return err
+		}
+		deleted, _ = res.RowsAffected()
+		if p.KeepPerCluster > 0 {
+			// For each cluster over its cap, delete below the id of its
+			// KeepPerCluster-th newest event.
+			res, err = t.exec(`DELETE FROM events WHERE id IN (
+				SELECT e.id FROM events e JOIN (
+					SELECT cluster_id, (SELECT id FROM events x WHERE x.cluster_id = c.cluster_id ORDER BY id DESC LIMIT 1 OFFSET ?) AS floor
+					FROM (SELECT cluster_id FROM events GROUP BY cluster_id HAVING COUNT(*) > ?) c
+				) f ON e.cluster_id = f.cluster_id AND e.id <= f.floor)`, p.KeepPerCluster, p.KeepPerCluster)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			deleted += n
+		}
+		_, err = t.exec("DELETE FROM event_keys WHERE seen_at < ?", ms(p.KeysBefore))
+		return err
+	})
+	return int(deleted), err
+}
+
+// --- change feed ---
+
+func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]registry.Change, error) {
+	rows, err := s.query(ctx, `SELECT seq, kind, entity_id, cluster_id, op, job_state, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
+		after, limitOr(limit, 1000))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []registry.Change{}
+	for rows.Next() {
+		var c registry.Change
+		if err := rows.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, tm(&c.At)); err != nil {
+			return nil, s.wrap(err, "read the change feed")
+		}
+		out = append(out, c)
+	}
+	return out, s.wrap(rows.Err(), "read the change feed")
+}
+
+func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
+	// sqlite_sequence holds the last seq handed out, even after pruning.
+	err = s.queryRow(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
+		COALESCE((SELECT MIN(seq) FROM changes), 0)`).Scan(&latest, &oldest)
+	if err != nil {
+		return 0, 0, s.wrap(err, "read the change feed")
+	}
+	if oldest == 0 {
+		oldest = latest + 1 // empty feed: the next entry is the oldest
+	}
+	return latest, oldest, nil
+}
+
+func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *txn) error {
+		res, err := t.exec(`DELETE FROM changes WHERE at < ? AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - ?`,
+			ms(p.Before), max(p.Keep, 0))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}

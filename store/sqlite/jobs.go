@@ -1,0 +1,465 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
+	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at`
+
+func scanJob(row scanner) (*registry.Job, error) {
+	var j registry.Job
+	var payload, result []byte
+	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
+		bytesCol(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, tm(&j.CreatedAt), tm(&j.UpdatedAt), tm(&j.ExpiresAt),
+		&j.SubmittedBy, str(&j.ClaimID), tm(&j.ClaimedAt), str(&j.ClaimedBy), &j.LeaseSeconds, tm(&j.LeaseExpiresAt),
+		tm(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, bytesCol(&result), tm(&j.FinishedAt))
+	if err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	if len(result) > 0 {
+		j.Result = json.RawMessage(result)
+	}
+	return &j, nil
+}
+
+func (s *Store) JobGet(ctx context.Context, id string) (*registry.Job, error) {
+	j, err := scanJob(s.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, registry.Errorf(registry.CodeNotFound, "job %s does not exist", id)
+	}
+	return j, s.wrap(err, "read a job")
+}
+
+func (t *txn) jobByID(id string) (*registry.Job, error) {
+	j, err := scanJob(t.queryRow("SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return j, t.s.wrap(err, "read a job")
+}
+
+func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*registry.Job, bool, error) {
+	var out *registry.Job
+	created := false
+	err := s.write(ctx, func(t *txn) error {
+		j := &p.Job
+		var one int
+		if err := t.queryRow("SELECT 1 FROM clusters WHERE id = ?", j.ClusterID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
+		}
+		res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
+			j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+			j.IdempotencyKey, j.State, j.Attempt, ms(j.CreatedAt), ms(j.UpdatedAt), ms(j.ExpiresAt), j.SubmittedBy)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			existing, err := scanJob(t.queryRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
+				AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
+			if err != nil {
+				return t.s.wrap(err, "read the job with the same idempotency key")
+			}
+			out = existing
+			return nil
+		}
+		h := p.History
+		h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
+		if err := t.history(&h); err != nil {
+			return err
+		}
+		if err := t.audit(p.Audit); err != nil {
+			return err
+		}
+		out, created = j, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+func (t *txn) history(h *registry.JobHistoryEntry) error {
+	var conds any
+	if len(h.Conditions) > 0 {
+		conds = jsonText(h.Conditions)
+	}
+	_, err := t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		h.JobID, ms(h.At), h.Type, h.Actor, h.Attempt, h.State, h.Phase, h.Message, conds, ms(h.ReportedAt))
+	return err
+}
+
+// jobFilter renders p's filters as a WHERE clause.
+func jobFilter(p registry.JobListParams) (string, []any) {
+	var where []string
+	var args []any
+	if len(p.ClusterIDs) > 0 {
+		where = append(where, "cluster_id IN ("+placeholders(len(p.ClusterIDs))+")")
+		for _, id := range p.ClusterIDs {
+			args = append(args, id)
+		}
+	}
+	if len(p.States) > 0 {
+		where = append(where, "state IN ("+placeholders(len(p.States))+")")
+		for _, st := range p.States {
+			args = append(args, st)
+		}
+	}
+	if p.Kind != "" {
+		where = append(where, "kind = ?")
+		args = append(args, p.Kind)
+	}
+	if p.Error != "" {
+		where = append(where, "error = ?")
+		args = append(args, p.Error)
+	}
+	if p.Search != "" {
+		pat := likePattern(p.Search)
+		where = append(where, `(id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\')`)
+		args = append(args, pat, pat, pat, pat)
+	}
+	if !p.LeaseExpiredBefore.IsZero() {
+		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")
+		args = append(args, ms(p.LeaseExpiredBefore))
+	}
+	if p.NoLease {
+		where = append(where, "lease_expires_at IS NULL")
+	}
+	if !p.ActivityBefore.IsZero() {
+		where = append(where, "COALESCE(last_activity_at, created_at) < ?")
+		args = append(args, ms(p.ActivityBefore))
+	}
+	if !p.FinishedAfter.IsZero() {
+		where = append(where, "finished_at > ?")
+		args = append(args, ms(p.FinishedAfter))
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
+	where, args := jobFilter(p)
+	order := " ORDER BY created_at DESC, id DESC"
+	if p.OldestFirst {
+		order = " ORDER BY created_at, id"
+	}
+	args = append(args, limitOr(p.Limit, 100), max(p.Offset, 0))
+	rows, err := s.query(ctx, "SELECT "+jobCols+" FROM jobs"+where+order+" LIMIT ? OFFSET ?", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return s.collectJobs(rows)
+}
+
+func (s *Store) collectJobs(rows *sql.Rows) ([]registry.Job, error) {
+	out := []registry.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, s.wrap(err, "read jobs")
+		}
+		out = append(out, *j)
+	}
+	return out, s.wrap(rows.Err(), "read jobs")
+}
+
+func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, error) {
+	where, args := jobFilter(p)
+	var n int
+	err := s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, args...).Scan(&n)
+	return n, s.wrap(err, "count jobs")
+}
+
+func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
+	rows, err := s.query(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND state = 'queued'
+		AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id LIMIT ?`, clusterID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return s.collectJobs(rows)
+}
+
+func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHistoryEntry, error) {
+	rows, err := s.query(ctx, `SELECT seq, job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at
+		FROM job_history WHERE job_id = ? ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []registry.JobHistoryEntry{}
+	for rows.Next() {
+		var h registry.JobHistoryEntry
+		if err := rows.Scan(&h.Seq, &h.JobID, tm(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
+			js(&h.Conditions), tm(&h.ReportedAt)); err != nil {
+			return nil, s.wrap(err, "read a job's history")
+		}
+		out = append(out, h)
+	}
+	return out, s.wrap(rows.Err(), "read a job's history")
+}
+
+func (s *Store) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
+	rows, err := s.query(ctx, "SELECT cluster_id, state, n FROM job_counts WHERE n > 0 ORDER BY cluster_id, state")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []registry.JobCount{}
+	for rows.Next() {
+		var c registry.JobCount
+		if err := rows.Scan(&c.ClusterID, &c.State, &c.Count); err != nil {
+			return nil, s.wrap(err, "read job counts")
+		}
+		out = append(out, c)
+	}
+	return out, s.wrap(rows.Err(), "read job counts")
+}
+
+func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	var out *registry.Job
+	applied := false
+	err := s.write(ctx, func(t *txn) error {
+		set, args := jobSet(&p.Set)
+		where := " WHERE id = ?"
+		args = append(args, p.ID)
+		if p.ClusterID != "" {
+			where += " AND cluster_id = ?"
+			args = append(args, p.ClusterID)
+		}
+		if len(p.FromStates) > 0 {
+			where += " AND state IN (" + placeholders(len(p.FromStates)) + ")"
+			for _, st := range p.FromStates {
+				args = append(args, st)
+			}
+		}
+		if p.ClaimID != "" {
+			where += " AND claim_id = ?"
+			args = append(args, p.ClaimID)
+		}
+		if !p.NotExpiredAt.IsZero() {
+			where += " AND (expires_at IS NULL OR expires_at > ?)"
+			args = append(args, ms(p.NotExpiredAt))
+		}
+		if p.Leased {
+			where += " AND lease_expires_at IS NOT NULL"
+		}
+		if p.Error != "" {
+			where += " AND error = ?"
+			args = append(args, p.Error)
+		}
+		j, err := scanJob(t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobCols, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			out, err = t.jobByID(p.ID)
+			return err
+		}
+		if err != nil {
+			return t.s.wrap(err, "update a job")
+		}
+		if p.History != nil {
+			h := *p.History
+			h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
+			if err := t.history(&h); err != nil {
+				return err
+			}
+		}
+		if p.Audit != nil {
+			a := *p.Audit
+			a.ClusterID = j.ClusterID
+			if err := t.audit(a); err != nil {
+				return err
+			}
+		}
+		out, applied = j, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, applied, nil
+}
+
+// jobSet renders a JobSet as the SET list of an UPDATE.
+func jobSet(s *registry.JobSet) (string, []any) {
+	sets := []string{"updated_at = ?"}
+	args := []any{ms(s.Now)}
+	add := func(col string, v any) {
+		sets = append(sets, col+" = ?")
+		args = append(args, v)
+	}
+	if s.State != "" {
+		add("state", s.State)
+	}
+	if s.AttemptIncrement {
+		sets = append(sets, "attempt = attempt + 1")
+	}
+	if s.Reopen {
+		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
+			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
+			"result = NULL", "finished_at = NULL")
+	}
+	if c := s.Claim; c != nil {
+		add("claim_id", nullIfEmpty(c.ClaimID))
+		add("claimed_at", ms(c.ClaimedAt))
+		add("claimed_by", nullIfEmpty(c.ClaimedBy))
+		add("lease_seconds", c.LeaseSeconds)
+		add("lease_expires_at", ms(c.LeaseExpiresAt))
+	}
+	if s.LeaseExpiresAt != nil {
+		add("lease_expires_at", ms(*s.LeaseExpiresAt))
+	}
+	if s.RenewLease {
+		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE ? + lease_seconds * 1000 END")
+		args = append(args, ms(s.Now))
+	}
+	if !s.LastActivityAt.IsZero() {
+		add("last_activity_at", ms(s.LastActivityAt))
+	}
+	if s.Phase != nil {
+		add("phase", *s.Phase)
+	}
+	if s.Outcome != "" {
+		add("outcome", s.Outcome)
+	}
+	if s.Error != nil {
+		add("error", *s.Error)
+	}
+	if s.Result != nil {
+		add("result", s.Result)
+	}
+	if !s.FinishedAt.IsZero() {
+		add("finished_at", ms(s.FinishedAt))
+	}
+	return strings.Join(sets, ", "), args
+}
+
+// reclaimed is one row the reaper changed, as RETURNING reports it.
+type reclaimed struct {
+	ID        string `json:"id"`
+	ClusterID string `json:"cluster"`
+	State     string `json:"state"`
+	Attempt   int    `json:"attempt"`
+}
+
+func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (registry.ReclaimCounts, error) {
+	var counts registry.ReclaimCounts
+	err := s.write(ctx, func(t *txn) error {
+		now := ms(p.Now)
+		// One statement decides every job of the batch: below its cluster's max
+		// attempts it goes back to queued as a new attempt, else it fails.
+		rows, err := t.query(`UPDATE jobs SET
+				state = CASE WHEN attempt < (SELECT max_attempts FROM clusters c WHERE c.id = jobs.cluster_id) THEN 'queued' ELSE 'failed' END,
+				attempt = CASE WHEN attempt < (SELECT max_attempts FROM clusters c WHERE c.id = jobs.cluster_id) THEN attempt + 1 ELSE attempt END,
+				error = CASE WHEN attempt < (SELECT max_attempts FROM clusters c WHERE c.id = jobs.cluster_id) THEN '' ELSE 'lease_expired' END,
+				finished_at = CASE WHEN attempt < (SELECT max_attempts FROM clusters c WHERE c.id = jobs.cluster_id) THEN NULL ELSE ? END,
+				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
+				last_activity_at = NULL, phase = '', updated_at = ?
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL AND lease_expires_at < ?
+				ORDER BY lease_expires_at LIMIT ?)
+			RETURNING id, cluster_id, state, attempt`, now, now, now, p.Limit)
+		if err != nil {
+			return err
+		}
+		var done []reclaimed
+		for rows.Next() {
+			var r reclaimed
+			if err := rows.Scan(&r.ID, &r.ClusterID, &r.State, &r.Attempt); err != nil {
+				rows.Close()
+				return t.s.wrap(err, "reclaim jobs")
+			}
+			done = append(done, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return t.s.wrap(err, "reclaim jobs")
+		}
+		for _, r := range done {
+			if r.State == string(registry.JobQueued) {
+				counts.Requeued++
+			} else {
+				counts.Failed++
+			}
+		}
+		return t.recordBulk(done, p.Now, p.Actor)
+	})
+	return counts, err
+}
+
+func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (int, error) {
+	n := 0
+	err := s.write(ctx, func(t *txn) error {
+		now := ms(p.Now)
+		rows, err := t.query(`UPDATE jobs SET state = 'expired', error = 'expired', finished_at = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ?
+				ORDER BY expires_at LIMIT ?)
+			RETURNING id, cluster_id, state, attempt`, now, now, now, p.Limit)
+		if err != nil {
+			return err
+		}
+		var done []reclaimed
+		for rows.Next() {
+			var r reclaimed
+			if err := rows.Scan(&r.ID, &r.ClusterID, &r.State, &r.Attempt); err != nil {
+				rows.Close()
+				return t.s.wrap(err, "expire jobs")
+			}
+			done = append(done, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return t.s.wrap(err, "expire jobs")
+		}
+		n = len(done)
+		return t.recordBulk(done, p.Now, p.Actor)
+	})
+	return n, err
+}
+
+// recordBulk writes the history and audit entries of the reaper's batch in two
+// statements, whatever its size.
+func (t *txn) recordBulk(done []reclaimed, now time.Time, actor string) error {
+	if len(done) == 0 {
+		return nil
+	}
+	doc, err := json.Marshal(done)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
+		SELECT value ->> 'id', ?, CASE value ->> 'state' WHEN 'queued' THEN 'reclaimed' WHEN 'failed' THEN 'failed' ELSE 'expired' END,
+			?, value ->> 'attempt', value ->> 'state',
+			CASE value ->> 'state'
+				WHEN 'queued' THEN 'lease expired: back in the queue as attempt ' || (value ->> 'attempt')
+				WHEN 'failed' THEN 'lease expired on the last attempt: failed (lease_expired)'
+				ELSE 'expired before any agent acked it' END
+		FROM json_each(?)`, ms(now), actor, string(doc)); err != nil {
+		return err
+	}
+	_, err = t.exec(`INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
+		SELECT ?, ?, CASE value ->> 'state' WHEN 'queued' THEN ? WHEN 'failed' THEN ? ELSE ? END,
+			value ->> 'cluster', 'job', value ->> 'id',
+			CASE value ->> 'state' WHEN 'queued' THEN 'lease expired' WHEN 'failed' THEN 'lease expired on the last attempt' ELSE 'not acked before it expired' END
+		FROM json_each(?)`, ms(now), actor, registry.AuditJobReclaim, registry.AuditJobLeaseExhausted, registry.AuditJobExpire, string(doc))
+	return err
+}

@@ -1,0 +1,531 @@
+// Package sqlite is the embedded registry.Store: one database file, any
+// number of processes (the console, `tether serve`, the CLI) side by side.
+//
+// Writes go through one goroutine that owns the single writer connection and
+// commits concurrent requests together (group commit): each request runs in its
+// own savepoint, so one failure rolls back only itself, and a batch of
+// requests pays for one commit. Reads use a separate pool of read-only
+// connections, which WAL lets run alongside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Options tune the store. Zero values take the defaults.
+type Options struct {
+	// Readers is the size of the read pool (default 4).
+	Readers int
+	// BusyTimeout is how long a connection waits for another process's lock
+	// (default 10s).
+	BusyTimeout time.Duration
+	// MaxBatch bounds how many write requests share one transaction
+	// (default 256).
+	MaxBatch int
+	// NotifyInterval is how often other processes' writes are looked for
+	// (default 10ms). The check reads one page header: it costs next to
+	// nothing.
+	NotifyInterval time.Duration
+}
+
+// Store is a registry.Store on a SQLite file.
+type Store struct {
+	path    string
+	writer  *sql.DB
+	readers *sql.DB
+	opts    Options
+
+	queue   chan *writeRequest
+	closing chan struct{}
+	stopped chan struct{}
+
+	stmtMu sync.Mutex
+	rstmts map[string]*sql.Stmt // read statements, prepared on each pool connection as needed
+
+	listenMu  sync.Mutex
+	listeners map[chan<- struct{}]struct{}
+
+	closeOnce sync.Once
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date. A database written by a newer tether is refused.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.NotifyInterval <= 0 {
+		opts.NotifyInterval = 10 * time.Millisecond
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return nil, registry.Errorf(registry.CodeInvalid, "cannot create database %s: directory %s does not exist", path, dir)
+		}
+	}
+	// synchronous=FULL: with WAL, each commit syncs the log once. An agent
+	// never repeats an ack or a result that got a 2xx, so a commit lost to a
+	// power cut would be a job run twice or a result lost; group commit makes
+	// the sync cheap (one per batch), so we keep full durability.
+	pragmas := []string{
+		"busy_timeout(" + strconv.Itoa(int(opts.BusyTimeout/time.Millisecond)) + ")",
+		"journal_mode(WAL)",
+		"foreign_keys(1)",
+		"synchronous(FULL)",
+	}
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		for _, p := range append(pragmas, extra...) {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", "immediate") // take the write lock at BEGIN: no deadlocking upgrades between processes
+		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	}
+	writer, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, openError(path, err)
+	}
+	if err := migrate(ctx, writer, path); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	readers, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		writer.Close()
+		return nil, openError(path, err)
+	}
+	readers.SetMaxOpenConns(opts.Readers + 1) // +1: the change notifier holds one
+	readers.SetMaxIdleConns(opts.Readers + 1)
+	readers.SetConnMaxIdleTime(0)
+	s := &Store{
+		path: path, writer: writer, readers: readers, opts: opts,
+		queue: make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
+		rstmts: map[string]*sql.Stmt{},
+		listeners: map[chan<- struct{}]struct{}{},
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+func openError(path string, err error) error {
+	return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot open database %s", path), Err: err}
+}
+
+// Close stops the writer after the requests already queued, and closes the
+// connections.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.stopped
+		err = errors.Join(s.readers.Close(), s.writer.Close())
+	})
+	return err
+}
+
+func (s *Store) Ping(ctx context.Context) error {
+	var v int
+	if err := s.readers.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v); err != nil {
+		return s.wrap(err, "reach the database")
+	}
+	if v != len(migrationNames()) {
+		return registry.Errorf(registry.CodeUnavailable, "database schema is version %d, expected %d", v, len(migrationNames()))
+	}
+	return nil
+}
+
+// --- migrations ---
+
+func migrationNames() []string {
+	names, _ := fs.Glob(migrationFiles, "migrations/*.sql")
+	sort.Strings(names)
+	return names
+}
+
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return openError(path, err)
+	}
+	names := migrationNames()
+	for {
+		tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates at a time
+		if err != nil {
+			return openError(path, err)
+		}
+		var current int
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+			tx.Rollback()
+			return openError(path, err)
+		}
+		if current > len(names) {
+			tx.Rollback()
+			return registry.Errorf(registry.CodeInvalid,
+				"database %s has schema version %d, but this tether knows only up to version %d: it was written by a newer tether; upgrade this binary (the database was not changed)",
+				path, current, len(names))
+		}
+		if current == len(names) {
+			return tx.Rollback()
+		}
+		name := names[current]
+		body, err := migrationFiles.ReadFile(name)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, string(body))
+		}
+		if err == nil {
+			_, err = tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				current+1, filepath.Base(name), time.Now().UnixMilli())
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			tx.Rollback()
+			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot apply migration %s to %s", filepath.Base(name), path), Err: err}
+		}
+	}
+}
+
+// --- group-commit writer ---
+
+type writeRequest struct {
+	ctx  context.Context
+	fn   func(*txn) error
+	done chan error
+}
+
+// write runs fn in the writer's transaction, inside its own savepoint, and
+// returns once the transaction committed (or fn's error after its savepoint was
+// rolled back). A request whose context ends while queued is not run. Once
+// queued, write waits for the outcome even if ctx ends, so that a caller never
+// reports failure for a change that was committed.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	req := &writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case s.queue <- req:
+	}
+	return <-req.done
+}
+
+var errClosed = registry.Errorf(registry.CodeUnavailable, "the database is closed")
+
+func (s *Store) writeLoop() {
+	defer close(s.stopped)
+	batch := make([]*writeRequest, 0, s.opts.MaxBatch)
+	for {
+		var first *writeRequest
+		select {
+		case first = <-s.queue:
+		case <-s.closing:
+			// Finish what was queued before Close.
+			for {
+				select {
+				case req := <-s.queue:
+					s.commit([]*writeRequest{req})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case req := <-s.queue:
+				batch = append(batch, req)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []*writeRequest) {
+	errs := make([]error, len(batch))
+	ctx := context.Background() // a batch is not cancelled by one caller
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		for _, req := range batch {
+			req.done <- s.wrap(err, "begin a write")
+		}
+		return
+	}
+	t := &txn{s: s, tx: tx, ctx: ctx, stmts: map[string]*sql.Stmt{}}
+	ok := 0
+	for i, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			errs[i] = s.wrap(err, "start a savepoint")
+			continue
+		}
+		if err := req.fn(t); err != nil {
+			errs[i] = err
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+				// The transaction is unusable: fail the whole batch.
+				tx.Rollback()
+				for j, r := range batch {
+					if errs[j] == nil || j == i {
+						errs[j] = s.wrap(rerr, "roll back a failed write")
+					}
+					r.done <- errs[j]
+				}
+				return
+			}
+		} else {
+			ok++
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil && errs[i] == nil {
+			errs[i] = s.wrap(err, "release a savepoint")
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		cerr := s.wrap(err, "commit")
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = cerr
+			}
+		}
+		ok = 0
+	}
+	for i, req := range batch {
+		req.done <- errs[i]
+	}
+	if ok > 0 {
+		s.notifyLocal()
+	}
+}
+
+// txn is the writer's transaction as a write request sees it. Its statements
+// run under the batch's context, not the caller's: cancelling one caller must
+// not interrupt the connection that other callers' changes share.
+type txn struct {
+	s     *Store
+	tx    *sql.Tx
+	ctx   context.Context
+	stmts map[string]*sql.Stmt // closed with the transaction
+}
+
+// stmt returns the statement for q prepared in this transaction: a batch that
+// runs the same query for many requests prepares it once.
+func (t *txn) stmt(q string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := t.tx.PrepareContext(t.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	t.stmts[q] = st
+	return st, nil
+}
+
+func (t *txn) exec(q string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, t.s.wrap(err, "prepare a write")
+	}
+	res, err := st.ExecContext(t.ctx, args...)
+	if err != nil {
+		return nil, t.s.wrap(err, "write")
+	}
+	return res, nil
+}
+
+func (t *txn) query(q string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, t.s.wrap(err, "prepare a query")
+	}
+	rows, err := st.QueryContext(t.ctx, args...)
+	if err != nil {
+		return nil, t.s.wrap(err, "query")
+	}
+	return rows, nil
+}
+
+func (t *txn) queryRow(q string, args ...any) *sql.Row {
+	st, err := t.stmt(q)
+	if err != nil {
+		// Surface the error through Scan.
+		return t.tx.QueryRowContext(t.ctx, q, args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
+// --- reads ---
+
+func (s *Store) rstmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	st, ok := s.rstmts[q]
+	if !ok {
+		var err error
+		if st, err = s.readers.PrepareContext(ctx, q); err != nil {
+			return nil, err
+		}
+		s.rstmts[q] = st
+	}
+	return st, nil
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.rstmt(ctx, q)
+	if err != nil {
+		return nil, s.wrap(err, "prepare a query")
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, s.wrap(err, "query")
+	}
+	return rows, nil
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.rstmt(ctx, q)
+	if err != nil {
+		return s.readers.QueryRowContext(ctx, q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// wrap turns a driver error into a registry error.
+func (s *Store) wrap(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var re *registry.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "database is closed") {
+		return errClosed
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("database %s is locked by another process; try again", s.path), Err: err}
+		case sqlite3.SQLITE_FULL:
+			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("disk full writing %s", s.path), Err: err}
+		case sqlite3.SQLITE_READONLY:
+			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("database %s is read-only", s.path), Err: err}
+		}
+	}
+	return &registry.Error{Code: registry.CodeInternal, Message: "database error while trying to " + doing, Err: err}
+}
+
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+// --- change notification ---
+
+func (s *Store) notifyLocal() {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	for ch := range s.listeners {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// NotifyChanges signals ch after every local commit at once, and after other
+// processes' commits within NotifyInterval: it holds one read connection and
+// asks it for PRAGMA data_version, which changes whenever another connection
+// commits.
+func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
+	s.listenMu.Lock()
+	s.listeners[ch] = struct{}{}
+	s.listenMu.Unlock()
+	defer func() {
+		s.listenMu.Lock()
+		delete(s.listeners, ch)
+		s.listenMu.Unlock()
+	}()
+	conn, err := s.readers.Conn(ctx)
+	if err != nil {
+		return s.wrap(err, "open a connection to watch for changes")
+	}
+	defer conn.Close()
+	var last int64 = -1
+	t := time.NewTicker(s.opts.NotifyInterval)
+	defer t.Stop()
+	for {
+		var v int64
+		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return s.wrap(err, "watch for changes")
+		}
+		if v != last {
+			if last != -1 {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+			last = v
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil
+		case <-t.C:
+		}
+	}
+}
