@@ -100,6 +100,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		"journal_mode(WAL)",
 		"foreign_keys(1)",
 		"synchronous(FULL)",
+		// Each write request runs in a savepoint, whose undo log (the
+		// sub-journal) would otherwise go to a temp file: one pwrite per page
+		// per request. In memory it costs nothing.
+		"temp_store(MEMORY)",
+		// 32 MiB page cache per connection (negative = KiB), so a batch's
+		// dirty pages are not spilled mid-transaction.
+		"cache_size(-32768)",
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}

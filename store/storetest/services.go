@@ -1,0 +1,384 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func testReaper(t *testing.T, newStore NewStore) {
+	t.Run("ReclaimThenFail", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", func(s *registry.ClusterSpec) { s.Policy.MaxAttempts = 2 })
+		a, _ := e.register(tok, registry.CapabilityLease)
+		j := e.submit(a.Cluster.ID, nil)
+		reaper := registry.NewReaper(e.reg, registry.ReaperConfig{})
+
+		_, err := e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		e.clock.Advance(59 * time.Second)
+		rep, err := reaper.RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Total() != 0 {
+			t.Fatalf("reaped %+v before the lease ended", rep)
+		}
+		e.clock.Advance(2 * time.Second)
+		rep, err = reaper.RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Requeued != 1 {
+			t.Fatalf("report %+v, want 1 requeued", rep)
+		}
+		got := e.job(j.ID)
+		if got.State != registry.JobQueued || got.Attempt != 2 || got.ClaimID != "" || got.Leased() {
+			t.Fatalf("after reclaim: %s attempt %d claim %q", got.State, got.Attempt, got.ClaimID)
+		}
+		// Last attempt: the lease runs out again and the job fails.
+		_, err = e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		e.clock.Advance(61 * time.Second)
+		rep, err = reaper.RunOnce(e.ctx)
+		wantNoErr(t, err)
+		got = e.job(j.ID)
+		if rep.Failed != 1 || got.State != registry.JobFailed || got.Error != registry.ErrorLeaseExpired || got.FinishedAt.IsZero() {
+			t.Fatalf("report %+v, job %s %q", rep, got.State, got.Error)
+		}
+		h, _ := e.reg.JobHistory(e.ctx, j.ID)
+		types := fmt.Sprint(historyTypes(h))
+		if types != "[submitted claimed reclaimed claimed failed]" {
+			t.Fatalf("timeline %s", types)
+		}
+		if len(e.auditFor(registry.AuditJobReclaim)) != 1 || len(e.auditFor(registry.AuditJobLeaseExhausted)) != 1 {
+			t.Fatal("reaper actions not audited")
+		}
+		if c := e.counts(a.Cluster.ID); c[registry.JobFailed] != 1 || c[registry.JobInProgress] != 0 || c[registry.JobQueued] != 0 {
+			t.Fatalf("counts %v", c)
+		}
+		// On-call can give an exhausted job one more try.
+		again, err := e.reg.RequeueJob(e.ctx, j.ID, "chart fixed")
+		wantNoErr(t, err)
+		if again.State != registry.JobQueued || again.Error != "" || !again.FinishedAt.IsZero() || again.Attempt != 3 {
+			t.Fatalf("requeued exhausted job: %s %q attempt %d", again.State, again.Error, again.Attempt)
+		}
+	})
+
+	t.Run("UnleasedJobsAreNeverReclaimed", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		j := e.submit(a.Cluster.ID, nil)
+		_, err := e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		e.clock.Advance(30 * 24 * time.Hour)
+		rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Total() != 0 || e.job(j.ID).State != registry.JobInProgress {
+			t.Fatalf("reaper touched an unleased job: %+v", rep)
+		}
+	})
+
+	t.Run("ExpireQueued", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		exp := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.ExpiresIn = time.Minute })
+		keep := e.submit(a.Cluster.ID, nil)
+		e.clock.Advance(time.Minute)
+		rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Expired != 1 || e.job(exp.ID).State != registry.JobExpired || e.job(keep.ID).State != registry.JobQueued {
+			t.Fatalf("report %+v", rep)
+		}
+		// The public operator may still report noop for it: already recorded.
+		err = e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"})
+		wantCode(t, err, registry.CodeJobClosed)
+	})
+
+	t.Run("Batches", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", func(s *registry.ClusterSpec) { s.Policy.MaxAttempts = 1 })
+		a, _ := e.register(tok, registry.CapabilityLease)
+		const n = 25
+		for i := range n {
+			j := e.submit(a.Cluster.ID, nil)
+			if i%5 != 0 {
+				_, err := e.reg.AckJob(e.ctx, a, j.ID)
+				wantNoErr(t, err)
+			}
+		}
+		e.clock.Advance(2 * time.Minute)
+		rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{BatchSize: 3}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Failed != 20 {
+			t.Fatalf("report %+v, want 20 failed across batches of 3", rep)
+		}
+		if c := e.counts(a.Cluster.ID); c[registry.JobFailed] != 20 || c[registry.JobQueued] != 5 {
+			t.Fatalf("counts %v", c)
+		}
+	})
+}
+
+func testEvents(t *testing.T, newStore NewStore) {
+	t.Run("DedupeWithinReplayWindow", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		ev := func() []registry.Event {
+			return []registry.Event{{Kind: registry.EventAudit, EventKey: "credential-rotated"}, {Kind: registry.EventAudit, EventKey: "credential-rotated"}}
+		}
+		n, err := e.reg.AppendEvents(e.ctx, a, "", ev())
+		wantNoErr(t, err)
+		if n != 1 {
+			t.Fatalf("stored %d of a batch with a repeated key, want 1", n)
+		}
+		e.clock.Advance(9 * time.Minute)
+		n, _ = e.reg.AppendEvents(e.ctx, a, a.Cluster.ID, ev())
+		if n != 0 {
+			t.Fatalf("stored %d inside the replay window, want 0", n)
+		}
+		// The public operator re-sends a key for a later, distinct event.
+		e.clock.Advance(2 * time.Minute)
+		n, _ = e.reg.AppendEvents(e.ctx, a, "", ev())
+		if n != 1 {
+			t.Fatalf("stored %d after the window, want 1", n)
+		}
+		// Keys are per cluster.
+		b, _ := e.agent("other")
+		n, _ = e.reg.AppendEvents(e.ctx, b, "", ev())
+		if n != 1 {
+			t.Fatalf("another cluster's event with the same key stored %d", n)
+		}
+	})
+
+	t.Run("HeartbeatUpdatesStatus", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		conds := []registry.Condition{{Type: "ControllersHealthy", Status: "False", Reason: "FluxDown"}}
+		ref := registry.ResourceRef{APIVersion: "ops.vworkspace.io/v1alpha1", Kind: "Cluster", Name: a.Cluster.ID}
+		_, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventClusterHeartbeat, ResourceRef: ref, Conditions: conds}})
+		wantNoErr(t, err)
+		c, _ := e.reg.GetCluster(e.ctx, a.Cluster.ID)
+		if !c.Status.LastHeartbeatAt.Equal(e.clock.Now()) || len(c.FalseConditions()) != 1 {
+			t.Fatalf("status after heartbeat = %+v", c.Status)
+		}
+		// The public operator's heartbeat carries no conditions: keep the last ones.
+		e.clock.Advance(time.Minute)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventClusterHeartbeat, ResourceRef: ref}})
+		wantNoErr(t, err)
+		c, _ = e.reg.GetCluster(e.ctx, a.Cluster.ID)
+		if !c.Status.LastHeartbeatAt.Equal(e.clock.Now()) || len(c.Status.Conditions) != 1 {
+			t.Fatalf("status after a bare heartbeat = %+v", c.Status)
+		}
+		if c.Silent(e.clock.Now()) {
+			t.Fatal("cluster silent right after a heartbeat")
+		}
+		e.clock.Advance(registry.SilentAfterHeartbeats*registry.HeartbeatInterval + time.Second)
+		if !c.Silent(e.clock.Now()) {
+			t.Fatal("cluster not silent after three missed heartbeats")
+		}
+		evs, _ := e.reg.ListEvents(e.ctx, registry.EventListParams{ClusterID: a.Cluster.ID, FalseOnly: true})
+		if len(evs) != 1 || evs[0].Conditions[0].Reason != "FluxDown" {
+			t.Fatalf("false-condition events = %+v", evs)
+		}
+	})
+
+	t.Run("Refusals", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		b, _ := e.agent("other")
+		_, err := e.reg.AppendEvents(e.ctx, a, b.Cluster.ID, []registry.Event{{Kind: "Audit"}})
+		wantCode(t, err, registry.CodeForbidden)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventClusterHeartbeat, ResourceRef: registry.ResourceRef{Name: b.Cluster.ID}}})
+		wantCode(t, err, registry.CodeForbidden)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", nil)
+		wantCode(t, err, registry.CodeInvalid)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: ""}})
+		wantCode(t, err, registry.CodeInvalid)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", make([]registry.Event, registry.MaxEventsPerBatch+1))
+		wantCode(t, err, registry.CodeTooLarge)
+		if c, _ := e.reg.GetCluster(e.ctx, b.Cluster.ID); !c.Status.LastHeartbeatAt.IsZero() {
+			t.Fatal("a foreign heartbeat updated another cluster")
+		}
+	})
+
+	t.Run("Prune", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		for i := range 30 {
+			_, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: "ConditionTransition", EventKey: fmt.Sprint(i), Body: json.RawMessage(`{"n":1}`)}})
+			wantNoErr(t, err)
+			if i == 9 {
+				e.clock.Advance(8 * 24 * time.Hour) // the first ten are past retention
+			}
+		}
+		p := registry.NewPruner(e.reg, registry.PrunerConfig{EventsPerCluster: 15})
+		rep, err := p.RunOnce(e.ctx)
+		wantNoErr(t, err)
+		evs, _ := e.reg.ListEvents(e.ctx, registry.EventListParams{ClusterID: a.Cluster.ID, Limit: 100})
+		if rep.Events != 15 || len(evs) != 15 || evs[0].EventKey != "29" || evs[14].EventKey != "15" {
+			t.Fatalf("pruned %d, kept %d (newest %s)", rep.Events, len(evs), evs[0].EventKey)
+		}
+		// Keys outside the window were forgotten: a key seen long ago is new again.
+		n, _ := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: "ConditionTransition", EventKey: "0"}})
+		if n != 1 {
+			t.Fatal("an old key was still considered a duplicate")
+		}
+	})
+}
+
+func testAudit(t *testing.T, newStore NewStore) {
+	t.Run("NoSecrets", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, tok := e.cluster("prod", nil)
+		a, cred := e.register(tok, registry.CapabilityHMAC)
+		next, err := e.reg.RotateCredential(e.ctx, a)
+		wantNoErr(t, err)
+		tok2, err := e.reg.IssueToken(e.ctx, c.ID, 0)
+		wantNoErr(t, err)
+		_, err = e.reg.Register(e.ctx, registry.RegisterParams{Token: tok.Secret.Reveal()})
+		wantCode(t, err, registry.CodeRegistrationTokenInvalid)
+		secrets := []string{tok.Secret.Reveal(), tok2.Secret.Reveal(), cred.Token.Reveal(), cred.HMACKey.Reveal(), next.Token.Reveal(), next.HMACKey.Reveal()}
+		all, err := e.reg.ListAudit(e.ctx, registry.AuditListParams{Limit: 1000})
+		wantNoErr(t, err)
+		if len(all) < 5 {
+			t.Fatalf("only %d audit entries", len(all))
+		}
+		for _, entry := range all {
+			b, _ := json.Marshal(entry)
+			for _, s := range secrets {
+				if strings.Contains(string(b), s) {
+					t.Fatalf("audit entry %s holds a secret", b)
+				}
+			}
+		}
+	})
+
+	t.Run("Filters", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		e.agent("other")
+		j := e.submit(a.Cluster.ID, nil)
+		_, err := e.reg.CancelJob(e.ctx, j.ID, "")
+		wantNoErr(t, err)
+		jobs, _ := e.reg.ListAudit(e.ctx, registry.AuditListParams{Action: "job."})
+		if len(jobs) != 2 || jobs[0].Action != registry.AuditJobCancel || jobs[1].Action != registry.AuditJobSubmit {
+			t.Fatalf("job.* entries = %+v", jobs)
+		}
+		mine, _ := e.reg.ListAudit(e.ctx, registry.AuditListParams{ClusterID: a.Cluster.ID, Limit: 100})
+		for _, m := range mine {
+			if m.ClusterID != a.Cluster.ID {
+				t.Fatalf("cluster filter leaked %+v", m)
+			}
+		}
+		older, _ := e.reg.ListAudit(e.ctx, registry.AuditListParams{BeforeID: jobs[0].ID, Limit: 1})
+		if len(older) != 1 || older[0].ID >= jobs[0].ID {
+			t.Fatalf("BeforeID paging = %+v", older)
+		}
+	})
+}
+
+func testWatch(t *testing.T, newStore NewStore) {
+	next := func(t *testing.T, ch <-chan registry.WatchEvent) registry.WatchEvent {
+		t.Helper()
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event within 10s")
+		}
+		return registry.WatchEvent{}
+	}
+
+	t.Run("SnapshotThenChanges", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		open := e.submit(a.Cluster.ID, nil)
+		done := e.submit(a.Cluster.ID, nil)
+		_, err := e.reg.CancelJob(e.ctx, done.ID, "")
+		wantNoErr(t, err)
+		ch, err := e.reg.Watch(e.ctx, registry.WatchParams{Kinds: []registry.EntityKind{registry.EntityCluster, registry.EntityJob}})
+		wantNoErr(t, err)
+		first, second := next(t, ch), next(t, ch)
+		if first.Type != registry.WatchUpsert || first.Cluster == nil || first.Cluster.ID != a.Cluster.ID {
+			t.Fatalf("first snapshot event = %+v", first)
+		}
+		if second.Type != registry.WatchUpsert || second.Job == nil || second.Job.ID != open.ID {
+			t.Fatalf("second snapshot event = %+v (only open jobs are in the snapshot)", second)
+		}
+		eos := next(t, ch)
+		if eos.Type != registry.WatchEndOfSnapshot || eos.Seq == 0 {
+			t.Fatalf("want end of snapshot, got %+v", eos)
+		}
+		j := e.submit(a.Cluster.ID, nil)
+		ev := next(t, ch)
+		if ev.Type != registry.WatchUpsert || ev.Job == nil || ev.Job.ID != j.ID || ev.Seq <= eos.Seq {
+			t.Fatalf("change after snapshot = %+v", ev)
+		}
+		_, err = e.reg.DeleteCluster(e.ctx, a.Cluster.ID, "")
+		wantNoErr(t, err)
+		ev = next(t, ch)
+		if ev.Type != registry.WatchDelete || ev.Kind != registry.EntityCluster || ev.ID != a.Cluster.ID {
+			t.Fatalf("delete = %+v", ev)
+		}
+	})
+
+	t.Run("ResumeFromSeq", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		seq, err := e.reg.LatestSeq(e.ctx)
+		wantNoErr(t, err)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventBufferOverflow, Message: "dropped 12"}})
+		wantNoErr(t, err)
+		ch, err := e.reg.Watch(e.ctx, registry.WatchParams{Since: seq, Kinds: []registry.EntityKind{registry.EntityEvent, registry.EntityAudit}})
+		wantNoErr(t, err)
+		if ev := next(t, ch); ev.Type != registry.WatchEndOfSnapshot || ev.Seq != seq {
+			t.Fatalf("want end of snapshot at %d, got %+v", seq, ev)
+		}
+		ev := next(t, ch)
+		if ev.Event == nil || ev.Event.Kind != registry.EventBufferOverflow || ev.Event.Message != "dropped 12" {
+			t.Fatalf("resumed event = %+v", ev)
+		}
+		_, err = e.reg.IssueToken(e.ctx, a.Cluster.ID, 0)
+		wantNoErr(t, err)
+		ev = next(t, ch)
+		if ev.Audit == nil || ev.Audit.Action != registry.AuditTokenIssue {
+			t.Fatalf("audit change = %+v", ev)
+		}
+	})
+
+	t.Run("ResetAfterPrune", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		seq, _ := e.reg.LatestSeq(e.ctx)
+		for range 5 {
+			e.submit(a.Cluster.ID, nil)
+		}
+		e.clock.Advance(2 * time.Hour)
+		e.submit(a.Cluster.ID, nil)
+		rep, err := registry.NewPruner(e.reg, registry.PrunerConfig{ChangesKept: 1}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Changes == 0 {
+			t.Fatal("nothing pruned from the change feed")
+		}
+		ch, err := e.reg.Watch(e.ctx, registry.WatchParams{Since: seq, Kinds: []registry.EntityKind{registry.EntityJob}})
+		wantNoErr(t, err)
+		next(t, ch) // end of snapshot at seq
+		if ev := next(t, ch); ev.Type != registry.WatchReset {
+			t.Fatalf("watching from a pruned position: %+v, want reset", ev)
+		}
+		jobs := 0
+		for {
+			ev := next(t, ch)
+			if ev.Type == registry.WatchEndOfSnapshot {
+				break
+			}
+			jobs++
+		}
+		if jobs != 6 {
+			t.Fatalf("resnapshot held %d jobs, want 6", jobs)
+		}
+	})
+}

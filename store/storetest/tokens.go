@@ -1,0 +1,311 @@
+package storetest
+
+import (
+	"encoding/base64"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func testTokens(t *testing.T, newStore NewStore) {
+	t.Run("Shape", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", nil)
+		s := tok.Secret.Reveal()
+		if !strings.HasPrefix(s, "tether_reg_") || !registry.LooksLikeSecret(s) {
+			t.Fatalf("token %q lacks its recognizable prefix", s)
+		}
+		// The public id part is in the token; the secret part carries at least
+		// 128 bits (32 base32 characters = 160).
+		if _, id, _ := strings.Cut(tok.Token.ID, "-"); !strings.Contains(s, id) {
+			t.Fatalf("token does not carry its public id %s", tok.Token.ID)
+		}
+		if parts := strings.Split(s, "_"); len(parts[len(parts)-1]) < 26 {
+			t.Fatalf("secret part %q is too short", parts[len(parts)-1])
+		}
+		if got := tok.Token.ExpiresAt.Sub(tok.Token.CreatedAt); got != registry.DefaultTokenTTL {
+			t.Fatalf("default TTL = %s", got)
+		}
+		for _, ttl := range []time.Duration{30 * time.Second, 8 * 24 * time.Hour} {
+			_, err := e.reg.IssueToken(e.ctx, "prod", ttl)
+			wantCode(t, err, registry.CodeInvalid)
+		}
+	})
+
+	t.Run("IssuingVoidsOlderUnused", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, first := e.cluster("prod", nil)
+		second, err := e.reg.IssueToken(e.ctx, c.ID, time.Hour)
+		wantNoErr(t, err)
+		old, _ := e.store.TokenGet(e.ctx, first.Token.ID)
+		if old.State(e.clock.Now()) != registry.TokenRevoked || old.RevokeReason != registry.TokenRevokedSuperseded {
+			t.Fatalf("older token state %s reason %q, want revoked/superseded", old.State(e.clock.Now()), old.RevokeReason)
+		}
+		_, err = e.reg.Register(e.ctx, registry.RegisterParams{Token: first.Secret.Reveal()})
+		wantCode(t, err, registry.CodeRegistrationTokenInvalid)
+		e.register(second)
+	})
+
+	t.Run("ExactlyOneOfConcurrentRedemptions", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, tok := e.cluster("prod", nil)
+		const n = 50
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		results := make(chan error, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := e.reg.Register(e.ctx, registry.RegisterParams{Token: tok.Secret.Reveal()})
+				results <- err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(results)
+		wins := 0
+		for err := range results {
+			if err == nil {
+				wins++
+				continue
+			}
+			wantCode(t, err, registry.CodeRegistrationTokenInvalid)
+		}
+		if wins != 1 {
+			t.Fatalf("%d of %d concurrent redemptions won, want exactly 1", wins, n)
+		}
+		creds, _ := e.store.CredentialList(e.ctx, c.ID)
+		if len(creds) != 1 {
+			t.Fatalf("%d credentials issued, want 1", len(creds))
+		}
+		if got, _ := e.reg.GetCluster(e.ctx, c.ID); got.State != registry.ClusterActive {
+			t.Fatalf("cluster state %s after registration", got.State)
+		}
+	})
+
+	t.Run("EveryRefusalLooksTheSame", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, used := e.cluster("used", nil)
+		e.register(used)
+		_, expired := e.cluster("expired", nil)
+		_, revoked := e.cluster("revoked", nil)
+		_, err := e.reg.RevokeToken(e.ctx, revoked.Token.ID, "leaked in chat")
+		wantNoErr(t, err)
+		e.clock.Advance(registry.DefaultTokenTTL + time.Second)
+
+		attempts := map[string]string{
+			"used":         used.Secret.Reveal(),
+			"expired":      expired.Secret.Reveal(),
+			"revoked":      revoked.Secret.Reveal(),
+			"unknown":      strings.Replace(used.Secret.Reveal(), "tether_reg_01", "tether_reg_02", 1),
+			"wrong secret": used.Secret.Reveal()[:len(used.Secret.Reveal())-4] + "aaaa",
+			"malformed":    "hello",
+			"empty":        "",
+			"credential":   "tether_cred_01jd000000000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		}
+		var message string
+		for name, token := range attempts {
+			_, err := e.reg.Register(e.ctx, registry.RegisterParams{Token: token})
+			wantCode(t, err, registry.CodeRegistrationTokenInvalid)
+			if message == "" {
+				message = err.Error()
+			} else if err.Error() != message {
+				t.Fatalf("%s: message %q differs from %q: refusals must not tell a guesser why", name, err.Error(), message)
+			}
+		}
+		// The audit trail keeps each reason, and never the token.
+		failures := e.auditFor(registry.AuditRegisterFailed)
+		if len(failures) != len(attempts) {
+			t.Fatalf("%d failure audit entries, want %d", len(failures), len(attempts))
+		}
+		reasons := map[string]bool{}
+		for _, f := range failures {
+			reasons[f.Reason] = true
+			for _, token := range attempts {
+				if len(token) > 10 && strings.Contains(f.Reason+f.TargetID, token) {
+					t.Fatalf("audit entry holds a token: %+v", f)
+				}
+			}
+		}
+		for _, want := range []string{"token used", "token expired", "token revoked", "malformed token"} {
+			if !reasons[want] {
+				t.Fatalf("no audit entry with reason %q in %v", want, reasons)
+			}
+		}
+	})
+
+	t.Run("DisabledClusterKeepsToken", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, tok := e.cluster("prod", nil)
+		_, err := e.reg.SetClusterEnabled(e.ctx, c.ID, false, "")
+		wantNoErr(t, err)
+		_, err = e.reg.Register(e.ctx, registry.RegisterParams{Token: tok.Secret.Reveal()})
+		wantCode(t, err, registry.CodeClusterDisabled)
+		_, err = e.reg.SetClusterEnabled(e.ctx, c.ID, true, "")
+		wantNoErr(t, err)
+		e.register(tok) // the refusal did not use the token up
+	})
+
+	t.Run("RequiredCapability", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", func(s *registry.ClusterSpec) {
+			s.Policy.RequiredCapabilities = []string{registry.CapabilityHMAC}
+		})
+		_, err := e.reg.Register(e.ctx, registry.RegisterParams{Token: tok.Secret.Reveal(), Capabilities: []string{"lease"}})
+		wantCode(t, err, registry.CodeCapabilityRequired)
+		a, cred := e.register(tok, "HMAC", "lease", "unknown-future-thing")
+		if got := strings.Join(a.Credential.Capabilities, ","); got != "hmac,lease" {
+			t.Fatalf("negotiated %q, want hmac,lease", got)
+		}
+		key, err := base64.RawURLEncoding.DecodeString(cred.HMACKey.Reveal())
+		if err != nil || len(key) != 32 {
+			t.Fatalf("hmac key %d bytes, err %v", len(key), err)
+		}
+		stored, err := e.reg.HMACKey(a)
+		wantNoErr(t, err)
+		if string(stored) != string(key) {
+			t.Fatal("the HMAC key read back differs from the one issued")
+		}
+	})
+
+	t.Run("Revoke", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", nil)
+		_, err := e.reg.RevokeToken(e.ctx, tok.Token.ID, "")
+		wantNoErr(t, err)
+		_, err = e.reg.RevokeToken(e.ctx, tok.Token.ID, "")
+		wantCode(t, err, registry.CodeConflict)
+		_, err = e.reg.RevokeToken(e.ctx, "rt-nope", "")
+		wantCode(t, err, registry.CodeNotFound)
+		_, fresh := e.cluster("other", nil)
+		e.register(fresh)
+		_, err = e.reg.RevokeToken(e.ctx, fresh.Token.ID, "")
+		wantCode(t, err, registry.CodeConflict) // used: revoke the credential instead
+	})
+}
+
+func testCredentials(t *testing.T, newStore NewStore) {
+	t.Run("LifetimeAndBearerChecks", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, cred := e.agent("prod")
+		now := e.clock.Now()
+		if !a.Credential.ExpiresAt.Equal(now.Add(registry.DefaultCredentialTTL)) || !a.Credential.RotateAfter.Equal(now.Add(registry.DefaultRotateAfter)) {
+			t.Fatalf("expires %s rotate-after %s", a.Credential.ExpiresAt, a.Credential.RotateAfter)
+		}
+		tok := cred.Token.Reveal()
+		if !strings.HasPrefix(tok, "tether_cred_") {
+			t.Fatalf("credential %q lacks its prefix", tok)
+		}
+		for _, bad := range []string{"", "nope", tok[:len(tok)-1] + "x", strings.ToUpper(tok)} {
+			_, err := e.reg.Authenticate(e.ctx, bad, registry.AuthAny)
+			wantCode(t, err, registry.CodeUnauthorized)
+		}
+		e.clock.Advance(registry.DefaultCredentialTTL)
+		_, err := e.reg.Authenticate(e.ctx, tok, registry.AuthAny)
+		wantCode(t, err, registry.CodeUnauthorized)
+		// An expired credential may still rotate inside its grace...
+		old, err := e.reg.Authenticate(e.ctx, tok, registry.AuthRotate)
+		wantNoErr(t, err)
+		next, err := e.reg.RotateCredential(e.ctx, old)
+		wantNoErr(t, err)
+		if _, err := e.reg.Authenticate(e.ctx, next.Token.Reveal(), registry.AuthAny); err != nil {
+			t.Fatalf("rotated credential refused: %v", err)
+		}
+		// ...and not after it.
+		e.clock.Advance(registry.DefaultRotationGrace + time.Second)
+		_, err = e.reg.Authenticate(e.ctx, tok, registry.AuthRotate)
+		wantCode(t, err, registry.CodeUnauthorized)
+	})
+
+	t.Run("RotationGrace", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, cred := e.agent("prod", registry.CapabilityLease, registry.CapabilityHMAC)
+		next, err := e.reg.RotateCredential(e.ctx, a)
+		wantNoErr(t, err)
+		if got := next.GraceUntil.Sub(e.clock.Now()); got != registry.DefaultRotationGrace {
+			t.Fatalf("grace = %s, want %s", got, registry.DefaultRotationGrace)
+		}
+		if strings.Join(next.Credential.Capabilities, ",") != "hmac,lease" || next.HMACKey == "" {
+			t.Fatal("rotation did not carry the capabilities over")
+		}
+		if next.Credential.RotatedFrom != a.Credential.ID {
+			t.Fatalf("rotatedFrom = %q", next.Credential.RotatedFrom)
+		}
+		// The public operator keeps using the old token for a while.
+		e.clock.Advance(registry.DefaultRotationGrace - time.Minute)
+		old, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
+		wantNoErr(t, err)
+		if old.Credential.State(e.clock.Now()) != registry.CredentialGrace {
+			t.Fatalf("old credential state %s, want grace", old.Credential.State(e.clock.Now()))
+		}
+		e.clock.Advance(2 * time.Minute)
+		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
+		wantCode(t, err, registry.CodeUnauthorized)
+		_, err = e.reg.Authenticate(e.ctx, next.Token.Reveal(), registry.AuthAny)
+		wantNoErr(t, err)
+		if len(e.auditFor(registry.AuditCredentialRotate)) != 1 {
+			t.Fatal("rotation not audited")
+		}
+	})
+
+	t.Run("ForcedRotation", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, cred := e.agent("prod")
+		n, err := e.reg.ForceRotation(e.ctx, a.Cluster.ID, "suspected leak")
+		wantNoErr(t, err)
+		if n != 1 {
+			t.Fatalf("forced rotation changed %d credentials", n)
+		}
+		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
+		wantCode(t, err, registry.CodeUnauthorized)
+		old, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthRotate)
+		wantNoErr(t, err)
+		next, err := e.reg.RotateCredential(e.ctx, old)
+		wantNoErr(t, err)
+		_, err = e.reg.Authenticate(e.ctx, next.Token.Reveal(), registry.AuthAny)
+		wantNoErr(t, err)
+		// The forced credential gained no grace from rotating.
+		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
+		wantCode(t, err, registry.CodeUnauthorized)
+		f := e.auditFor(registry.AuditCredentialForce)
+		if len(f) != 1 || f[0].Reason != "suspected leak" {
+			t.Fatalf("forced rotation audit = %+v", f)
+		}
+	})
+
+	t.Run("RevokeIsImmediate", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, cred := e.agent("prod")
+		next, err := e.reg.RotateCredential(e.ctx, a)
+		wantNoErr(t, err)
+		n, err := e.reg.RevokeCredentials(e.ctx, a.Cluster.ID, "cluster compromised")
+		wantNoErr(t, err)
+		if n != 2 {
+			t.Fatalf("revoked %d credentials, want 2 (the current one and the one in grace)", n)
+		}
+		for _, tok := range []registry.Secret{cred.Token, next.Token} {
+			for _, purpose := range []registry.AuthPurpose{registry.AuthAny, registry.AuthRotate} {
+				_, err := e.reg.Authenticate(e.ctx, tok.Reveal(), purpose)
+				wantCode(t, err, registry.CodeUnauthorized)
+			}
+		}
+		creds, _ := e.reg.ListCredentials(e.ctx, a.Cluster.ID)
+		for _, c := range creds {
+			if c.State(e.clock.Now()) != registry.CredentialRevoked || c.RevokeReason != "cluster compromised" {
+				t.Fatalf("credential %s state %s reason %q", c.ID, c.State(e.clock.Now()), c.RevokeReason)
+			}
+		}
+		// Rotating a revoked credential (a race with revocation) fails.
+		_, err = e.reg.RotateCredential(e.ctx, a)
+		wantCode(t, err, registry.CodeUnauthorized)
+		// A new one-time token gets the agent back.
+		tok, err := e.reg.IssueToken(e.ctx, a.Cluster.ID, 0)
+		wantNoErr(t, err)
+		e.register(tok)
+	})
+}
