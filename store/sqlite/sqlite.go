@@ -143,7 +143,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s := &Store{
 		path: path, writer: writer, readers: readers, opts: opts,
 		queue: make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
-		rstmts: map[string]*sql.Stmt{},
+		rstmts:    map[string]*sql.Stmt{},
 		listeners: map[chan<- struct{}]struct{}{},
 	}
 	go s.writeLoop()
