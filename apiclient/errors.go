@@ -1,0 +1,90 @@
+package apiclient
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error is a non-2xx answer from the server: its HTTP status, its machine
+// code (the "error" field, e.g. "already_claimed") and its request id, which
+// the server's logs carry too. Use errors.As to get one, or IsCode.
+type Error struct {
+	StatusCode int
+	Code       string
+	Message    string
+	RequestID  string
+	// RetryAfter is the server's Retry-After, on 429 and 503 answers.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("tether answered %d %s", e.StatusCode, e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.RequestID != "" {
+		msg += " (request " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// IsCode reports whether err is an *Error with one of the codes.
+func IsCode(err error, codes ...string) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	for _, c := range codes {
+		if e.Code == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Protocol error codes (PROTOCOL.md).
+const (
+	CodeUnauthorized          = "unauthorized"
+	CodeForbidden             = "forbidden"
+	CodeClusterDisabled       = "cluster_disabled"
+	CodeRegistrationInvalid   = "registration_token_invalid"
+	CodeCapabilityRequired    = "capability_required"
+	CodeJobNotFound           = "job_not_found"
+	CodeAlreadyClaimed        = "already_claimed"
+	CodeJobClosed             = "job_closed"
+	CodeStaleClaim            = "stale_claim"
+	CodeJobCanceled           = "job_canceled"
+	CodeResultAlreadyRecorded = "result_already_recorded"
+	CodeRateLimited           = "rate_limited"
+)
+
+// Sentinel conditions, matched with errors.Is; the *Error behind each is
+// still available with errors.As.
+var (
+	// ErrUnauthenticated: the credential was refused, and so was one rotation.
+	// The agent must stop and surface Authenticated=False until an admin
+	// gives it a new registration token.
+	ErrUnauthenticated = errors.New("credential refused and rotation failed: re-register with a new one-time token")
+	// ErrForbidden: the server refuses this agent (wrong cluster, or the
+	// cluster is disabled). Not retried.
+	ErrForbidden = errors.New("forbidden")
+	// ErrJobGone: the job does not exist (any more). Nothing to do for it.
+	ErrJobGone = errors.New("job not found")
+	// ErrNotClaimed: an ack lost (another agent claimed the job, or it is
+	// closed). Do not run the job.
+	ErrNotClaimed = errors.New("job not claimed")
+	// ErrJobCanceled: an admin canceled the job; stop working on it.
+	ErrJobCanceled = errors.New("job canceled")
+	// ErrStaleClaim: the claim was reclaimed or requeued; stop working on it.
+	ErrStaleClaim = errors.New("claim is stale")
+)
+
+// classified wraps an *Error with the sentinel it stands for.
+type classified struct {
+	sentinel error
+	err      *Error
+}
+
+func (c *classified) Error() string   { return c.sentinel.Error() + ": " + c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.sentinel, c.err} }
