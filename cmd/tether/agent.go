@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/apiclient"
+)
+
+func init() { register(newAgentCmd) }
+
+func newAgentCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run tether's reference agent: register a cluster, then pull and run its jobs",
+	}
+	cmd.AddCommand(newAgentRegisterCmd(g), newAgentRunCmd(g))
+	return cmd
+}
+
+func newAgentRegisterCmd(g *globals) *cobra.Command {
+	var server, token, stateDir string
+	var caps []string
+	cmd := &cobra.Command{
+		Use:   "register --server URL --token TOKEN --state-dir DIR",
+		Short: "Redeem a one-time registration token and store the credential",
+		Long: `Redeems a one-time registration token (from 'tether cluster create' or
+'tether token issue') and stores the credential tether issues in DIR/credential.json,
+mode 0600. The credential is never printed.
+
+The token may also come from $TETHER_REGISTRATION_TOKEN, or from standard input
+with --token - (so that it does not appear in the process list).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if server == "" || stateDir == "" {
+				return usagef("--server and --state-dir are required")
+			}
+			switch {
+			case token == "-":
+				line, err := bufio.NewReader(g.stdin).ReadString('\n')
+				if err != nil && line == "" {
+					return usagef("--token - expects the token on standard input")
+				}
+				token = strings.TrimSpace(line)
+			case token == "":
+				token = os.Getenv("TETHER_REGISTRATION_TOKEN")
+			}
+			if token == "" {
+				return usagef("a registration token is required: --token TOKEN, --token - (stdin) or $TETHER_REGISTRATION_TOKEN")
+			}
+			for _, c := range caps {
+				if c != apiclient.CapabilityHMAC && c != apiclient.CapabilityLease {
+					return usagef("capability %q is not one of hmac, lease", c)
+				}
+			}
+			clusterID, err := agent.Register(cmd.Context(), server, token, stateDir, caps, apiclient.RetryPolicy{MaxAttempts: 5})
+			if err != nil {
+				return agentError(err)
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, map[string]string{"clusterId": clusterID, "stateDir": stateDir})
+			}
+			fmt.Fprintf(g.stdout, "Registered cluster %s; the credential is in %s (mode 0600).\nNext: tether agent run --state-dir %s --exec 'COMMAND'\n",
+				clusterID, stateDir+"/credential.json", stateDir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&server, "server", "", "tether's address, e.g. http://127.0.0.1:7070")
+	f.StringVar(&token, "token", "", "one-time registration token (- reads it from stdin)")
+	f.StringVar(&stateDir, "state-dir", "", "directory for the credential (created with mode 0700)")
+	f.StringSliceVar(&caps, "capabilities", nil, "capabilities to negotiate: hmac (signed writes), lease (leases and fencing)")
+	return cmd
+}
+
+func newAgentRunCmd(g *globals) *cobra.Command {
+	var cfg agent.Config
+	var logFormat string
+	cmd := &cobra.Command{
+		Use:   "run --state-dir DIR --exec COMMAND",
+		Short: "Pull jobs and run COMMAND for each, until interrupted",
+		Long: `Long-polls tether for the cluster's jobs and runs COMMAND (with /bin/sh -c)
+for each: the job as JSON on stdin; TETHER_JOB_ID, TETHER_JOB_KIND,
+TETHER_JOB_ATTEMPT, TETHER_JOB_IDEMPOTENCY_KEY and TETHER_CLUSTER_ID in the
+environment.
+
+Lines COMMAND prints to stdout:
+  ::status PHASE [MESSAGE]   posts an interim status
+  ::result {JSON}            the result: {"outcome": "succeeded|failed|noop|conflict", "error": "...", ...}
+  ::event {JSON}             an event for tether (kind, resourceRef, conditions)
+Without ::result, exit status 0 means succeeded, anything else failed.
+
+On SIGTERM the agent stops polling, lets running jobs finish (--drain), stops
+the rest, and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.StateDir == "" || cfg.Command == "" {
+				return usagef("--state-dir and --exec are required")
+			}
+			if cfg.Concurrency < 1 {
+				return usagef("--concurrency must be at least 1")
+			}
+			var h slog.Handler = slog.NewTextHandler(g.stderr, nil)
+			switch logFormat {
+			case "text":
+			case "json":
+				h = slog.NewJSONHandler(g.stderr, nil)
+			default:
+				return usagef("--log-format %q is not one of text, json", logFormat)
+			}
+			cfg.Logger = slog.New(h)
+			cfg.Version = versionString()
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			return agentError(a.Run(cmd.Context()))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.StateDir, "state-dir", "", "directory holding the credential from 'tether agent register'")
+	f.StringVar(&cfg.Command, "exec", "", "command to run for each job (with /bin/sh -c)")
+	f.IntVar(&cfg.Concurrency, "concurrency", 1, "jobs to run at once")
+	f.DurationVar(&cfg.DrainTimeout, "drain", agent.DefaultDrainTimeout, "on SIGTERM, how long running jobs may finish")
+	f.DurationVar(&cfg.KillGrace, "kill-grace", agent.DefaultKillGrace, "how long a stopped command gets between SIGTERM and SIGKILL")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	return cmd
+}
+
+// agentError turns the client's refusals into sentences that say what to do.
+func agentError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, apiclient.ErrUnauthenticated):
+		return fmt.Errorf("tether refused this agent's credential (revoked or expired): issue a new token (tether token issue CLUSTER) and register again")
+	case apiclient.IsCode(err, apiclient.CodeRegistrationInvalid):
+		return fmt.Errorf("the registration token is invalid, expired, revoked or already used: ask an admin for a new one (tether token issue CLUSTER)")
+	case apiclient.IsCode(err, apiclient.CodeClusterDisabled):
+		return fmt.Errorf("the cluster is disabled in tether: an admin must enable it (tether cluster enable CLUSTER)")
+	case apiclient.IsCode(err, apiclient.CodeCapabilityRequired):
+		var e *apiclient.Error
+		errors.As(err, &e)
+		return fmt.Errorf("%s", e.Message)
+	}
+	return err
+}
