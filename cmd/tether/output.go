@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
 )
 
 // printJSON writes v as indented JSON: the stable, scriptable output of -o json.
@@ -53,18 +59,20 @@ func until(now, t time.Time) string {
 	return "in " + humanDuration(d)
 }
 
+// humanDuration renders d in its largest whole unit, rounded to the nearest
+// (a token issued for 24h shows "in 24h", not "in 23h" a second later).
 func humanDuration(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return "0s"
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
 	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
+		return fmt.Sprintf("%dh", int(d.Round(time.Hour)/time.Hour))
 	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	return fmt.Sprintf("%dd", int(d.Round(24*time.Hour)/(24*time.Hour)))
 }
 
 // list renders a string list for a table cell.
@@ -80,4 +88,136 @@ func rfc3339(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// newKV returns a table without a header: aligned "Key:\tvalue" rows for the
+// detail views (cluster get, job get), or rows whose header is printed only
+// once (--follow).
+func newKV(w io.Writer) *table {
+	return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+}
+
+// printJSONLine writes v as one line of JSON: the output of --follow, so that
+// a script can read one object per line as entries arrive.
+func printJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// failf is a command's own error (not the registry's): exit code 1 with the
+// message as one sentence. run() would show a plain error as "internal error",
+// which is right for bugs but not for mistakes the user can fix.
+func failf(format string, args ...any) error {
+	return &exitCodeError{code: exitError, msg: sentence(fmt.Sprintf(format, args...))}
+}
+
+// oneLine folds text an agent or a user wrote (which may span lines) into a
+// single line of at most max runes, so that it fits a table cell or a
+// one-sentence error.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// indentJSON renders a JSON document for reading; text that is not valid
+// JSON is returned as is.
+func indentJSON(raw []byte, prefix string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, prefix, "  "); err != nil {
+		return prefix + string(raw)
+	}
+	return prefix + buf.String()
+}
+
+// orDash renders an empty table cell as "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// stamp renders a time as RFC 3339 and how long ago or ahead it is, for the
+// detail views ("-" for the zero time).
+func stamp(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return rfc3339(t) + " (" + ago(now, t) + ")"
+}
+
+// durationValue is a duration flag that takes Go's syntax (90s, 15m, 24h) and
+// whole days (7d), which Go's syntax lacks and token lifetimes are naturally
+// written in. A malformed value is a flag error: exit code 2.
+type durationValue struct{ d *time.Duration }
+
+func newDuration(p *time.Duration, def time.Duration) durationValue {
+	*p = def
+	return durationValue{p}
+}
+
+func (v durationValue) Type() string { return "duration" }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	s := v.d.String()
+	// 24h0m0s reads better as 24h.
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (v durationValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration: use a whole number of days such as 7d, or a duration such as 90s, 15m or 24h", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return fmt.Errorf("%q is not a duration: use a duration such as 90s, 15m, 24h or 7d", s)
+		}
+	}
+	if d < 0 {
+		return fmt.Errorf("%q is negative: a duration must be positive", s)
+	}
+	*v.d = d
+	return nil
+}
+
+// groupCommand is a command that only holds subcommands. It runs (printing
+// its help) so that a mistyped subcommand is a usage error instead of cobra's
+// silent help and exit code 0.
+func groupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// stdinIsTerminal reports whether r is an interactive terminal, where a
+// destructive command may ask for confirmation. A variable so that an
+// in-process test can stand in for a terminal.
+var stdinIsTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func init() { register(newCredentialCmd) }
+
+func newCredentialCmd(g *globals) *cobra.Command {
+	return groupCommand("credential", "List, force-rotate and revoke a cluster's agent credentials",
+		newCredentialListCmd(g),
+		newCredentialRestrictCmd(g, false),
+		newCredentialRestrictCmd(g, true),
+	)
+}
+
+// credentialView is a credential as -o json shows it: the record (which never
+// holds the token or the HMAC key) and what it derives.
+type credentialView struct {
+	registry.Credential
+	State  registry.CredentialState `json:"state"`
+	Signed bool                     `json:"signed"`
+}
+
+func credentialViews(now time.Time, creds []registry.Credential) []credentialView {
+	out := make([]credentialView, len(creds))
+	for i, c := range creds {
+		out[i] = credentialView{Credential: c, State: c.State(now), Signed: c.Signed()}
+	}
+	return out
+}
+
+// grace says what is left of a credential that is on its way out.
+func grace(now time.Time, v *credentialView) string {
+	switch v.State {
+	case registry.CredentialGrace:
+		return "full access until " + until(now, v.ExpiresAt)
+	case registry.CredentialRotateOnly:
+		return "may only rotate, until " + until(now, v.RotateUntil)
+	}
+	return "-"
+}
+
+func newCredentialListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list CLUSTER",
+		Short: "List a cluster's credentials (never their secrets), newest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			creds, err := a.reg.ListCredentials(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			now := a.reg.Now()
+			views := credentialViews(now, creds)
+			if g.output == "json" {
+				return printJSON(g.stdout, views)
+			}
+			t := newTable(g.stdout, "ID", "STATE", "CAPABILITIES", "WRITES", "CREATED", "EXPIRES", "ROTATE AFTER", "GRACE")
+			for i := range views {
+				v := &views[i]
+				writes := "unsigned"
+				if v.Signed {
+					writes = "signed"
+				}
+				t.row(v.ID, string(v.State), list(v.Capabilities), writes, ago(now, v.CreatedAt), until(now, v.ExpiresAt), until(now, v.RotateAfter), grace(now, v))
+			}
+			return t.flush()
+		},
+	}
+}
+
+// newCredentialRestrictCmd is credential rotate (revoke with a grace in
+// which the agent may only rotate) and credential revoke (immediate).
+func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
+	var reason string
+	use, short := "rotate CLUSTER", "Force the cluster's agent to rotate: its credentials may only rotate from now on"
+	if revoke {
+		use, short = "revoke CLUSTER", "Revoke the cluster's credentials at once: its agent must register again"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			c, err := a.reg.GetCluster(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			var n int
+			if revoke {
+				n, err = a.reg.RevokeCredentials(adminContext(ctx), c.ID, reason)
+			} else {
+				n, err = a.reg.ForceRotation(adminContext(ctx), c.ID, reason)
+			}
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, struct {
+					ClusterID string `json:"clusterId"`
+					Affected  int    `json:"affected"`
+				}{c.ID, n})
+			}
+			switch {
+			case n == 0:
+				fmt.Fprintf(g.stdout, "Cluster %s (%s) has no live credentials; nothing changed.\n", c.Name, c.ID)
+			case revoke:
+				fmt.Fprintf(g.stdout, "Revoked %d credential(s) of cluster %s (%s). Its agent must register again with a new token: tether token issue %s\n", n, c.Name, c.ID, c.ID)
+			default:
+				fmt.Fprintf(g.stdout, "%d credential(s) of cluster %s (%s) may now only rotate, for the next %s; the agent rotates on its next call.\n",
+					n, c.Name, c.ID, humanDuration(a.reg.Config().RotationGrace))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return cmd
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+type affected struct {
+	ClusterID string `json:"clusterId"`
+	Affected  int    `json:"affected"`
+}
+
+func TestCredentialListRotateRevoke(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "creds")
+	reg := openRegistry(t, db)
+	ctx := context.Background()
+	agent, bearer := registerAgent(t, reg, c.RegistrationToken, "hmac", "lease")
+
+	creds := okJSON[[]credentialView](t, db, "credential", "list", "creds")
+	if len(creds) != 1 {
+		t.Fatalf("got %d credentials, want 1", len(creds))
+	}
+	cr := creds[0]
+	if cr.ID != agent.Credential.ID || cr.State != registry.CredentialActive || !cr.Signed || !slices.Equal(cr.Capabilities, []string{"hmac", "lease"}) {
+		t.Errorf("got %+v, want %s active, signed, with hmac and lease", cr, agent.Credential.ID)
+	}
+	if cr.ExpiresAt.IsZero() || cr.RotateAfter.IsZero() || !cr.RotateAfter.Before(cr.ExpiresAt) {
+		t.Errorf("got expiresAt %s and rotateAfter %s, want both set, rotate-after first", cr.ExpiresAt, cr.RotateAfter)
+	}
+	table := ok(t, db, "credential", "list", c.ClusterID).stdout
+	for _, want := range []string{"STATE", "ROTATE AFTER", "GRACE", agent.Credential.ID, "active", "hmac,lease", "signed"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("got credential list without %q\n%s", want, table)
+		}
+	}
+	assertSecretAbsent(t, db, bearer, "creds")
+
+	// Forced rotation: the credential may only rotate from now on.
+	got := okJSON[affected](t, db, "credential", "rotate", "creds", "--reason", "routine")
+	if got.Affected != 1 || got.ClusterID != c.ClusterID {
+		t.Errorf("got %+v, want 1 credential of %s", got, c.ClusterID)
+	}
+	if cr := okJSON[[]credentialView](t, db, "credential", "list", "creds")[0]; cr.State != registry.CredentialRotateOnly {
+		t.Errorf("got %s, want rotate_only after a forced rotation", cr.State)
+	}
+	if table := ok(t, db, "credential", "list", "creds").stdout; !strings.Contains(table, "may only rotate") {
+		t.Errorf("got credential list without the grace it has left\n%s", table)
+	}
+	if _, err := reg.Authenticate(ctx, bearer, registry.AuthAny); registry.ErrorCode(err) != registry.CodeUnauthorized {
+		t.Errorf("got %v using a force-rotated credential, want unauthorized", err)
+	}
+	rotating, err := reg.Authenticate(ctx, bearer, registry.AuthRotate)
+	if err != nil {
+		t.Fatalf("got %v authenticating to rotate, want the rotation allowed", err)
+	}
+	fresh, err := reg.RotateCredential(ctx, rotating)
+	if err != nil {
+		t.Fatalf("rotate: %v", err)
+	}
+	creds = okJSON[[]credentialView](t, db, "credential", "list", "creds")
+	if len(creds) != 2 || creds[0].ID != fresh.Credential.ID || creds[0].State != registry.CredentialActive {
+		t.Errorf("got %+v, want the rotated credential newest and active", creds)
+	}
+
+	// Revocation is immediate.
+	out := ok(t, db, "credential", "revoke", "creds", "--reason", "compromised").stdout
+	if !strings.Contains(out, "Revoked") || !strings.Contains(out, "tether token issue") {
+		t.Errorf("got %q, want it to say what was revoked and how the agent gets back", out)
+	}
+	for _, cr := range okJSON[[]credentialView](t, db, "credential", "list", "creds") {
+		if cr.ID == fresh.Credential.ID && cr.State != registry.CredentialRevoked {
+			t.Errorf("got %s %s, want revoked", cr.ID, cr.State)
+		}
+	}
+	if _, err := reg.Authenticate(ctx, fresh.Token.Reveal(), registry.AuthAny); registry.ErrorCode(err) != registry.CodeUnauthorized {
+		t.Errorf("got %v with a revoked credential, want unauthorized", err)
+	}
+	if got := okJSON[affected](t, db, "credential", "revoke", "creds"); got.Affected != 0 {
+		t.Errorf("got %d revoked again, want 0", got.Affected)
+	}
+	if out := ok(t, db, "credential", "rotate", "creds").stdout; !strings.Contains(out, "no live credentials") {
+		t.Errorf("got %q, want it to say there was nothing to rotate", out)
+	}
+	audit := okJSON[[]registry.AuditEntry](t, db, "audit", "--cluster", "creds", "--action", "credential.")
+	var actions []string
+	for _, e := range audit {
+		actions = append(actions, e.Action)
+	}
+	for _, want := range []string{registry.AuditCredentialForce, registry.AuditCredentialRotate, registry.AuditCredentialRevoke} {
+		if !slices.Contains(actions, want) {
+			t.Errorf("got audit actions %v, want %s among them", actions, want)
+		}
+	}
+	wantError(t, cli(t, db, "credential", "list", "nope"), exitError, `no cluster has the id or name "nope"`)
+}

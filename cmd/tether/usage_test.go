@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Mistakes in how a command is called exit 2, say what was wrong in one
+// sentence, and change nothing.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "u", "--namespaces", "apps")
+	j := submit(t, db, "u", "apply", configMap("apps", "x"))
+
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		fragment string
+	}{
+		{"unknown flag", []string{"cluster", "list", "--bogus"}, "unknown flag: --bogus"},
+		{"unknown command", []string{"cluster", "frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown top-level command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"bad output format", []string{"cluster", "list", "-o", "yaml"}, `output format "yaml"`},
+		{"missing --name", []string{"cluster", "create"}, "--name"},
+		{"bad --mode", []string{"cluster", "create", "--name", "m", "--mode", "carrier-pigeon"}, `--mode "carrier-pigeon"`},
+		{"bad --require-capability", []string{"cluster", "create", "--name", "m", "--require-capability", "telepathy"}, `"telepathy" is not one of hmac, lease`},
+		{"bad --token-ttl", []string{"cluster", "create", "--name", "m", "--token-ttl", "tomorrow"}, `"tomorrow" is not a duration`},
+		{"bad --lease-seconds", []string{"cluster", "create", "--name", "m", "--lease-seconds", "soon"}, `invalid argument "soon"`},
+		{"missing argument", []string{"cluster", "get"}, "accepts 1 arg(s), received 0"},
+		{"too many arguments", []string{"cluster", "get", "a", "b"}, "accepts 1 arg(s), received 2"},
+		{"edit without a change", []string{"cluster", "edit", "u"}, "at least one change"},
+		{"edit replacing and adding", []string{"cluster", "edit", "u", "--set-namespaces", "a", "--add-namespace", "b"}, "cannot be combined"},
+		{"delete without --yes and without a terminal", []string{"cluster", "delete", "u"}, "pass --yes"},
+		{"bad --ttl", []string{"token", "issue", "u", "--ttl", "soon"}, `"soon" is not a duration`},
+		{"negative --ttl", []string{"token", "issue", "u", "--ttl", "-1h"}, "negative"},
+		{"bad --ttl in days", []string{"token", "issue", "u", "--ttl", "1.5d"}, "whole number of days"},
+		{"missing --cluster", []string{"job", "submit", "--kind", "apply", "--payload", "{}"}, "--cluster"},
+		{"missing --kind", []string{"job", "submit", "--cluster", "u", "--payload", "{}"}, "--kind"},
+		{"bad --kind", []string{"job", "submit", "--cluster", "u", "--kind", "patch", "--payload", "{}"}, `--kind "patch" is not one of apply, delete, intent`},
+		{"no payload", []string{"job", "submit", "--cluster", "u", "--kind", "apply"}, "exactly one of -f FILE"},
+		{"two payloads", []string{"job", "submit", "--cluster", "u", "--kind", "apply", "--payload", "{}", "-f", "x.json"}, "exactly one of -f FILE"},
+		{"--timeout without --wait", []string{"job", "submit", "--cluster", "u", "--kind", "apply", "--payload", "{}", "--timeout", "1m"}, "--timeout applies only with --wait"},
+		{"bad --expires-in", []string{"job", "submit", "--cluster", "u", "--kind", "apply", "--payload", "{}", "--expires-in", "later"}, `"later" is not a duration`},
+		{"bad --state", []string{"job", "list", "--state", "running"}, `--state "running" is not one of queued, in_progress`},
+		{"bad --kind in list", []string{"job", "list", "--kind", "patch"}, `--kind "patch"`},
+		{"bad --limit", []string{"job", "list", "--limit", "0"}, "--limit 0"},
+		{"extend-lease without --by", []string{"job", "extend-lease", j.ID}, "--by"},
+		{"bad events --limit", []string{"events", "--limit", "-5"}, "--limit -5"},
+		{"audit with an argument", []string{"audit", "everything"}, `unknown command "everything"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
+		})
+	}
+
+	// Nothing changed: one cluster, one job, the cluster at version 1.
+	if list := okJSON[[]clusterDetail](t, db, "cluster", "list"); len(list) != 1 || list[0].Version != 1 {
+		t.Errorf("got %d clusters (first %+v), want only %s at version 1", len(list), list, c.ClusterID)
+	}
+	if jobs := okJSON[[]submittedJob](t, db, "job", "list"); len(jobs) != 1 {
+		t.Errorf("got %d jobs, want 1", len(jobs))
+	}
+}
+
+func TestHelpAndGroups(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for _, group := range []string{"cluster", "token", "credential", "job"} {
+		res := ok(t, db, group)
+		if !strings.Contains(res.stdout, "Available Commands") {
+			t.Errorf("tether %s: got %q, want its help listing the subcommands", group, res.stdout)
+		}
+	}
+	res := ok(t, db, "--help")
+	for _, want := range []string{"cluster", "token", "credential", "job", "events", "audit", "version"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("got root help without %q\n%s", want, res.stdout)
+		}
+	}
+}
