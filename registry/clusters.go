@@ -102,6 +102,11 @@ func (r *Registry) ModifyCluster(ctx context.Context, idOrName string, edit func
 		if ErrorCode(err) != CodeConflict {
 			return updated, err
 		}
+		// Retry only a lost compare-and-swap: a conflict at an unchanged
+		// version is another rule (a taken name) that retrying cannot fix.
+		if now, gerr := r.GetCluster(ctx, c.ID); gerr != nil || now.Version == c.Version {
+			return nil, err
+		}
 	}
 	return nil, err
 }

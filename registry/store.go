@@ -121,8 +121,9 @@ type Store interface {
 
 	// ChangesSince returns change-feed entries with Seq > after, oldest first.
 	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
-	// ChangesLatest returns the newest change's Seq (0 when there is none) and
-	// the oldest Seq still kept.
+	// ChangesLatest returns the newest change's Seq and the oldest Seq still
+	// kept. A new store's feed holds one bookkeeping entry, so that the latest
+	// Seq is never 0 (zero asks Watch for a snapshot).
 	ChangesLatest(ctx context.Context) (latest, oldest int64, err error)
 	// ChangesPrune forgets change-feed entries written before p.Before, but
 	// always keeps the newest p.Keep.

@@ -38,8 +38,9 @@ type WatchEvent struct {
 
 // WatchParams says what to watch and from where.
 type WatchParams struct {
-	// Since is the feed position to continue from. Zero asks for a snapshot
-	// first: every cluster and every open job (of the kinds watched), then
+	// Since is the feed position to continue from (LatestSeq, or an event's
+	// Seq; positions start at 1, so a position read from the feed is never
+	// zero). Zero asks for a snapshot first: every cluster and every open job (of the kinds watched), then
 	// EndOfSnapshot. Events and audit entries have no snapshot; read them with
 	// ListEvents and ListAudit.
 	Since int64
@@ -208,6 +209,8 @@ func (r *Registry) emit(ctx context.Context, changes []Change, wants func(Entity
 			ev.Event, err = r.oneEvent(ctx, c.ID)
 		case EntityAudit:
 			ev.Audit, err = r.oneAudit(ctx, c.ID)
+		default:
+			continue // bookkeeping entries (the feed's first row) carry no entity
 		}
 		if err != nil {
 			if ErrorCode(err) == CodeNotFound {

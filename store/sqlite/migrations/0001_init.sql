@@ -227,3 +227,8 @@ END;
 CREATE TRIGGER audit_ins AFTER INSERT ON audit BEGIN
     INSERT INTO changes (kind, entity_id, cluster_id, op, at) VALUES ('audit', CAST(NEW.id AS TEXT), NEW.cluster_id, 'upsert', NEW.at);
 END;
+
+-- The feed's first entry: positions start at 1, so zero always means "no
+-- position yet" to a watcher (which then asks for a snapshot), never "the
+-- position of an empty feed".
+INSERT INTO changes (kind, entity_id, op, at) VALUES ('feed', 'start', 'upsert', 0);
