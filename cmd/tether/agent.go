@@ -119,7 +119,7 @@ the rest, and exits.`,
 			cfg.Version = versionString()
 			a, err := agent.New(cfg)
 			if err != nil {
-				return err
+				return failf("%v", err)
 			}
 			return agentError(a.Run(cmd.Context()))
 		},
@@ -136,19 +136,18 @@ the rest, and exits.`,
 
 // agentError turns the client's refusals into sentences that say what to do.
 func agentError(err error) error {
+	var apiErr *apiclient.Error
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, apiclient.ErrUnauthenticated):
-		return fmt.Errorf("tether refused this agent's credential (revoked or expired): issue a new token (tether token issue CLUSTER) and register again")
+		return failf("tether refused this agent's credential (revoked or expired): issue a new token (tether token issue CLUSTER) and register again")
 	case apiclient.IsCode(err, apiclient.CodeRegistrationInvalid):
-		return fmt.Errorf("the registration token is invalid, expired, revoked or already used: ask an admin for a new one (tether token issue CLUSTER)")
+		return failf("the registration token is invalid, expired, revoked or already used: ask an admin for a new one (tether token issue CLUSTER)")
 	case apiclient.IsCode(err, apiclient.CodeClusterDisabled):
-		return fmt.Errorf("the cluster is disabled in tether: an admin must enable it (tether cluster enable CLUSTER)")
-	case apiclient.IsCode(err, apiclient.CodeCapabilityRequired):
-		var e *apiclient.Error
-		errors.As(err, &e)
-		return fmt.Errorf("%s", e.Message)
+		return failf("the cluster is disabled in tether: an admin must enable it (tether cluster enable CLUSTER)")
+	case errors.As(err, &apiErr):
+		return failf("%s (request %s)", strings.TrimSuffix(apiErr.Message, "."), apiErr.RequestID)
 	}
-	return err
+	return failf("%v", err)
 }
