@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// TestAgentRegisterAndRun drives the real binary: serve, register an agent
+// with a token on stdin, run it, and stop it with SIGTERM while a job runs.
+func TestAgentRegisterAndRun(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve, addr, _ := startServe(t, db)
+	defer serve.stop(t)
+	c := createCluster(t, db, "prod", "--namespaces", "team-a")
+	state := filepath.Join(t.TempDir(), "agent")
+
+	bad := cliIn(t, db, "tether_reg_01m7yb88dgj37z87j21jv895nr_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+		"agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", state)
+	wantError(t, bad, exitError, "registration token is invalid")
+
+	res := cliIn(t, db, c.RegistrationToken+"\n", "agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", state, "--capabilities", "lease")
+	if res.code != exitOK || !strings.Contains(res.stdout, c.ClusterID) {
+		t.Fatalf("register: %s", res)
+	}
+	if strings.Contains(res.stdout+res.stderr, "tether_cred_") || strings.Contains(res.stdout+res.stderr, c.RegistrationToken) {
+		t.Fatalf("register printed a secret:\n%s", res)
+	}
+	for path, want := range map[string]os.FileMode{state: 0o700, filepath.Join(state, "credential.json"): 0o600} {
+		info, err := os.Stat(path)
+		if err != nil || info.Mode().Perm() != want {
+			t.Fatalf("%s: mode %v, err %v; want %o", path, info.Mode().Perm(), err, want)
+		}
+	}
+
+	marker := filepath.Join(t.TempDir(), "finished")
+	agent := start(t, db, "agent", "run", "--state-dir", state, "--drain", "30s",
+		"--exec", `echo "::status Applying"; sleep 1; touch `+marker)
+	job := submit(t, db, c.ClusterID, "apply", configMap("team-a", "app"))
+	reg := openRegistry(t, db)
+	eventually(t, "the agent to claim the job", func() bool {
+		j, err := reg.GetJob(t.Context(), job.ID)
+		return err == nil && j.State == registry.JobInProgress
+	})
+	// SIGTERM while the job runs: the agent lets it finish, reports it, exits 0.
+	if err := agent.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	out := agent.wait(t)
+	if out.code != exitOK {
+		t.Fatalf("agent after SIGTERM: %s", out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the running job did not finish before the agent exited")
+	}
+	j, err := reg.GetJob(t.Context(), job.ID)
+	if err != nil || j.State != registry.JobSucceeded {
+		t.Fatalf("job after the agent drained: %+v, %v", j, err)
+	}
+	if strings.Contains(out.stderr, "tether_cred_") {
+		t.Fatalf("the agent logged its credential:\n%s", out.stderr)
+	}
+}

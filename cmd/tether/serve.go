@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/server"
+)
+
+func init() { register(newServeCmd) }
+
+const defaultListen = "127.0.0.1:7070"
+
+// serveOptions configures startAgentAPI. The zero value serves on
+// defaultListen over plain HTTP with default rate limits, logging text to
+// stderr.
+type serveOptions struct {
+	listen      string // host:port; port 0 picks a free one
+	tlsCert     string // PEM certificate (chain) and key: serve HTTPS
+	tlsKey      string
+	tlsClientCA string // PEM CA bundle: verify client certificates when given (mTLS)
+	// logger, when set, receives the server's logs (an embedding console
+	// passes its own); otherwise logs go to logOutput (default stderr) in
+	// logFormat ("text" or "json") at logLevel ("info" unless set).
+	logger    *slog.Logger
+	logOutput io.Writer
+	logFormat string
+	logLevel  string
+	// rate is each cluster's sustained requests per second (0: the server's
+	// default; negative: no limit); burst its bucket size (0: default).
+	rate  float64
+	burst int
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	var opts serveOptions
+	var rate float64
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agent API: agents register, long-poll for jobs and report over HTTP",
+		Long: `Serve the agent API (the pull-mode protocol, /api/agent) over HTTP, with
+/healthz, /readyz and Prometheus /metrics, on the --db database. The reaper
+(expired leases and jobs) and the pruner (old events) run inside it.
+
+SIGINT or SIGTERM shuts it down gracefully: it stops accepting, answers held
+long-polls with an empty job list, finishes in-flight requests, and closes
+the database.`,
+		Example: `  tether serve
+  tether serve --listen 0.0.0.0:7070 --tls-cert server.pem --tls-key server-key.pem
+  tether serve --log-format json --rate 100 --burst 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (opts.tlsCert == "") != (opts.tlsKey == "") {
+				return usagef("--tls-cert and --tls-key go together")
+			}
+			if opts.tlsClientCA != "" && opts.tlsCert == "" {
+				return usagef("--tls-client-ca needs --tls-cert and --tls-key")
+			}
+			if opts.logFormat != "text" && opts.logFormat != "json" {
+				return usagef("--log-format %q is not one of text, json", opts.logFormat)
+			}
+			if _, err := parseLogLevel(opts.logLevel); err != nil {
+				return usagef("%v", err)
+			}
+			if rate < 0 || opts.burst < 0 {
+				return usagef("--rate and --burst must not be negative")
+			}
+			opts.rate = rate
+			if rate == 0 {
+				opts.rate = -1 // the flag's 0 means "no limit"; serveOptions' 0 means "default"
+			}
+			opts.logOutput = g.stderr
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			_, wait, err := startAgentAPI(ctx, a, opts)
+			if err != nil {
+				return err
+			}
+			if err := wait(); err != nil {
+				// Say what failed (a listener error, a shutdown cut short)
+				// rather than run()'s "internal error" for uncoded errors.
+				return registry.Errorf(registry.CodeUnavailable, "%v", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.listen, "listen", defaultListen, "address to listen on (host:port; port 0 picks a free port)")
+	f.StringVar(&opts.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
+	f.StringVar(&opts.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
+	f.StringVar(&opts.tlsClientCA, "tls-client-ca", "", "PEM CA file: verify agents' client certificates (mTLS; a certificate naming the cluster replaces HMAC signing)")
+	f.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
+	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
+	return cmd
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("--log-level %q is not one of debug, info, warn, error", s)
+	}
+	return l, nil
+}
+
+// startAgentAPI listens, then serves the agent API over a's registry and runs
+// the reaper and the pruner beside it, until ctx ends. It returns the bound
+// address at once; wait blocks until the server has shut down gracefully and
+// the services have stopped, and returns the server's error (nil after a clean
+// shutdown). Closing a stays with the caller, after wait.
+func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string, wait func() error, err error) {
+	log := opts.logger
+	if log == nil {
+		out := opts.logOutput
+		if out == nil {
+			out = os.Stderr
+		}
+		level, err := parseLogLevel(opts.logLevel)
+		if err != nil {
+			return "", nil, err
+		}
+		if log, err = server.NewLogger(out, opts.logFormat, level); err != nil {
+			return "", nil, err
+		}
+	}
+	listen := opts.listen
+	if listen == "" {
+		listen = defaultListen
+	}
+	var tlsConfig *tls.Config
+	if opts.tlsCert != "" || opts.tlsKey != "" {
+		if tlsConfig, err = serverTLS(opts); err != nil {
+			return "", nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return "", nil, registry.Errorf(registry.CodeUnavailable, "cannot listen on %s: %v", listen, err)
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+		scheme = "https"
+	}
+	addr = ln.Addr().String()
+
+	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst})
+	ctx, cancel := context.WithCancel(ctx)
+	var services sync.WaitGroup
+	services.Add(2)
+	go func() {
+		defer services.Done()
+		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
+	}()
+	go func() {
+		defer services.Done()
+		registry.NewPruner(a.reg, registry.PrunerConfig{}).Run(ctx, srv.RecordPrune)
+	}()
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ctx, ln)
+		cancel() // the services stop with the server, whatever ended it
+		served <- err
+	}()
+	rateDesc := "off"
+	if opts.rate >= 0 {
+		r, b := opts.rate, opts.burst
+		if r == 0 {
+			r = server.DefaultRateLimit
+		}
+		if b == 0 {
+			b = server.DefaultRateBurst
+		}
+		rateDesc = fmt.Sprintf("%g/s burst %d per cluster", r, b)
+	}
+	log.Info("tether serve listening", "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
+		"tls", tlsConfig != nil, "mtls", opts.tlsClientCA != "", "rate_limit", rateDesc)
+
+	var once sync.Once
+	var result error
+	wait = func() error {
+		once.Do(func() {
+			result = <-served
+			services.Wait()
+		})
+		return result
+	}
+	return addr, wait, nil
+}
+
+func serverTLS(opts serveOptions) (*tls.Config, error) {
+	if opts.tlsCert == "" || opts.tlsKey == "" {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(opts.tlsCert, opts.tlsKey)
+	if err != nil {
+		return nil, registry.Errorf(registry.CodeInvalid, "cannot load the TLS certificate %s and key %s: %v", opts.tlsCert, opts.tlsKey, err)
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	if opts.tlsClientCA != "" {
+		pem, err := os.ReadFile(opts.tlsClientCA)
+		if err != nil {
+			return nil, registry.Errorf(registry.CodeInvalid, "cannot read the client CA file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, registry.Errorf(registry.CodeInvalid, "client CA file %s holds no PEM certificate", opts.tlsClientCA)
+		}
+		// Agents without a certificate still connect and sign with HMAC
+		// (or are bearer-only); a certificate, when given, must verify.
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
+}

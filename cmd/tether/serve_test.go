@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// serveProc is `tether serve` running in the background; its stderr (where
+// it logs) is collected line by line, never blocking the server.
+type serveProc struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	lines  []string
+	next   int           // the first line waitLine has not looked at
+	more   chan struct{} // signalled when a line arrives
+	exited chan struct{} // closed once the process has exited and its log is read
+	code   int
+}
+
+// startServe runs the real binary's serve command on a free port and returns
+// once it logged its start line, with the address it logged.
+func startServe(t *testing.T, db string, args ...string) (*serveProc, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	t.Cleanup(cancel)
+	cmd := command(ctx, db, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start tether serve: %v", err)
+	}
+	p := &serveProc{cmd: cmd, more: make(chan struct{}, 1), exited: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+		}
+		_ = cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	line := p.waitLine(t, "tether serve listening")
+	addr := regexp.MustCompile(`"?addr"?[=:]"?([0-9.]+:[0-9]+)`).FindStringSubmatch(line)
+	if addr == nil {
+		t.Fatalf("start line %q names no address", line)
+	}
+	return p, addr[1], line
+}
+
+func (p *serveProc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// waitLine returns the first log line not yet looked at that contains want.
+func (p *serveProc) waitLine(t *testing.T, want string) string {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	for {
+		p.mu.Lock()
+		for ; p.next < len(p.lines); p.next++ {
+			if line := p.lines[p.next]; strings.Contains(line, want) {
+				p.next++
+				p.mu.Unlock()
+				return line
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.more:
+		case <-p.exited:
+			t.Fatalf("tether serve exited before logging %q; log:\n%s", want, p.log())
+		case <-timeout:
+			t.Fatalf("tether serve did not log %q within %s; log:\n%s", want, waitTimeout, p.log())
+		}
+	}
+}
+
+// stop sends SIGTERM and returns the exit code and the whole log.
+func (p *serveProc) stop(t *testing.T) (int, string) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(waitTimeout):
+		t.Fatalf("tether serve did not exit within %s of SIGTERM", waitTimeout)
+	}
+	return p.code, p.log()
+}
+
+func httpGet(t *testing.T, url string, header ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Timeout: waitTimeout}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	p, addr, startLine := startServe(t, db)
+	if !strings.Contains(startLine, db) {
+		t.Errorf("start line %q does not name the database %s", startLine, db)
+	}
+	base := "http://" + addr
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := httpGet(t, base+path); code != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", path, code, body)
+		}
+	}
+
+	// An agent registers and holds a long-poll; SIGTERM answers it at once
+	// with an empty list, and the process exits 0.
+	reg := openRegistry(t, db)
+	_, tok, err := reg.CreateCluster(context.Background(), registry.ClusterSpec{Name: "c1", AllowedNamespaces: []string{"*"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/api/agent/register", "application/json", strings.NewReader(`{"registrationToken":"`+tok.Secret.Reveal()+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred struct{ ClusterID, Token string }
+	err = json.NewDecoder(resp.Body).Decode(&cred)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("register: %d %v", resp.StatusCode, err)
+	}
+	polled := make(chan string, 1)
+	go func() {
+		code, body := httpGet(t, base+"/api/agent/jobs?cluster="+cred.ClusterID+"&wait=300", "Authorization", "Bearer "+cred.Token)
+		polled <- fmt.Sprintf("%d %s", code, strings.TrimSpace(string(body)))
+	}()
+	eventually(t, "the long-poll to be held", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return strings.Contains(string(body), "tether_agent_longpolls_held 1")
+	})
+	code, log := p.stop(t)
+	select {
+	case got := <-polled:
+		if got != `200 {"jobs":[]}` {
+			t.Errorf("held poll at shutdown = %s, want 200 with an empty list", got)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the held poll was not answered at shutdown")
+	}
+	if code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0; log:\n%s", code, log)
+	}
+	if !strings.Contains(log, "shut down") {
+		t.Errorf("no shutdown line in the log:\n%s", log)
+	}
+	if strings.Contains(log, tok.Secret.Reveal()) || strings.Contains(log, cred.Token) {
+		t.Errorf("a token reached the log:\n%s", log)
+	}
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Error("still listening after exit")
+	}
+}
+
+func TestServeJSONLogs(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	p, addr, line := startServe(t, db, "--log-format", "json")
+	var start map[string]any
+	if err := json.Unmarshal([]byte(line), &start); err != nil {
+		t.Fatalf("start line %q is not JSON: %v", line, err)
+	}
+	if start["db"] != db || start["addr"] != addr || start["url"] != "http://"+addr {
+		t.Errorf("start line = %v, want db %s and addr %s", start, db, addr)
+	}
+	httpGet(t, "http://"+addr+"/api/agent/nope")
+	var req map[string]any
+	if err := json.Unmarshal([]byte(p.waitLine(t, `"msg":"request"`)), &req); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := req["request_id"].(string); !strings.HasPrefix(id, "rq-") || req["status"] != float64(404) {
+		t.Errorf("request line = %v, want a request_id and status 404", req)
+	}
+	if code, log := p.stop(t); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, log)
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for _, tc := range []struct {
+		args     []string
+		fragment string
+	}{
+		{[]string{"serve", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"serve", "--tls-client-ca", "ca.pem"}, "--tls-client-ca needs"},
+		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml"`},
+		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"serve", "--rate", "-1"}, "must not be negative"},
+		{[]string{"serve", "extra"}, "unknown command"},
+	} {
+		wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
+	}
+	// A port in use is a plain error, exit 1.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	wantError(t, cli(t, db, "serve", "--listen", ln.Addr().String()), exitError, "cannot listen on "+ln.Addr().String())
+}
+
+// TestStartAgentAPI is the function the console and the demo embed: it binds
+// ":0"-style addresses, serves TLS when asked, and its wait returns nil
+// after ctx ends.
+func TestStartAgentAPI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile, pool := writeServerCert(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := openApp(ctx, &globals{db: filepath.Join(dir, "tether.db")}, registry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var logs syncBuffer
+	addr, wait, err := startAgentAPI(ctx, a, serveOptions{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile, logOutput: &logs, logFormat: "text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("addr %s: want the bound port", addr)
+	}
+	client := &http.Client{Timeout: waitTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Get("https://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /readyz over TLS = %d", resp.StatusCode)
+	}
+	cancel()
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("wait() = %v, want nil after a graceful shutdown", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("wait() did not return after ctx ended")
+	}
+	if err := wait(); err != nil { // a second call returns the same
+		t.Errorf("second wait() = %v", err)
+	}
+	if !strings.Contains(logs.String(), "url=https://"+addr) {
+		t.Errorf("start line missing or not https:\n%s", logs.String())
+	}
+}
+
+// writeServerCert writes a self-signed certificate for 127.0.0.1 and its
+// key, and returns their paths and a pool that trusts it.
+func writeServerCert(t *testing.T, dir string) (string, string, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tether test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Codes only the HTTP layer produces. They share the registry's Code type so
+// that one table maps every code to its status, and so that an agent sees one
+// closed set of machine codes.
+const (
+	CodeNotAcceptable        registry.Code = "not_acceptable"         // Accept names no version we serve
+	CodeUnsupportedMediaType registry.Code = "unsupported_media_type" // body Content-Type not JSON
+	CodeMethodNotAllowed     registry.Code = "method_not_allowed"     // known path, other method
+	CodeSignatureRequired    registry.Code = "signature_required"     // hmac credential, unsigned write
+	CodeSignatureInvalid     registry.Code = "signature_invalid"      // signature does not match
+	CodeSignatureExpired     registry.Code = "signature_expired"      // timestamp outside the window
+	CodeSignatureReplayed    registry.Code = "signature_replayed"     // same signature seen inside the window
+)
+
+// statusOf is the one table from error codes to HTTP statuses. A code missing
+// from it is a bug, answered as 500.
+var statusOf = map[registry.Code]int{
+	registry.CodeInvalid:            http.StatusBadRequest,
+	registry.CodeCapabilityRequired: http.StatusBadRequest,
+	registry.CodeInvalidOutcome:     http.StatusBadRequest,
+	registry.CodeErrorRequired:      http.StatusBadRequest,
+
+	registry.CodeUnauthorized:             http.StatusUnauthorized,
+	registry.CodeRegistrationTokenInvalid: http.StatusUnauthorized,
+	CodeSignatureRequired:                 http.StatusUnauthorized,
+	CodeSignatureInvalid:                  http.StatusUnauthorized,
+	CodeSignatureExpired:                  http.StatusUnauthorized,
+	CodeSignatureReplayed:                 http.StatusUnauthorized,
+
+	registry.CodeForbidden:       http.StatusForbidden,
+	registry.CodeClusterDisabled: http.StatusForbidden,
+
+	registry.CodeNotFound:    http.StatusNotFound,
+	registry.CodeJobNotFound: http.StatusNotFound,
+
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeNotAcceptable:    http.StatusNotAcceptable,
+
+	registry.CodeConflict:              http.StatusConflict,
+	registry.CodeAlreadyClaimed:        http.StatusConflict,
+	registry.CodeJobClosed:             http.StatusConflict,
+	registry.CodeStaleClaim:            http.StatusConflict,
+	registry.CodeJobCanceled:           http.StatusConflict,
+	registry.CodeResultAlreadyRecorded: http.StatusConflict,
+
+	registry.CodeTooLarge:    http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	registry.CodeRateLimited: http.StatusTooManyRequests,
+
+	registry.CodeInternal:    http.StatusInternalServerError,
+	registry.CodeUnavailable: http.StatusServiceUnavailable,
+}
+
+// HTTPStatus returns the HTTP status of an error code (500 for a code the
+// table does not know).
+func HTTPStatus(code registry.Code) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is the shape of every non-2xx answer (seed 000).
+type errorBody struct {
+	Error     registry.Code `json:"error"`
+	Message   string        `json:"message"`
+	RequestID string        `json:"requestId"`
+}
+
+// writeError answers with err's status and the error shape. The request id is
+// the one the outermost middleware put in the X-Request-Id header.
+func writeError(w http.ResponseWriter, err error) {
+	code := registry.ErrorCode(err)
+	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: w.Header().Get(headerRequestID)})
+	h := w.Header()
+	h.Set("Content-Type", mediaTypeV1)
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Length")
+	status := HTTPStatus(code)
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="tether"`)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// errf is registry.Errorf, for brevity in handlers.
+func errf(code registry.Code, format string, args ...any) error {
+	return registry.Errorf(code, format, args...)
+}

@@ -1,0 +1,459 @@
+// Package server is tether's HTTP side: the agent API (/api/agent, the
+// protocol of PROTOCOL.md), health and readiness probes, and Prometheus
+// metrics, over a registry.Registry that holds every rule.
+//
+// The HTTP layer owns what only HTTP has: routes, media types, the error
+// shape with its request id, body limits, bearer and HMAC authentication,
+// per-cluster rate limits, and the one table that maps registry error codes
+// to statuses (errors.go).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Config tunes the server. Zero values take the defaults.
+type Config struct {
+	// Logger receives one line per request and the server's own events.
+	// Secrets are redacted at the logger (RedactHandler) whatever handler it
+	// has. Default: slog.Default().
+	Logger *slog.Logger
+	// RateLimit is the sustained requests per second each cluster's agent
+	// may make (default DefaultRateLimit); negative turns rate limiting off.
+	RateLimit float64
+	// RateBurst is how many requests a cluster may make at once (default
+	// DefaultRateBurst).
+	RateBurst int
+	// MaxBodyBytes bounds request bodies other than event batches (default
+	// DefaultMaxBodyBytes); MaxEventsBodyBytes bounds event batches (default
+	// DefaultMaxEventsBodyBytes).
+	MaxBodyBytes       int64
+	MaxEventsBodyBytes int64
+	// ShutdownTimeout is how long Serve waits for in-flight requests once its
+	// context ends (default DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// ReplayCacheSize bounds the signatures remembered to refuse replays
+	// (default DefaultReplayCacheSize).
+	ReplayCacheSize int
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes       = 1 << 20 // a status or result: a job payload is at most 1 MiB too
+	DefaultMaxEventsBodyBytes = 8 << 20 // up to 1000 events
+	DefaultShutdownTimeout    = 30 * time.Second
+	// bodyReadTimeout bounds how long a client may take to send its body.
+	bodyReadTimeout = time.Minute
+)
+
+// Server serves the agent API over a registry. Create it with New; it is safe
+// for concurrent use.
+type Server struct {
+	reg     *registry.Registry
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	limits  *limiters
+	replays *replayCache
+	routes  map[string][]*route // by exact path
+	jobs    map[string][]*route // /api/agent/jobs/{id}/{action}, by action
+	promh   http.Handler
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed when shutdown begins: held long-polls answer at once
+}
+
+// New returns a server over reg.
+func New(reg *registry.Registry, cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Logger = slog.New(RedactHandler(cfg.Logger.Handler()))
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxEventsBodyBytes <= 0 {
+		cfg.MaxEventsBodyBytes = DefaultMaxEventsBodyBytes
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.ReplayCacheSize <= 0 {
+		cfg.ReplayCacheSize = DefaultReplayCacheSize
+	}
+	s := &Server{
+		reg: reg, cfg: cfg, log: cfg.Logger,
+		limits:   newLimiters(cfg.RateLimit, cfg.RateBurst),
+		replays:  newReplayCache(cfg.ReplayCacheSize),
+		draining: make(chan struct{}),
+	}
+	s.metrics = newMetrics(reg, s.log)
+	s.promh = promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	})
+	s.buildRoutes()
+	return s
+}
+
+// Handler returns the server's HTTP handler: the agent API, /healthz,
+// /readyz and /metrics. Serve uses it; an embedding program may mount it on
+// its own http.Server (long-polls then end at their deadline, not at once, on
+// that server's shutdown).
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, answers held long-polls at once with an empty job list,
+// waits for in-flight requests (up to Config.ShutdownTimeout) and returns. It
+// returns nil after a clean shutdown. A Server serves once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler: s.Handler(),
+		// No ReadTimeout or WriteTimeout: a long-poll is held for up to
+		// MaxWait, and net/http cancels a request whose connection passes its
+		// read deadline. Headers have a deadline; bodies get one per request
+		// (readBody).
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.drain()
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: answering held long-polls and finishing in-flight requests", "timeout", s.cfg.ShutdownTimeout)
+	s.drain()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc // http.ErrServerClosed
+	if err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("shutdown: requests still in flight after %s were cut off: %w", s.cfg.ShutdownTimeout, err)
+	}
+	s.log.Info("shut down")
+	return nil
+}
+
+// drain makes held long-polls answer now, and new ones answer at once.
+func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// --- routes ---
+
+type authMode int
+
+const (
+	authNone   authMode = iota
+	authAgent           // a credential with full access
+	authRotate          // a credential that may at least rotate
+)
+
+// route is one method on one path.
+type route struct {
+	pattern  string // the path pattern: metric label and log field
+	method   string
+	agentAPI bool     // under /api/agent: the Accept and Content-Type rules apply
+	auth     authMode // which credential it needs, if any
+	signed   bool     // writes that hmac credentials must sign
+	maxBody  int64    // 0: the body is not read
+	quiet    bool     // log at debug (probes and scrapes)
+	serve    func(*call) error
+}
+
+func (s *Server) buildRoutes() {
+	body, events := s.cfg.MaxBodyBytes, s.cfg.MaxEventsBodyBytes
+	fixed := []*route{
+		{pattern: "/api/agent/register", method: http.MethodPost, agentAPI: true, maxBody: body, serve: s.handleRegister},
+		{pattern: "/api/agent/credentials/rotate", method: http.MethodPost, agentAPI: true, auth: authRotate, signed: true, maxBody: body, serve: s.handleRotate},
+		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handlePoll},
+		{pattern: "/api/agent/events", method: http.MethodPost, agentAPI: true, auth: authAgent, signed: true, maxBody: events, serve: s.handleEvents},
+		{pattern: "/healthz", method: http.MethodGet, quiet: true, serve: s.handleHealth},
+		{pattern: "/readyz", method: http.MethodGet, quiet: true, serve: s.handleReady},
+		{pattern: "/metrics", method: http.MethodGet, quiet: true, serve: s.handleMetrics},
+	}
+	perJob := []*route{
+		{pattern: "/api/agent/jobs/{id}/ack", method: http.MethodPost, serve: s.handleAck},
+		{pattern: "/api/agent/jobs/{id}/status", method: http.MethodPost, serve: s.handleStatus},
+		{pattern: "/api/agent/jobs/{id}/heartbeat", method: http.MethodPost, serve: s.handleHeartbeat},
+		{pattern: "/api/agent/jobs/{id}/result", method: http.MethodPost, serve: s.handleResult},
+	}
+	s.routes, s.jobs = map[string][]*route{}, map[string][]*route{}
+	for _, rt := range fixed {
+		s.routes[rt.pattern] = append(s.routes[rt.pattern], rt)
+	}
+	for _, rt := range perJob {
+		rt.agentAPI, rt.auth, rt.signed, rt.maxBody = true, authAgent, true, body
+		action := rt.pattern[strings.LastIndexByte(rt.pattern, '/')+1:]
+		s.jobs[action] = append(s.jobs[action], rt)
+	}
+}
+
+const jobsPrefix = "/api/agent/jobs/"
+
+// match finds the routes of a path (several methods may share one) and the
+// job id of a per-job path.
+func (s *Server) match(path string) (routes []*route, jobID string) {
+	if rts, ok := s.routes[path]; ok {
+		return rts, ""
+	}
+	rest, ok := strings.CutPrefix(path, jobsPrefix)
+	if !ok {
+		return nil, ""
+	}
+	id, action, ok := strings.Cut(rest, "/")
+	if !ok || id == "" || strings.Contains(action, "/") {
+		return nil, ""
+	}
+	return s.jobs[action], id
+}
+
+// --- the request pipeline ---
+
+const (
+	headerRequestID      = "X-Request-Id"
+	headerClaimID        = "X-Claim-Id"
+	headerLeaseExpiresAt = "X-Lease-Expires-At"
+)
+
+// call is one request as handlers see it.
+type call struct {
+	w     http.ResponseWriter // wrapped: records the status
+	raw   http.ResponseWriter // as net/http gave it (MaxBytesReader, deadlines)
+	r     *http.Request
+	ctx   context.Context // the request's, with the agent as actor
+	route *route
+	agent *registry.Agent
+	body  []byte
+	jobID string
+	log   *slog.Logger // with the request id (and the cluster, once known)
+	err   error        // the refusal, for the access log
+}
+
+func newRequestID() string { return "rq-" + strings.ToLower(ulid.Make().String()) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := newRequestID()
+	w.Header().Set(headerRequestID, id)
+	rec := &recorder{ResponseWriter: w}
+	c := &call{w: rec, raw: w, r: r, ctx: r.Context(), log: s.log.With("request_id", id)}
+	pattern := "unmatched"
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			c.log.Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !rec.wrote {
+				writeError(rec, errf(registry.CodeInternal, "the server failed while handling this request"))
+			}
+		}
+		s.finish(c, rec, pattern, start)
+	}()
+
+	routes, jobID := s.match(r.URL.Path)
+	if len(routes) == 0 {
+		c.err = errf(registry.CodeNotFound, "no such endpoint: %s %s", r.Method, truncate(r.URL.Path, 200))
+		writeError(rec, c.err)
+		return
+	}
+	pattern = routes[0].pattern
+	for _, rt := range routes {
+		if rt.method == r.Method {
+			c.route = rt
+		}
+	}
+	if c.route == nil {
+		allowed := make([]string, len(routes))
+		for i, rt := range routes {
+			allowed[i] = rt.method
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		c.err = errf(CodeMethodNotAllowed, "%s does not accept %s; use %s", pattern, r.Method, strings.Join(allowed, ", "))
+		writeError(rec, c.err)
+		return
+	}
+	c.jobID = jobID
+	if err := s.prepare(c); err != nil {
+		c.err = err
+		writeError(rec, err)
+		return
+	}
+	if err := c.route.serve(c); err != nil {
+		c.err = err
+		if r.Context().Err() != nil && registry.ErrorCode(err) == registry.CodeInternal {
+			// The client went away and the registry call was cut short:
+			// nobody reads this answer; do not report it as a failure.
+			err = errf(registry.CodeUnavailable, "request canceled")
+			c.err = err
+		}
+		writeError(rec, err)
+	}
+}
+
+// prepare runs the checks every route of its kind needs, in the order that
+// gives a client the most useful refusal: media type, credential, rate
+// limit, body, signature.
+func (s *Server) prepare(c *call) error {
+	rt := c.route
+	if rt.agentAPI {
+		if err := checkAccept(c.r.Header.Get("Accept")); err != nil {
+			return err
+		}
+	}
+	if rt.auth != authNone {
+		purpose := registry.AuthAny
+		if rt.auth == authRotate {
+			purpose = registry.AuthRotate
+		}
+		bearer, ok := bearerToken(c.r)
+		if !ok {
+			return errf(registry.CodeUnauthorized, "a bearer credential is required: Authorization: Bearer <token>")
+		}
+		a, err := s.reg.Authenticate(c.ctx, bearer, purpose)
+		if err != nil {
+			return err
+		}
+		c.agent = a
+		c.ctx = registry.WithActor(c.ctx, a.Actor())
+		c.log = c.log.With("cluster", a.Cluster.ID)
+		if ok, wait := s.limits.allow(a.Cluster.ID, time.Now()); !ok {
+			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
+			return errf(registry.CodeRateLimited, "cluster %s is over its rate limit; retry after %d s", a.Cluster.ID, retryAfterSeconds(wait))
+		}
+	}
+	if rt.maxBody > 0 {
+		if err := c.readBody(rt.maxBody); err != nil {
+			return err
+		}
+		if len(c.body) > 0 && rt.agentAPI {
+			if err := checkContentType(c.r.Header.Get("Content-Type")); err != nil {
+				return err
+			}
+		}
+	}
+	if rt.signed && c.agent != nil && c.agent.Credential.Signed() {
+		if c.r.TLS != nil && certMatchesCluster(c.r.TLS.VerifiedChains, c.agent.Cluster.ID) {
+			return nil // mTLS identifies the cluster: it replaces the signature
+		}
+		if err := s.verifySignature(c.r, c.body, c.agent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bearerToken returns the Authorization header's bearer token.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// readBody reads the whole body, refusing more than limit bytes without ever
+// holding more than that in memory.
+func (c *call) readBody(limit int64) error {
+	if c.r.ContentLength > limit {
+		return errf(registry.CodeTooLarge, "request body is %d bytes; the limit is %d", c.r.ContentLength, limit)
+	}
+	rc := http.NewResponseController(c.raw)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body, err := io.ReadAll(http.MaxBytesReader(c.raw, c.r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errf(registry.CodeTooLarge, "request body is larger than the limit of %d bytes", limit)
+	case err != nil:
+		return errf(registry.CodeInvalid, "could not read the request body: %v", err)
+	}
+	c.body = body
+	return nil
+}
+
+// --- finishing a request ---
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// finish counts the request and writes its log line.
+func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time) {
+	status := rec.status
+	if !rec.wrote {
+		status = http.StatusOK
+	}
+	elapsed := time.Since(start)
+	s.metrics.requests.WithLabelValues(pattern, c.r.Method, fmt.Sprint(status)).Inc()
+	s.metrics.latency.WithLabelValues(pattern).Observe(elapsed.Seconds())
+
+	level := slog.LevelInfo
+	if c.route != nil && c.route.quiet {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.r.Method),
+		slog.String("path", truncate(c.r.URL.Path, 200)),
+		slog.String("route", pattern),
+		slog.Int("status", status),
+		slog.Float64("ms", float64(elapsed.Microseconds())/1000),
+		slog.String("remote", c.r.RemoteAddr),
+	}
+	if c.err != nil {
+		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))
+		if status >= 500 {
+			level = slog.LevelError
+			attrs = append(attrs, slog.Any("err", c.err)) // the cause, for the operator; callers saw only the message
+		}
+	}
+	c.log.LogAttrs(context.Background(), level, "request", attrs...)
+}
