@@ -209,7 +209,6 @@ type ResultReport struct {
 
 // Claim is what an ack hands to the agent.
 type Claim struct {
-	Job            Job
 	ClaimID        string
 	LeaseExpiresAt time.Time // zero unless the agent is a lease client and the cluster has leases
 }

@@ -19,7 +19,7 @@ const (
 // queues it. If the cluster has an open job with the same idempotency key,
 // that job is returned instead, with created=false.
 func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, created bool, err error) {
-	c, err := r.GetCluster(ctx, s.ClusterID)
+	c, err := r.clusterForSubmit(ctx, s.ClusterID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -139,7 +139,7 @@ func (r *Registry) AckJob(ctx context.Context, a *Agent, jobID string) (*Claim, 
 	if !applied {
 		return nil, r.refuseJob(a, j, jobID, "", opAck, now)
 	}
-	return &Claim{Job: *j, ClaimID: claim.ClaimID, LeaseExpiresAt: claim.LeaseExpiresAt}, nil
+	return &Claim{ClaimID: claim.ClaimID, LeaseExpiresAt: claim.LeaseExpiresAt}, nil
 }
 
 // ReportStatus records a job's interim status and renews its lease. claimID
@@ -354,6 +354,7 @@ func (r *Registry) ExtendLease(ctx context.Context, id string, by time.Duration)
 }
 
 func (r *Registry) adminJobUpdate(ctx context.Context, p JobUpdateParams, verb string) (*Job, error) {
+	p.FullJob = true // the admin sees the job as it now is
 	j, applied, err := r.store.JobUpdate(ctx, p)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,8 @@ type Store interface {
 	// already used or revoked.
 	TokenRevoke(ctx context.Context, p TokenRevokeParams) (*RegistrationToken, error)
 	// TokenRedeem is registration. In one transaction it reads the token and
-	// its cluster, runs p.Check on them (an error from Check aborts and is
+	// its cluster, runs p.Check on them (which must have no side effects: a
+	// store may run it again when it retries the transaction) (an error from Check aborts and is
 	// returned as is), marks the token used only if it still is unused,
 	// inserts p.Credential for the token's cluster, makes the cluster Active,
 	// records the negotiated capabilities in its status, and writes p.Audit.
@@ -88,7 +89,8 @@ type Store interface {
 	JobCounts(ctx context.Context) ([]JobCount, error)
 	// JobUpdate applies p.Set to the job if every condition of p holds, in one
 	// conditional statement, with p.History and p.Audit. It returns the job as
-	// updated and applied=true; or, when a condition failed, the job as it is
+	// updated and applied=true (only its key fields unless p.FullJob; see
+	// JobUpdateParams); or, when a condition failed, the whole job as it is
 	// (nil if it does not exist) and applied=false, so that the caller can say
 	// which condition failed.
 	JobUpdate(ctx context.Context, p JobUpdateParams) (job *Job, applied bool, err error)
@@ -121,17 +123,18 @@ type Store interface {
 
 	// ChangesSince returns change-feed entries with Seq > after, oldest first.
 	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
-	// ChangesLatest returns the newest change's Seq and the oldest Seq still
-	// kept. A new store's feed holds one bookkeeping entry, so that the latest
+	// ChangesLatest returns the newest change's Seq and the oldest position a
+	// watcher can resume from (every entry after it is still kept). A new store's feed holds one bookkeeping entry, so that the latest
 	// Seq is never 0 (zero asks Watch for a snapshot).
 	ChangesLatest(ctx context.Context) (latest, oldest int64, err error)
 	// ChangesPrune forgets change-feed entries written before p.Before, but
 	// always keeps the newest p.Keep.
 	ChangesPrune(ctx context.Context, p ChangesPruneParams) (int, error)
 	// NotifyChanges sends on ch (without blocking; a full channel already
-	// holds a wake-up) whenever the change feed may have grown: at once for
-	// writes through this Store, and within a short interval for writes by
-	// other processes. It returns when ctx is done.
+	// holds a wake-up) once as soon as it is listening, and then whenever the
+	// change feed may have grown: at once for writes through this Store, and
+	// within a short interval for writes by other processes. It returns when
+	// ctx is done.
 	NotifyChanges(ctx context.Context, ch chan<- struct{}) error
 
 	// Ping checks the store is reachable and its schema current.
@@ -255,6 +258,12 @@ type JobUpdateParams struct {
 	Set     JobSet
 	History *JobHistoryEntry // JobID, Attempt and State are filled in
 	Audit   *AuditEntry
+	// FullJob asks for the whole updated job. Without it an applied update
+	// returns only ID, ClusterID, State, Attempt, ClaimID, LeaseExpiresAt and
+	// UpdatedAt: agents' hot path (ack, status, heartbeat, result) needs no
+	// more, and reading back every column (the payload included) was most of
+	// its cost.
+	FullJob bool
 }
 
 // JobSet lists what a transition changes; nil or zero fields are unchanged.

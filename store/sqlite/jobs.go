@@ -15,6 +15,9 @@ const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, ta
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
 	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at`
 
+// jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
+const jobKeyCols = `id, cluster_id, state, attempt, claim_id, lease_expires_at, updated_at`
+
 func scanJob(row scanner) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
@@ -53,16 +56,15 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	created := false
 	err := s.write(ctx, func(t *txn) error {
 		j := &p.Job
-		var one int
-		if err := t.queryRow("SELECT 1 FROM clusters WHERE id = ?", j.ClusterID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
-		}
 		res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
 			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
 			j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
 			j.IdempotencyKey, j.State, j.Attempt, ms(j.CreatedAt), ms(j.UpdatedAt), ms(j.ExpiresAt), j.SubmittedBy)
+		if isForeignKeyViolation(err) {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
+		}
 		if err != nil {
 			return err
 		}
@@ -269,7 +271,15 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 			where += " AND error = ?"
 			args = append(args, p.Error)
 		}
-		j, err := scanJob(t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobCols, args...))
+		var j *registry.Job
+		var err error
+		if p.FullJob {
+			j, err = scanJob(t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobCols, args...))
+		} else {
+			j = &registry.Job{}
+			err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
+				&j.ID, &j.ClusterID, &j.State, &j.Attempt, str(&j.ClaimID), tm(&j.LeaseExpiresAt), tm(&j.UpdatedAt))
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			out, err = t.jobByID(p.ID)
 			return err
