@@ -142,7 +142,7 @@ func (r *Registry) newCredential(clusterID string, caps []string, now time.Time)
 	secrets := credentialSecrets{token: token}
 	if slices.Contains(caps, CapabilityHMAC) {
 		if r.cfg.Keyring == nil {
-			return cred, secrets, Errorf(CodeInternal, "this server has no key file for HMAC keys, so it cannot issue hmac credentials")
+			return cred, secrets, Errorf(CodeUnavailable, "this tether has no key file for HMAC keys, so it cannot issue hmac credentials; its admin must start it with --key-file (or register without the hmac capability)")
 		}
 		key := randomBytes(32)
 		sealed, err := r.cfg.Keyring.Seal(key, []byte(id))
@@ -200,12 +200,18 @@ func (r *Registry) Authenticate(ctx context.Context, bearer string, purpose Auth
 	return &Agent{Credential: *cred, Cluster: *cluster}, nil
 }
 
+// credentialWithCluster reads a credential and its cluster through the
+// record cache (every agent request authenticates; see cache.go for why
+// revocations still take effect at once).
 func (r *Registry) credentialWithCluster(ctx context.Context, id string) (*Credential, *Cluster, error) {
-	cred, err := r.store.CredentialGet(ctx, id)
+	if err := r.hub.start(); err != nil {
+		return nil, nil, err
+	}
+	cred, err := r.cache.credential(ctx, r.store, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	cluster, err := r.store.ClusterGet(ctx, cred.ClusterID)
+	cluster, err := r.cache.cluster(ctx, r.store, cred.ClusterID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,6 +250,7 @@ func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCrede
 		OldID: a.Credential.ID, Now: now, OldExpiresAt: graceUntil, New: cred,
 		Audit: r.auditEntry(ctx, AuditCredentialRotate, a.Cluster.ID, "credential", cred.ID, "replaces "+a.Credential.ID+"; old one valid until "+graceUntil.Format(time.RFC3339)),
 	})
+	r.cache.evictCredential(a.Credential.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +276,7 @@ func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason st
 		return 0, err
 	}
 	now := r.Now()
+	defer r.cache.evictCluster(c.ID)
 	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
 		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now.Add(r.cfg.RotationGrace), Reason: reason,
 		Audit: r.auditEntry(ctx, AuditCredentialForce, c.ID, "cluster", c.ID, reason),
@@ -283,6 +291,7 @@ func (r *Registry) RevokeCredentials(ctx context.Context, clusterIDOrName, reaso
 		return 0, err
 	}
 	now := r.Now()
+	defer r.cache.evictCluster(c.ID)
 	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
 		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now, Revoke: true, Reason: reason,
 		Audit: r.auditEntry(ctx, AuditCredentialRevoke, c.ID, "cluster", c.ID, reason),

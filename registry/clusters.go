@@ -54,6 +54,18 @@ func (r *Registry) GetCluster(ctx context.Context, idOrName string) (*Cluster, e
 	return c, err
 }
 
+// clusterForSubmit returns the cluster a submission names: by id through
+// the record cache (producers submit constantly; the record, not its status,
+// is what the checks need), else by id or name from the store.
+func (r *Registry) clusterForSubmit(ctx context.Context, idOrName string) (*Cluster, error) {
+	if r.hub.start() == nil {
+		if c, err := r.cache.cluster(ctx, r.store, idOrName); err == nil {
+			return c, nil
+		}
+	}
+	return r.GetCluster(ctx, idOrName)
+}
+
 // ListClusters returns clusters ordered by name.
 func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Cluster, error) {
 	return r.store.ClusterList(ctx, p)
@@ -70,6 +82,7 @@ func (r *Registry) UpdateCluster(ctx context.Context, id string, version int64, 
 	if err != nil {
 		return nil, err
 	}
+	defer r.cache.evictCluster(c.ID)
 	return r.store.ClusterUpdate(ctx, ClusterUpdateParams{
 		ID: c.ID, Version: version, Spec: spec, Now: r.Now(),
 		Audit: r.auditEntry(ctx, AuditClusterUpdate, c.ID, "cluster", c.ID, describeSpecChange(&c.ClusterSpec, &spec)),
@@ -123,6 +136,7 @@ func (r *Registry) SetClusterEnabled(ctx context.Context, idOrName string, enabl
 	if enabled {
 		action = AuditClusterEnable
 	}
+	defer r.cache.evictCluster(c.ID)
 	return r.store.ClusterSetEnabled(ctx, ClusterSetEnabledParams{
 		ID: c.ID, Enabled: enabled, Now: r.Now(),
 		Audit: r.auditEntry(ctx, action, c.ID, "cluster", c.ID, reason),
@@ -138,6 +152,7 @@ func (r *Registry) DeleteCluster(ctx context.Context, idOrName, reason string) (
 	if reason == "" {
 		reason = fmt.Sprintf("deleted cluster %q", c.Name)
 	}
+	defer r.cache.evictCluster(c.ID)
 	err = r.store.ClusterDelete(ctx, ClusterDeleteParams{
 		ID:    c.ID,
 		Audit: r.auditEntry(ctx, AuditClusterDelete, c.ID, "cluster", c.ID, reason),

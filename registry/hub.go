@@ -22,6 +22,8 @@ type hub struct {
 	advanced  chan struct{} // closed and replaced whenever last moves
 	waiters   map[string]map[chan struct{}]struct{}
 	followErr error
+	// evict, when set, is told of every change (the record cache).
+	evict func(Change)
 }
 
 const (
@@ -124,11 +126,40 @@ func (h *hub) position() int64 {
 	return h.last
 }
 
+// following reports whether the hub is following the feed without error:
+// only then can caches trust it to evict stale entries.
+func (h *hub) following() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.started && !h.closed && h.followErr == nil
+}
+
+// positionIfFollowing returns the hub's position and whether it is following.
+func (h *hub) positionIfFollowing() (int64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last, h.started && !h.closed && h.followErr == nil
+}
+
+// ifUnchangedSince runs fn if the hub has dispatched nothing after seq and
+// is still following, holding the hub's lock so that no dispatch (and so no
+// eviction) can come between the check and fn.
+func (h *hub) ifUnchangedSince(seq int64, fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == seq && h.started && !h.closed && h.followErr == nil {
+		fn()
+	}
+}
+
 func (h *hub) dispatch(changes []Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.followErr = nil
 	for _, c := range changes {
+		if h.evict != nil {
+			h.evict(c)
+		}
 		if c.Kind == EntityJob && c.JobState == JobQueued {
 			h.wakeLocked(c.ClusterID)
 		}

@@ -42,6 +42,7 @@ type Registry struct {
 	store Store
 	cfg   Config
 	hub   *hub
+	cache *recordCache
 }
 
 // New returns a registry over store. Close it to stop its background work; it
@@ -50,6 +51,7 @@ func New(store Store, cfg Config) *Registry {
 	cfg.setDefaults()
 	r := &Registry{store: store, cfg: cfg}
 	r.hub = newHub(store)
+	r.cache = newRecordCache(r.hub)
 	return r
 }
 

@@ -104,6 +104,12 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 		}
 		// Follow.
 		for {
+			changes, err := r.store.ChangesSince(ctx, cursor, feedBatch)
+			if err != nil {
+				return err
+			}
+			// Checked after the read: a prune between a check and the read
+			// would otherwise skip entries without a word.
 			_, oldest, err := r.store.ChangesLatest(ctx)
 			if err != nil {
 				return err
@@ -115,10 +121,6 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 				}
 				needSnapshot = true
 				break
-			}
-			changes, err := r.store.ChangesSince(ctx, cursor, feedBatch)
-			if err != nil {
-				return err
 			}
 			if len(changes) > 0 {
 				if !r.emit(ctx, changes, wants, send) {

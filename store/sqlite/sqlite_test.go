@@ -351,3 +351,61 @@ func TestKeyFile(t *testing.T) {
 		t.Fatalf("a world-readable key file was accepted: %v", err)
 	}
 }
+
+// TestRevocationReachesOtherProcesses: a registry that has the credential in
+// its record cache refuses it soon after another process revokes it (the
+// feed evicts the entry), and immediately when it revokes it itself.
+func TestRevocationReachesOtherProcesses(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tether.db")
+	serving := newRegistry(t, openAt(t, path), dir)
+	console := newRegistry(t, openAt(t, path), dir)
+	c, tok, err := console.CreateCluster(admin, registry.ClusterSpec{Name: "prod"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := serving.Register(admin, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // warm the cache
+		if _, err := serving.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := console.RevokeCredentials(admin, c.ID, "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := serving.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny)
+		if registry.ErrorCode(err) == registry.CodeUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a credential revoked by another process still authenticates: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Disabling, from the other process, reaches the cached cluster too.
+	tok2, _ := console.IssueToken(admin, c.ID, 0)
+	cred2, err := serving.Register(admin, registry.RegisterParams{Token: tok2.Secret.Reveal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving.Authenticate(admin, cred2.Token.Reveal(), registry.AuthAny)
+	if _, err := console.SetClusterEnabled(admin, c.ID, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		_, err := serving.Authenticate(admin, cred2.Token.Reveal(), registry.AuthAny)
+		if registry.ErrorCode(err) == registry.CodeClusterDisabled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a cluster disabled by another process still authenticates: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,142 @@
+package registry
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// recordCache keeps credentials and clusters that every agent request and
+// every submission reads, so that the hot path does not query the store for
+// them. It is only as fresh as the change feed allows:
+//
+//   - the hub evicts an entry when the feed reports a change to it (writes by
+//     this process and by others alike);
+//   - registry methods that change a credential or a cluster also evict it
+//     at once, so that their caller sees the change immediately;
+//   - an entry is cached only if the hub processed nothing while it was being
+//     read: otherwise a change committed just before the read could have been
+//     dispatched before the entry existed, and never evict it;
+//   - nothing is served while the hub is not following the feed, and no entry
+//     lives longer than cacheTTL.
+type recordCache struct {
+	hub *hub
+
+	mu        sync.Mutex
+	creds     map[string]cachedCredential
+	clusters  map[string]cachedCluster
+	byCluster map[string]map[string]struct{} // cluster id -> credential ids
+}
+
+const (
+	cacheTTL        = 10 * time.Second
+	cacheMaxEntries = 100000
+)
+
+type cachedCredential struct {
+	cred Credential
+	at   time.Time
+}
+
+type cachedCluster struct {
+	cluster Cluster
+	at      time.Time
+}
+
+func newRecordCache(h *hub) *recordCache {
+	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{}, byCluster: map[string]map[string]struct{}{}}
+	h.evict = c.evictChange
+	return c
+}
+
+// credential returns a cached credential, or loads and (when safe) caches it.
+func (c *recordCache) credential(ctx context.Context, store Store, id string) (*Credential, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.creds[id]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
+		cred := e.cred
+		return &cred, nil
+	}
+	seq, following := c.hub.positionIfFollowing()
+	cred, err := store.CredentialGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if following {
+		c.hub.ifUnchangedSince(seq, func() {
+			c.mu.Lock() // lock order: hub, then cache (as dispatch)
+			defer c.mu.Unlock()
+			if len(c.creds) < cacheMaxEntries {
+				c.creds[id] = cachedCredential{cred: *cred, at: now}
+				set := c.byCluster[cred.ClusterID]
+				if set == nil {
+					set = map[string]struct{}{}
+					c.byCluster[cred.ClusterID] = set
+				}
+				set[id] = struct{}{}
+			}
+		})
+	}
+	return cred, nil
+}
+
+// cluster returns a cached cluster (by id), or loads and caches it.
+func (c *recordCache) cluster(ctx context.Context, store Store, id string) (*Cluster, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.clusters[id]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
+		cl := e.cluster
+		return &cl, nil
+	}
+	seq, following := c.hub.positionIfFollowing()
+	cl, err := store.ClusterGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if following {
+		c.hub.ifUnchangedSince(seq, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.clusters) < cacheMaxEntries {
+				c.clusters[id] = cachedCluster{cluster: *cl, at: now}
+			}
+		})
+	}
+	return cl, nil
+}
+
+// evictChange drops what a change-feed entry makes stale. The hub calls it
+// with its own lock held; it takes only the cache's.
+func (c *recordCache) evictChange(ch Change) {
+	switch ch.Kind {
+	case EntityCredential:
+		c.evictCredential(ch.ID)
+	case EntityCluster:
+		c.evictCluster(ch.ID)
+	}
+}
+
+func (c *recordCache) evictCredential(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.creds[id]; ok {
+		delete(c.byCluster[e.cred.ClusterID], id)
+		delete(c.creds, id)
+	}
+}
+
+// evictCluster drops a cluster and the credentials cached with it (an agent's
+// authentication carries its cluster's state and policy).
+func (c *recordCache) evictCluster(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.clusters, id)
+	for credID := range c.byCluster[id] {
+		delete(c.creds, credID)
+	}
+	delete(c.byCluster, id)
+}
