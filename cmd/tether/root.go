@@ -39,11 +39,12 @@ func (e *exitCodeError) Error() string { return e.msg }
 
 // globals are the flags every command shares.
 type globals struct {
-	db     string
-	output string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	db      string
+	keyFile string
+	output  string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // defaultDB is $TETHER_DB, or tether.db in the working directory.
@@ -132,7 +133,8 @@ CLI or from the console (tether console).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.db, "db", defaultDB(), "SQLite database file (env TETHER_DB)")
+	pf.StringVar(&g.db, "db", defaultDB(), "SQLite database file, or a postgres:// URL (env TETHER_DB)")
+	pf.StringVar(&g.keyFile, "key-file", os.Getenv("TETHER_KEY_FILE"), "file of the key that seals HMAC keys; with PostgreSQL every replica must use the same one (env TETHER_KEY_FILE; default for SQLite: the database's path + .key)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	for _, add := range commandGroups {
 		root.AddCommand(add(g))

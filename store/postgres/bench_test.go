@@ -1,0 +1,84 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+const benchPayload = `{"apiVersion":"apps.vworkspace.io/v1alpha1","kind":"ApplicationInstance",
+	"metadata":{"name":"nextcloud-myteam","namespace":"org-myteam","labels":{"app.vworkspace.io/managed-by":"control-plane"}},
+	"spec":{"appRef":{"catalogId":"nextcloud"},"values":{"replicas":2}}}`
+
+func benchRegistry(b *testing.B) (*registry.Registry, *registry.Cluster, *registry.Agent) {
+	b.Helper()
+	st := openAt(b, freshSchema(b))
+	reg := registry.New(st, registry.Config{})
+	b.Cleanup(reg.Close)
+	c, tok, err := reg.CreateCluster(adminCtx, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"org-myteam"},
+		AllowedCatalogEntries: []string{"nextcloud"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cred, err := reg.Register(adminCtx, registry.RegisterParams{Token: tok.Secret.Reveal(), Capabilities: []string{"lease"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := reg.Authenticate(adminCtx, cred.Token.Reveal(), registry.AuthAny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reg, c, a
+}
+
+// BenchmarkSubmit measures job submissions through the registry on
+// PostgreSQL, allowlist checks included, from concurrent producers. Each is
+// one statement (job, history, audit). Reports submits/s.
+func BenchmarkSubmit(b *testing.B) {
+	reg, c, _ := benchRegistry(b)
+	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := reg.SubmitJob(adminCtx, sub); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "submits/s")
+}
+
+// BenchmarkClaim measures acks (the atomic claim, with a lease) of queued
+// jobs by concurrent agents. Reports claims/s.
+func BenchmarkClaim(b *testing.B) {
+	reg, c, a := benchRegistry(b)
+	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
+	ids := make([]string, b.N)
+	for i := range ids {
+		j, _, err := reg.SubmitJob(adminCtx, sub)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = j.ID
+	}
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ids[next.Add(1)-1]
+			if _, err := reg.AckJob(adminCtx, a, id); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "claims/s")
+}

@@ -1,0 +1,522 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
+	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
+	c.version, c.created_at, c.updated_at, c.registered_at,
+	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
+
+const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+
+func scanCluster(row pgx.Row) (*registry.Cluster, error) {
+	var c registry.Cluster
+	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
+	c.Policy.RequiredCapabilities = []string{}
+	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
+	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, js(&c.AllowedNamespaces), js(&c.AllowedCatalogEntries),
+		js(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, js(&c.Policy.RequiredCapabilities),
+		&c.Version, tm(&c.CreatedAt), tm(&c.UpdatedAt), tm(&c.RegisteredAt),
+		tm(&c.Status.LastHeartbeatAt), js(&c.Status.Capabilities), js(&c.Status.Conditions), tm(&c.Status.UpdatedAt))
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func errNoCluster(id string) error {
+	return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
+}
+
+func (s *Store) clusterByID(ctx context.Context, q db, id string) (*registry.Cluster, error) {
+	c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNoCluster(id)
+	}
+	return c, s.wrap(err, "read a cluster")
+}
+
+func (s *Store) ClusterGet(ctx context.Context, id string) (*registry.Cluster, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	return s.clusterByID(ctx, s.pool, id)
+}
+
+func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cluster, error) {
+	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+` WHERE lower(c.name) = lower($1::TEXT COLLATE "C")`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, registry.Errorf(registry.CodeNotFound, "no cluster is named %q", name)
+	}
+	return c, s.wrap(err, "read a cluster")
+}
+
+func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
+	rows, err := s.query(ctx, "read clusters", "SELECT "+clusterCols+clusterFrom+
+		" WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2) ORDER BY lower(c.name), c.id",
+		string(p.State), p.Organization)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read clusters", func(r pgx.Rows) (registry.Cluster, error) {
+		c, err := scanCluster(r)
+		if err != nil {
+			return registry.Cluster{}, err
+		}
+		return *c, nil
+	})
+}
+
+func errNameTaken(name string) error {
+	return registry.Errorf(registry.CodeConflict, "a cluster named %q already exists; choose another name", name)
+}
+
+func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParams) error {
+	return s.write(ctx, "create a cluster", func(ctx context.Context, q db) error {
+		c := &p.Cluster
+		_, err := q.Exec(ctx, `INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
+			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			c.ID, c.Name, c.Organization, c.PublicKey, jsonText(c.AllowedNamespaces), jsonText(c.AllowedCatalogEntries),
+			jsonText(c.AllowedOperationTemplates), string(c.Mode), string(c.State), c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
+			jsonText(c.Policy.RequiredCapabilities), c.Version, ms(c.CreatedAt), ms(c.UpdatedAt), ms(c.RegisteredAt))
+		if isUniqueViolation(err, "clusters_name") {
+			return errNameTaken(c.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if p.Token != nil {
+			if err := insertToken(ctx, q, p.Token); err != nil {
+				return err
+			}
+		}
+		return insertAudit(ctx, q, p.Audit...)
+	})
+}
+
+// ClusterUpdate is one statement: the compare-and-swap, its audit entry, and
+// the cluster as updated.
+func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParams) (*registry.Cluster, error) {
+	var out *registry.Cluster
+	err := s.stmt(ctx, "update a cluster", func(ctx context.Context, q db) error {
+		sp := &p.Spec
+		var a args
+		sql := `WITH c AS (UPDATE clusters SET name = ` + a.add(sp.Name) + `, organization = ` + a.add(sp.Organization) +
+			`, public_key = ` + a.add(sp.PublicKey) + `, allowed_namespaces = ` + a.add(jsonText(sp.AllowedNamespaces)) +
+			`, allowed_catalog_entries = ` + a.add(jsonText(sp.AllowedCatalogEntries)) +
+			`, allowed_operation_templates = ` + a.add(jsonText(sp.AllowedOperationTemplates)) + `, mode = ` + a.add(string(sp.Mode)) +
+			`, lease_seconds = ` + a.add(sp.Policy.LeaseSeconds) + `, max_attempts = ` + a.add(sp.Policy.MaxAttempts) +
+			`, required_capabilities = ` + a.add(jsonText(sp.Policy.RequiredCapabilities)) +
+			`, version = version + 1, updated_at = ` + a.add(ms(p.Now)) +
+			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
+			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
+			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+		if isUniqueViolation(err, "clusters_name") {
+			return errNameTaken(sp.Name)
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			cur, err := s.clusterByID(ctx, q, p.ID)
+			if err != nil {
+				return err
+			}
+			return registry.Errorf(registry.CodeConflict,
+				"cluster %s was changed by someone else: you edited version %d, it is now at version %d; reload it and apply your change again",
+				p.ID, p.Version, cur.Version)
+		}
+		out = c
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnabledParams) (*registry.Cluster, error) {
+	var out *registry.Cluster
+	err := s.stmt(ctx, "enable or disable a cluster", func(ctx context.Context, q db) error {
+		state := "'disabled'"
+		if p.Enabled {
+			state = "CASE WHEN registered_at IS NULL THEN 'pending' ELSE 'active' END"
+		}
+		var a args
+		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(ms(p.Now)) +
+			` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
+			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
+			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoCluster(p.ID)
+		}
+		out = c
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) ClusterDelete(ctx context.Context, p registry.ClusterDeleteParams) error {
+	return s.write(ctx, "delete a cluster", func(ctx context.Context, q db) error {
+		// The cascade locks what it deletes before the cluster's feed row
+		// takes the feed lock (see the migration): one statement, then the
+		// audit entry.
+		tag, err := q.Exec(ctx, "DELETE FROM clusters WHERE id = $1", p.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errNoCluster(p.ID)
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+}
+
+// lockCluster takes a key-share lock on a cluster (what a foreign key check
+// takes) before a transaction inserts rows that reference it, so that a
+// concurrent delete of the cluster waits for it instead of deadlocking with it.
+func lockCluster(ctx context.Context, q db, id string) error {
+	var one int
+	err := q.QueryRow(ctx, "SELECT 1 FROM clusters WHERE id = $1 FOR KEY SHARE", id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoCluster(id)
+	}
+	return err
+}
+
+// --- tokens ---
+
+const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
+
+func scanToken(row pgx.Row) (*registry.RegistrationToken, error) {
+	var tk registry.RegistrationToken
+	err := row.Scan(&tk.ID, &tk.ClusterID, bytesCol(&tk.Hash), tm(&tk.CreatedAt), tm(&tk.ExpiresAt), &tk.CreatedBy,
+		tm(&tk.UsedAt), &tk.CredentialID, tm(&tk.RevokedAt), &tk.RevokeReason)
+	return &tk, err
+}
+
+func errNoToken(id string) error {
+	return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", id)
+}
+
+// insertToken inserts a token and voids the cluster's older unused ones, in
+// one statement.
+func insertToken(ctx context.Context, q db, tk *registry.RegistrationToken) error {
+	_, err := q.Exec(ctx, `WITH voided AS (
+			UPDATE registration_tokens SET revoked_at = $5, revoke_reason = $7
+			WHERE cluster_id = $2 AND used_at IS NULL AND revoked_at IS NULL)
+		INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by)
+		VALUES ($1, $2, $3, $4, $6, $8)`,
+		tk.ID, tk.ClusterID, tk.Hash, ms(tk.CreatedAt), ms(tk.CreatedAt), ms(tk.ExpiresAt), registry.TokenRevokedSuperseded, tk.CreatedBy)
+	return err
+}
+
+func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) error {
+	return s.write(ctx, "issue a registration token", func(ctx context.Context, q db) error {
+		if err := lockCluster(ctx, q, p.Token.ClusterID); err != nil {
+			return err
+		}
+		if err := insertToken(ctx, q, &p.Token); err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+}
+
+func (s *Store) TokenGet(ctx context.Context, id string) (*registry.RegistrationToken, error) {
+	tk, err := scanToken(s.queryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNoToken(id)
+	}
+	if err != nil {
+		return nil, s.wrap(err, "read a registration token")
+	}
+	return tk, nil
+}
+
+func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
+	rows, err := s.query(ctx, "read registration tokens", "SELECT "+tokenCols+
+		" FROM registration_tokens WHERE ($1 = '' OR cluster_id = $1) ORDER BY created_at DESC, id DESC", clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read registration tokens", func(r pgx.Rows) (registry.RegistrationToken, error) {
+		tk, err := scanToken(r)
+		return *tk, err
+	})
+}
+
+func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (*registry.RegistrationToken, error) {
+	var out *registry.RegistrationToken
+	err := s.write(ctx, "revoke a registration token", func(ctx context.Context, q db) error {
+		tk, err := scanToken(q.QueryRow(ctx, `UPDATE registration_tokens SET revoked_at = $1, revoke_reason = $2
+			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+tokenCols, ms(p.Now), registry.TokenRevokedByAdmin, p.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", p.ID))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errNoToken(p.ID)
+			}
+			if err != nil {
+				return err
+			}
+			if !tk.UsedAt.IsZero() {
+				return registry.Errorf(registry.CodeConflict, "registration token %s was already used; revoke the credential it issued instead (tether credential revoke %s)", p.ID, tk.ClusterID)
+			}
+			return registry.Errorf(registry.CodeConflict, "registration token %s is already revoked (%s)", p.ID, tk.RevokeReason)
+		}
+		if err != nil {
+			return err
+		}
+		out = tk
+		p.Audit.ClusterID = tk.ClusterID
+		return insertAudit(ctx, q, p.Audit)
+	})
+	return out, err
+}
+
+// checkError carries the error of a caller's check through a transaction, to
+// be returned as is.
+type checkError struct{ err error }
+
+func (e checkError) Error() string { return e.err.Error() }
+
+// TokenRedeem locks the token's cluster and then the token (the order a
+// cluster's delete takes them in), runs p.Check, and then writes. Concurrent
+// redemptions queue on the token's lock; each one after the first reads the
+// token as used, and Check refuses it.
+func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (*registry.Cluster, error) {
+	var out *registry.Cluster
+	err := s.write(ctx, "redeem a registration token", func(ctx context.Context, q db) error {
+		var clusterID string
+		err := q.QueryRow(ctx, "SELECT cluster_id FROM registration_tokens WHERE id = $1", p.TokenID).Scan(&clusterID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoToken(p.TokenID)
+		}
+		if err != nil {
+			return err
+		}
+		c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1 FOR NO KEY UPDATE OF c", clusterID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoCluster(clusterID)
+		}
+		if err != nil {
+			return err
+		}
+		tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1 FOR UPDATE", p.TokenID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoToken(p.TokenID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.Check(tk, c); err != nil {
+			return checkError{err}
+		}
+		cred := p.Credential
+		cred.ClusterID = c.ID
+		// Every row this writes is locked already, but the status row: it is
+		// written first, before the transaction holds the feed lock.
+		if _, err := q.Exec(ctx, `INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
+			c.ID, jsonText(cred.Capabilities), ms(p.Now)); err != nil {
+			return err
+		}
+		tag, err := q.Exec(ctx, `UPDATE registration_tokens SET used_at = $1, credential_id = $2
+			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, ms(p.Now), cred.ID, tk.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			// Unreachable under the token's lock, but the statement is the guard.
+			tk.UsedAt = p.Now
+			return checkError{p.Check(tk, c)}
+		}
+		if err := insertCredential(ctx, q, &cred); err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, `UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
+			registered_at = COALESCE(registered_at, $1), updated_at = $1 WHERE id = $2`, ms(p.Now), c.ID); err != nil {
+			return err
+		}
+		p.Audit.ClusterID = c.ID
+		if err := insertAudit(ctx, q, p.Audit); err != nil {
+			return err
+		}
+		out, err = s.clusterByID(ctx, q, c.ID)
+		return err
+	})
+	var ce checkError
+	if errors.As(err, &ce) {
+		return nil, ce.err
+	}
+	return out, err
+}
+
+// --- credentials ---
+
+const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at, rotate_after, rotate_until,
+	rotated_from, superseded_at, revoked_at, revoke_reason`
+
+func scanCredential(row pgx.Row) (*registry.Credential, error) {
+	var c registry.Credential
+	c.Capabilities = []string{}
+	err := row.Scan(&c.ID, &c.ClusterID, bytesCol(&c.Hash), bytesCol(&c.SealedHMAC), js(&c.Capabilities), tm(&c.CreatedAt),
+		tm(&c.ExpiresAt), tm(&c.RotateAfter), tm(&c.RotateUntil), &c.RotatedFrom, tm(&c.SupersededAt), tm(&c.RevokedAt), &c.RevokeReason)
+	return &c, err
+}
+
+func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
+	_, err := q.Exec(ctx, `INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
+		rotate_after, rotate_until, rotated_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		c.ID, c.ClusterID, c.Hash, bytesOrNil(c.SealedHMAC), jsonText(c.Capabilities), ms(c.CreatedAt), ms(c.ExpiresAt),
+		ms(c.RotateAfter), ms(c.RotateUntil), c.RotatedFrom)
+	return err
+}
+
+func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {
+	c, err := scanCredential(s.queryRow(ctx, "SELECT "+credentialCols+" FROM credentials WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, registry.Errorf(registry.CodeNotFound, "credential %s does not exist", id)
+	}
+	if err != nil {
+		return nil, s.wrap(err, "read a credential")
+	}
+	return c, nil
+}
+
+func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registry.Credential, error) {
+	rows, err := s.query(ctx, "read credentials", "SELECT "+credentialCols+
+		" FROM credentials WHERE cluster_id = $1 ORDER BY created_at DESC, id DESC", clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read credentials", func(r pgx.Rows) (registry.Credential, error) {
+		c, err := scanCredential(r)
+		return *c, err
+	})
+}
+
+func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotateParams) error {
+	refused := registry.Errorf(registry.CodeUnauthorized, "credential %s can no longer be rotated (revoked or past its grace)", p.OldID)
+	return s.write(ctx, "rotate a credential", func(ctx context.Context, q db) error {
+		if err := lockCluster(ctx, q, p.New.ClusterID); registry.ErrorCode(err) == registry.CodeNotFound {
+			return refused // its cluster, and with it the old credential, is gone
+		} else if err != nil {
+			return err
+		}
+		tag, err := q.Exec(ctx, `UPDATE credentials SET superseded_at = COALESCE(superseded_at, $1), expires_at = LEAST(expires_at, $2)
+			WHERE id = $3 AND revoked_at IS NULL AND rotate_until > $1`, ms(p.Now), ms(p.OldExpiresAt), p.OldID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return refused
+		}
+		if err := insertCredential(ctx, q, &p.New); err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+}
+
+// CredentialRestrict is one statement: the update and its audit entry.
+func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRestrictParams) (int, error) {
+	var n int
+	err := s.stmt(ctx, "restrict credentials", func(ctx context.Context, q db) error {
+		var a args
+		set := `expires_at = LEAST(expires_at, ` + a.add(ms(p.ExpiresAt)) + `), rotate_until = LEAST(rotate_until, ` + a.add(ms(p.RotateUntil)) + `)`
+		if p.Revoke {
+			set += `, revoked_at = ` + a.add(ms(p.Now)) + `, revoke_reason = ` + a.add(p.Reason)
+		}
+		cred := a.add(p.CredentialID)
+		sql := `WITH u AS (UPDATE credentials SET ` + set + ` WHERE cluster_id = ` + a.add(p.ClusterID) +
+			` AND revoked_at IS NULL AND rotate_until > ` + a.add(ms(p.Now)) + ` AND (` + cred + ` = '' OR id = ` + cred + `) RETURNING 1),
+			a AS (` + auditFrom(&a, p.Audit, "", "") + `)
+			SELECT count(*) FROM u`
+		return q.QueryRow(ctx, sql, a...).Scan(&n)
+	})
+	return n, err
+}
+
+// --- audit ---
+
+// insertAudit writes audit entries in one statement.
+func insertAudit(ctx context.Context, q db, entries ...registry.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	at := make([]*int64, len(entries))
+	cols := make([][]string, 6)
+	for i := range cols {
+		cols[i] = make([]string, len(entries))
+	}
+	for i, e := range entries {
+		at[i] = msPtr(e.At)
+		cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cols[5][i] = e.Actor, e.Action, e.ClusterID, e.TargetKind, e.TargetID, e.Reason
+	}
+	_, err := q.Exec(ctx, `INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
+		SELECT at, actor, action, cluster_id, target_kind, target_id, reason
+		FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[]) WITH ORDINALITY
+			AS e (at, actor, action, cluster_id, target_kind, target_id, reason, ord)
+		ORDER BY ord`, at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+	return err
+}
+
+// auditFrom renders an INSERT of the audit entry e, once for each row of the
+// relation from (or once, when from is empty), for a data-modifying CTE.
+// clusterCol, when set, is a column of from that replaces e's cluster id.
+func auditFrom(a *args, e registry.AuditEntry, from, clusterCol string) string {
+	cluster := clusterCol
+	if cluster == "" {
+		cluster = a.add(e.ClusterID) + "::TEXT"
+	}
+	sql := `INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason) SELECT ` +
+		a.add(ms(e.At)) + `::BIGINT, ` + a.add(e.Actor) + `::TEXT, ` + a.add(e.Action) + `::TEXT, ` + cluster + `, ` +
+		a.add(e.TargetKind) + `::TEXT, ` + a.add(e.TargetID) + `::TEXT, ` + a.add(e.Reason) + `::TEXT`
+	if from != "" {
+		sql += " FROM " + from
+	}
+	return sql
+}
+
+func (s *Store) AuditAppend(ctx context.Context, entries ...registry.AuditEntry) error {
+	return s.stmt(ctx, "write the audit trail", func(ctx context.Context, q db) error { return insertAudit(ctx, q, entries...) })
+}
+
+func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
+	var a args
+	q := `SELECT id, at, actor, action, cluster_id, target_kind, target_id, reason FROM audit WHERE true`
+	if p.ClusterID != "" {
+		q += " AND cluster_id = " + a.add(p.ClusterID)
+	}
+	if p.Action != "" {
+		q += " AND action >= " + a.add(p.Action) + " AND action < " + a.add(p.Action+"\uffff")
+	}
+	if p.AfterID > 0 {
+		q += " AND id > " + a.add(p.AfterID)
+	}
+	if p.BeforeID > 0 {
+		q += " AND id < " + a.add(p.BeforeID)
+	}
+	q += " ORDER BY id DESC LIMIT " + a.add(limitOr(p.Limit, 100))
+	rows, err := s.query(ctx, "read the audit trail", q, a...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read the audit trail", func(r pgx.Rows) (registry.AuditEntry, error) {
+		var e registry.AuditEntry
+		err := r.Scan(&e.ID, tm(&e.At), &e.Actor, &e.Action, &e.ClusterID, &e.TargetKind, &e.TargetID, &e.Reason)
+		return e, err
+	})
+}
+
+// likePattern escapes s for a LIKE ... ESCAPE '\' substring match.
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}

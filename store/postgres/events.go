@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// EventsAppend takes its locks before it writes a feed row (see the
+// migration): the cluster (key share), then the batch's event keys, all in one
+// statement and in key order, then the status row (the heartbeat, the first
+// feed row); the events come last.
+func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams) (int, error) {
+	stored := 0
+	err := s.write(ctx, "store events", func(ctx context.Context, q db) error {
+		stored = 0
+		if err := lockCluster(ctx, q, p.ClusterID); err != nil {
+			return err
+		}
+		// New, or last seen before the replay window: store it and remember
+		// when. Seen inside the window: a duplicate.
+		var keys []string
+		for _, e := range p.Events {
+			if e.EventKey != "" {
+				keys = append(keys, e.EventKey)
+			}
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		fresh := map[string]bool{}
+		if len(keys) > 0 {
+			rows, err := q.Query(ctx, `INSERT INTO event_keys (cluster_id, event_key, seen_at)
+				SELECT $1::TEXT, k, $2::BIGINT FROM unnest($3::TEXT[]) AS k ORDER BY k
+				ON CONFLICT (cluster_id, event_key) DO UPDATE SET seen_at = excluded.seen_at WHERE event_keys.seen_at < $4
+				RETURNING event_key`, p.ClusterID, ms(p.Now), keys, ms(p.DedupeAfter))
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var k string
+				if err := rows.Scan(&k); err != nil {
+					rows.Close()
+					return err
+				}
+				fresh[k] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if hb := p.Heartbeat; hb != nil {
+			q1 := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, updated_at) VALUES ($1, $2, $2)
+				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at`
+			args := []any{p.ClusterID, ms(hb.At)}
+			if hb.Conditions != nil {
+				q1 = `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at) VALUES ($1, $2, $3, $2)
+					ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
+					conditions = excluded.conditions, updated_at = excluded.updated_at`
+				args = append(args, jsonText(hb.Conditions))
+			}
+			if _, err := q.Exec(ctx, q1, args...); err != nil {
+				return err
+			}
+		}
+		// The events to store, in order: a key's first sighting in the batch
+		// if it is fresh; a repeat within the batch is a duplicate (its key
+		// was just seen), as it is in the SQLite store.
+		var idx []int
+		seen := map[string]bool{}
+		for i, e := range p.Events {
+			if e.EventKey != "" {
+				first := !seen[e.EventKey]
+				seen[e.EventKey] = true
+				if !fresh[e.EventKey] || (!first && !p.Now.Before(p.DedupeAfter)) {
+					continue
+				}
+			}
+			idx = append(idx, i)
+		}
+		if len(idx) == 0 {
+			return nil
+		}
+		n := len(idx)
+		kind, key, ref, conds, msg := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		hasFalse := make([]bool, n)
+		stamp := make([]*int64, n)
+		received := make([]*int64, n)
+		body := make([][]byte, n)
+		for k, i := range idx {
+			e := &p.Events[i]
+			kind[k], key[k], ref[k], conds[k], msg[k] = e.Kind, e.EventKey, jsonText(e.ResourceRef), jsonText(e.Conditions), e.Message
+			hasFalse[k], stamp[k], received[k] = e.HasFalseCondition(), msPtr(e.Timestamp), msPtr(e.ReceivedAt)
+			if len(e.Body) > 0 {
+				body[k] = []byte(e.Body)
+			}
+		}
+		// Rows are inserted, and take their ids, in the order of ord.
+		rows, err := q.Query(ctx, `INSERT INTO events (cluster_id, kind, event_key, resource_ref, conditions, message, has_false,
+				timestamp, received_at, body)
+			SELECT $1::TEXT, kind, key, ref, conds, msg, has_false, stamp, received, body
+			FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BOOLEAN[], $8::BIGINT[], $9::BIGINT[], $10::BYTEA[])
+				WITH ORDINALITY AS e (kind, key, ref, conds, msg, has_false, stamp, received, body, ord)
+			ORDER BY ord
+			RETURNING id`, p.ClusterID, kind, key, ref, conds, msg, hasFalse, stamp, received, body)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		for k, i := range idx {
+			if k < len(ids) {
+				p.Events[i].ID = ids[k]
+			}
+		}
+		stored = len(ids)
+		return nil
+	})
+	return stored, err
+}
+
+func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
+	var a args
+	q := `SELECT id, cluster_id, kind, event_key, resource_ref, conditions, message, timestamp, received_at, body FROM events WHERE true`
+	if p.ClusterID != "" {
+		q += " AND cluster_id = " + a.add(p.ClusterID)
+	}
+	if len(p.Kinds) > 0 {
+		q += " AND kind IN (" + list(&a, p.Kinds) + ")"
+	}
+	if p.FalseOnly {
+		q += " AND has_false"
+	}
+	if p.AfterID > 0 {
+		q += " AND id > " + a.add(p.AfterID)
+	}
+	if p.BeforeID > 0 {
+		q += " AND id < " + a.add(p.BeforeID)
+	}
+	q += " ORDER BY id DESC LIMIT " + a.add(limitOr(p.Limit, 100))
+	rows, err := s.query(ctx, "read events", q, a...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read events", func(r pgx.Rows) (registry.Event, error) {
+		var e registry.Event
+		var body []byte
+		err := r.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, js(&e.ResourceRef), js(&e.Conditions), &e.Message,
+			tm(&e.Timestamp), tm(&e.ReceivedAt), bytesCol(&body))
+		e.Body = body
+		return e, err
+	})
+}
+
+func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (int, error) {
+	var deleted int64
+	err := s.write(ctx, "prune events", func(ctx context.Context, q db) error {
+		tag, err := q.Exec(ctx, "DELETE FROM events WHERE received_at < $1", ms(p.OlderThan))
+		if err != nil {
+			return err
+		}
+		deleted = tag.RowsAffected()
+		if p.KeepPerCluster > 0 {
+			// For each cluster over its cap, delete up to the id of its
+			// KeepPerCluster+1-th newest event.
+			tag, err = q.Exec(ctx, `DELETE FROM events e USING (
+					SELECT c.cluster_id, (SELECT x.id FROM events x WHERE x.cluster_id = c.cluster_id ORDER BY x.id DESC LIMIT 1 OFFSET $1) AS floor
+					FROM (SELECT cluster_id FROM events GROUP BY cluster_id HAVING COUNT(*) > $1) c
+				) f WHERE e.cluster_id = f.cluster_id AND e.id <= f.floor`, p.KeepPerCluster)
+			if err != nil {
+				return err
+			}
+			deleted += tag.RowsAffected()
+		}
+		_, err = q.Exec(ctx, "DELETE FROM event_keys WHERE seen_at < $1", ms(p.KeysBefore))
+		return err
+	})
+	return int(deleted), err
+}
+
+// --- change feed ---
+
+func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]registry.Change, error) {
+	rows, err := s.query(ctx, "read the change feed", `SELECT seq, kind, entity_id, cluster_id, op, job_state, at
+		FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limitOr(limit, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read the change feed", func(r pgx.Rows) (registry.Change, error) {
+		var c registry.Change
+		err := r.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, tm(&c.At))
+		return c, err
+	})
+}
+
+// ChangesLatest reads the newest committed seq, never a sequence value an
+// uncommitted transaction holds: since the feed's order is its commit order,
+// everything after it is yet to commit. The oldest position still readable
+// is the one after the highest seq ever pruned.
+func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
+	var through int64
+	err = s.queryRow(ctx, `SELECT COALESCE((SELECT MAX(seq) FROM changes), 0), (SELECT through FROM changes_pruned)`).Scan(&latest, &through)
+	if err != nil {
+		return 0, 0, s.wrap(err, "read the change feed")
+	}
+	return max(latest, through), through + 1, nil
+}
+
+// ChangesPrune deletes old entries and records the highest seq it deleted
+// (see changes_pruned), in one statement.
+func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
+	var n int
+	err := s.stmt(ctx, "prune the change feed", func(ctx context.Context, q db) error {
+		return q.QueryRow(ctx, `WITH d AS (
+				DELETE FROM changes WHERE at < $1 AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - $2
+				RETURNING seq),
+			m AS (SELECT MAX(seq) AS through, count(*) AS n FROM d),
+			u AS (UPDATE changes_pruned SET through = GREATEST(changes_pruned.through, m.through) FROM m WHERE m.through IS NOT NULL)
+			SELECT n FROM m`, ms(p.Before), max(p.Keep, 0)).Scan(&n)
+	})
+	return n, err
+}

@@ -1,0 +1,10 @@
+package postgres
+
+// ListenerPID is the server process of the store's newest LISTEN connection,
+// for tests that cut it.
+func ListenerPID(s *Store) uint32 { return s.listenerPID.Load() }
+
+// Retried is how many writes the store ran again: aborted by PostgreSQL
+// (deadlock, serialization failure) or failed on a broken connection before
+// anything was sent.
+func Retried(s *Store) int64 { return s.retried.Load() }

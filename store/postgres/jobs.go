@@ -1,0 +1,416 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
+	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at`
+
+func scanJob(row pgx.Row) (*registry.Job, error) {
+	var j registry.Job
+	var payload, result []byte
+	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
+		bytesCol(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, tm(&j.CreatedAt), tm(&j.UpdatedAt), tm(&j.ExpiresAt),
+		&j.SubmittedBy, str(&j.ClaimID), tm(&j.ClaimedAt), str(&j.ClaimedBy), &j.LeaseSeconds, tm(&j.LeaseExpiresAt),
+		tm(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, bytesCol(&result), tm(&j.FinishedAt))
+	if err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	if len(result) > 0 {
+		j.Result = json.RawMessage(result)
+	}
+	return &j, nil
+}
+
+func scanJobs(r pgx.Rows) (registry.Job, error) {
+	j, err := scanJob(r)
+	if err != nil {
+		return registry.Job{}, err
+	}
+	return *j, nil
+}
+
+func (s *Store) JobGet(ctx context.Context, id string) (*registry.Job, error) {
+	j, err := scanJob(s.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, registry.Errorf(registry.CodeNotFound, "job %s does not exist", id)
+	}
+	if err != nil {
+		return nil, s.wrap(err, "read a job")
+	}
+	return j, nil
+}
+
+// jobByID returns the job, or nil if it does not exist.
+func jobByID(ctx context.Context, q db, id string) (*registry.Job, error) {
+	j, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// historyFrom renders an INSERT of the history entry h for each row of the
+// relation from, which supplies the job's id, attempt and state, for a
+// data-modifying CTE.
+func historyFrom(a *args, h *registry.JobHistoryEntry, from string) string {
+	var conds any
+	if len(h.Conditions) > 0 {
+		conds = jsonText(h.Conditions)
+	}
+	return `INSERT INTO job_history (job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at)
+		SELECT ` + from + `.id, ` + a.add(ms(h.At)) + `::BIGINT, ` + a.add(string(h.Type)) + `::TEXT, ` + a.add(h.Actor) + `::TEXT, ` +
+		from + `.attempt, ` + from + `.state, ` + a.add(h.Phase) + `::TEXT, ` + a.add(h.Message) + `::TEXT, ` +
+		a.add(conds) + `::TEXT, ` + a.add(ms(h.ReportedAt)) + `::BIGINT FROM ` + from
+}
+
+const jobInsertAttempts = 5
+
+// JobInsert is one statement: the job, its history and its audit entry, unless
+// an open job of the cluster holds the idempotency key. A concurrent insert
+// with the same key waits on the unique index for the other to commit, then
+// finds its job.
+func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*registry.Job, bool, error) {
+	var out *registry.Job
+	created := false
+	err := s.stmt(ctx, "submit a job", func(ctx context.Context, q db) error {
+		j := &p.Job
+		for range jobInsertAttempts {
+			var a args
+			cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+				j.IdempotencyKey, string(j.State), j.Attempt, ms(j.CreatedAt), ms(j.UpdatedAt), ms(j.ExpiresAt), j.SubmittedBy}
+			values := list(&a, cols)
+			h := p.History
+			sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+					idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
+					VALUES (` + values + `)
+					ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
+					RETURNING id, cluster_id, attempt, state),
+				h AS (` + historyFrom(&a, &h, "j") + `),
+				a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
+				SELECT count(*) FROM j`
+			var n int
+			err := q.QueryRow(ctx, sql, a...).Scan(&n)
+			if isForeignKeyViolation(err) {
+				return errNoCluster(j.ClusterID)
+			}
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				out, created = j, true
+				return nil
+			}
+			existing, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND idempotency_key = $2
+				AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // the open job ended in between: insert again
+			}
+			if err != nil {
+				return err
+			}
+			out = existing
+			return nil
+		}
+		return registry.Errorf(registry.CodeConflict, "jobs with idempotency key %q keep opening and closing on cluster %s; try again", j.IdempotencyKey, j.ClusterID)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// jobFilter renders p's filters as a WHERE clause.
+func jobFilter(a *args, p registry.JobListParams) string {
+	var where []string
+	if len(p.ClusterIDs) > 0 {
+		where = append(where, "cluster_id IN ("+list(a, p.ClusterIDs)+")")
+	}
+	if len(p.States) > 0 {
+		where = append(where, "state IN ("+list(a, states(p.States))+")")
+	}
+	if p.Kind != "" {
+		where = append(where, "kind = "+a.add(string(p.Kind)))
+	}
+	if p.Error != "" {
+		where = append(where, "error = "+a.add(p.Error))
+	}
+	if p.Search != "" {
+		// ILIKE: SQLite's LIKE ignores ASCII case.
+		pat := a.add(likePattern(p.Search))
+		where = append(where, `(id ILIKE `+pat+` ESCAPE '\' OR idempotency_key ILIKE `+pat+` ESCAPE '\' OR target_namespace ILIKE `+pat+
+			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\')`)
+	}
+	if !p.LeaseExpiredBefore.IsZero() {
+		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(ms(p.LeaseExpiredBefore)))
+	}
+	if p.NoLease {
+		where = append(where, "lease_expires_at IS NULL")
+	}
+	if !p.ActivityBefore.IsZero() {
+		where = append(where, "COALESCE(last_activity_at, created_at) < "+a.add(ms(p.ActivityBefore)))
+	}
+	if !p.FinishedAfter.IsZero() {
+		where = append(where, "finished_at > "+a.add(ms(p.FinishedAfter)))
+	}
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
+}
+
+func states(ss []registry.JobState) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
+	var a args
+	where := jobFilter(&a, p)
+	order := " ORDER BY created_at DESC, id DESC"
+	if p.OldestFirst {
+		order = " ORDER BY created_at, id"
+	}
+	limit := " LIMIT " + a.add(limitOr(p.Limit, 100)) + " OFFSET " + a.add(max(p.Offset, 0))
+	rows, err := s.query(ctx, "read jobs", "SELECT "+jobCols+" FROM jobs"+where+order+limit, a...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read jobs", scanJobs)
+}
+
+func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, error) {
+	var a args
+	where := jobFilter(&a, p)
+	var n int
+	err := s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, a...).Scan(&n)
+	return n, s.wrap(err, "count jobs")
+}
+
+func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
+	rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND state = 'queued'
+		AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at, id LIMIT $3`, clusterID, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read queued jobs", scanJobs)
+}
+
+func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHistoryEntry, error) {
+	rows, err := s.query(ctx, "read a job's history", `SELECT seq, job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at
+		FROM job_history WHERE job_id = $1 ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read a job's history", func(r pgx.Rows) (registry.JobHistoryEntry, error) {
+		var h registry.JobHistoryEntry
+		err := r.Scan(&h.Seq, &h.JobID, tm(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
+			js(&h.Conditions), tm(&h.ReportedAt))
+		return h, err
+	})
+}
+
+func (s *Store) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
+	rows, err := s.query(ctx, "read job counts", "SELECT cluster_id, state, n FROM job_counts WHERE n > 0 ORDER BY cluster_id, state")
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read job counts", func(r pgx.Rows) (registry.JobCount, error) {
+		var c registry.JobCount
+		err := r.Scan(&c.ClusterID, &c.State, &c.Count)
+		return c, err
+	})
+}
+
+// JobUpdate is one statement: UPDATE ... WHERE <conditions> RETURNING, with
+// the history and audit entries inserted from what it returned (so only when
+// it applied).
+func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	var out *registry.Job
+	applied := false
+	err := s.stmt(ctx, "update a job", func(ctx context.Context, q db) error {
+		var a args
+		set := jobSet(&a, &p.Set)
+		where := " WHERE id = " + a.add(p.ID)
+		if p.ClusterID != "" {
+			where += " AND cluster_id = " + a.add(p.ClusterID)
+		}
+		if len(p.FromStates) > 0 {
+			where += " AND state IN (" + list(&a, states(p.FromStates)) + ")"
+		}
+		if p.ClaimID != "" {
+			where += " AND claim_id = " + a.add(p.ClaimID)
+		}
+		if !p.NotExpiredAt.IsZero() {
+			where += " AND (expires_at IS NULL OR expires_at > " + a.add(ms(p.NotExpiredAt)) + ")"
+		}
+		if p.Leased {
+			where += " AND lease_expires_at IS NOT NULL"
+		}
+		if p.Error != "" {
+			where += " AND error = " + a.add(p.Error)
+		}
+		sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobCols + ")"
+		if p.History != nil {
+			sql += ", h AS (" + historyFrom(&a, p.History, "u") + ")"
+		}
+		if p.Audit != nil {
+			sql += ", a AS (" + auditFrom(&a, *p.Audit, "u", "u.cluster_id") + ")"
+		}
+		sql += " SELECT " + jobCols + " FROM u"
+		j, err := scanJob(q.QueryRow(ctx, sql, a...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			out, err = jobByID(ctx, q, p.ID)
+			return err
+		}
+		if isUniqueViolation(err, "jobs_idempotency") {
+			return registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		out, applied = j, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, applied, nil
+}
+
+// jobSet renders a JobSet as the SET list of an UPDATE.
+func jobSet(a *args, s *registry.JobSet) string {
+	sets := []string{"updated_at = " + a.add(ms(s.Now))}
+	add := func(col string, v any) { sets = append(sets, col+" = "+a.add(v)) }
+	if s.State != "" {
+		add("state", string(s.State))
+	}
+	if s.AttemptIncrement {
+		sets = append(sets, "attempt = attempt + 1")
+	}
+	if s.Reopen {
+		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
+			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
+			"result = NULL", "finished_at = NULL")
+	}
+	if c := s.Claim; c != nil {
+		add("claim_id", nullIfEmpty(c.ClaimID))
+		add("claimed_at", ms(c.ClaimedAt))
+		add("claimed_by", nullIfEmpty(c.ClaimedBy))
+		add("lease_seconds", c.LeaseSeconds)
+		add("lease_expires_at", ms(c.LeaseExpiresAt))
+	}
+	if s.LeaseExpiresAt != nil {
+		add("lease_expires_at", ms(*s.LeaseExpiresAt))
+	}
+	if s.RenewLease {
+		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE "+a.add(ms(s.Now))+"::BIGINT + lease_seconds * 1000 END")
+	}
+	if !s.LastActivityAt.IsZero() {
+		add("last_activity_at", ms(s.LastActivityAt))
+	}
+	if s.Phase != nil {
+		add("phase", *s.Phase)
+	}
+	if s.Outcome != "" {
+		add("outcome", string(s.Outcome))
+	}
+	if s.Error != nil {
+		add("error", *s.Error)
+	}
+	if s.Result != nil {
+		add("result", []byte(s.Result))
+	}
+	if !s.FinishedAt.IsZero() {
+		add("finished_at", ms(s.FinishedAt))
+	}
+	return strings.Join(sets, ", ")
+}
+
+// reaperRecord renders the history and audit inserts of the reaper's batch,
+// from the relation u of changed jobs (id, cluster_id, state, attempt), as
+// CTEs: two statements' worth of rows, whatever the batch's size.
+func reaperRecord(a *args, now time.Time, actor string) string {
+	at, who := a.add(ms(now))+"::BIGINT", a.add(actor)+"::TEXT"
+	return `h AS (INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
+			SELECT u.id, ` + at + `, CASE u.state WHEN 'queued' THEN 'reclaimed' WHEN 'failed' THEN 'failed' ELSE 'expired' END,
+				` + who + `, u.attempt, u.state,
+				CASE u.state
+					WHEN 'queued' THEN 'lease expired: back in the queue as attempt ' || u.attempt
+					WHEN 'failed' THEN 'lease expired on the last attempt: failed (lease_expired)'
+					ELSE 'expired before any agent acked it' END
+			FROM u),
+		a AS (INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
+			SELECT ` + at + `, ` + who + `,
+				CASE u.state WHEN 'queued' THEN ` + a.add(registry.AuditJobReclaim) + `::TEXT WHEN 'failed' THEN ` + a.add(registry.AuditJobLeaseExhausted) +
+		`::TEXT ELSE ` + a.add(registry.AuditJobExpire) + `::TEXT END,
+				u.cluster_id, 'job', u.id,
+				CASE u.state WHEN 'queued' THEN 'lease expired' WHEN 'failed' THEN 'lease expired on the last attempt' ELSE 'not acked before it expired' END
+			FROM u)`
+}
+
+// JobsReclaim is one statement. It picks its batch with FOR NO KEY UPDATE
+// SKIP LOCKED, so that the reapers of several replicas take different jobs
+// instead of waiting on each other, and so that a job an agent is updating
+// right now is left for the next round.
+func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (registry.ReclaimCounts, error) {
+	var counts registry.ReclaimCounts
+	err := s.stmt(ctx, "reclaim jobs", func(ctx context.Context, q db) error {
+		counts = registry.ReclaimCounts{}
+		var a args
+		now, limit := a.add(ms(p.Now))+"::BIGINT", a.add(p.Limit)
+		sql := `WITH picked AS (
+				SELECT j.id, j.attempt < c.max_attempts AS retry
+				FROM jobs j JOIN clusters c ON c.id = j.cluster_id
+				WHERE j.state = 'in_progress' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at < ` + now + `
+				ORDER BY j.lease_expires_at LIMIT ` + limit + `
+				FOR NO KEY UPDATE OF j SKIP LOCKED),
+			u AS (UPDATE jobs SET
+					state = CASE WHEN picked.retry THEN 'queued' ELSE 'failed' END,
+					attempt = CASE WHEN picked.retry THEN jobs.attempt + 1 ELSE jobs.attempt END,
+					error = CASE WHEN picked.retry THEN '' ELSE 'lease_expired' END,
+					finished_at = CASE WHEN picked.retry THEN NULL ELSE ` + now + ` END,
+					claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
+					last_activity_at = NULL, phase = '', updated_at = ` + now + `
+				FROM picked WHERE jobs.id = picked.id
+				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
+			` + reaperRecord(&a, p.Now, p.Actor) + `
+			SELECT count(*) FILTER (WHERE state = 'queued'), count(*) FILTER (WHERE state <> 'queued') FROM u`
+		return q.QueryRow(ctx, sql, a...).Scan(&counts.Requeued, &counts.Failed)
+	})
+	return counts, err
+}
+
+// JobsExpire is one statement, picking its batch as JobsReclaim does.
+func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (int, error) {
+	n := 0
+	err := s.stmt(ctx, "expire jobs", func(ctx context.Context, q db) error {
+		var a args
+		now, limit := a.add(ms(p.Now))+"::BIGINT", a.add(p.Limit)
+		sql := `WITH picked AS (
+				SELECT id FROM jobs WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ` + now + `
+				ORDER BY expires_at LIMIT ` + limit + `
+				FOR NO KEY UPDATE SKIP LOCKED),
+			u AS (UPDATE jobs SET state = 'expired', error = 'expired', finished_at = ` + now + `, updated_at = ` + now + `
+				FROM picked WHERE jobs.id = picked.id
+				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
+			` + reaperRecord(&a, p.Now, p.Actor) + `
+			SELECT count(*) FROM u`
+		return q.QueryRow(ctx, sql, a...).Scan(&n)
+	})
+	return n, err
+}

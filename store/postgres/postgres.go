@@ -1,0 +1,556 @@
+// Package postgres is the registry.Store on PostgreSQL, for several `tether
+// serve` replicas sharing one database.
+//
+// Every write is one transaction, most of them a single statement (data-
+// modifying CTEs carry a transition's history and audit rows), so that the
+// part of a write that holds the change feed's lock is short. The schema, its
+// triggers and why the feed's order is its commit order are explained in
+// migrations/0001_init.sql. Other processes' writes reach NotifyChanges
+// through LISTEN/NOTIFY.
+//
+// The store needs real sessions: NotifyChanges LISTENs on a connection of its
+// own, and statements are prepared and cached per connection (pgx's default).
+// Behind a pooler such as PgBouncer, use session pooling (or connect the
+// replicas directly).
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+const (
+	// migrateLockKey serializes migrations of concurrent replicas ('tethermi'
+	// as a big-endian int64). The change feed's lock ('tetherfe') is taken by
+	// the schema's trigger function, tether_feed.
+	migrateLockKey int64 = 8387237872774835561
+	// notifyChannel is what tether_feed notifies at every feed-writing commit.
+	notifyChannel = "tether_changes"
+)
+
+// Options tune the store. Zero values take the defaults.
+type Options struct {
+	// MaxConns is the size of the connection pool (default 10, or the DSN's
+	// pool_max_conns). Each NotifyChanges holds one more connection.
+	MaxConns int32
+	// ConnectTimeout bounds connecting when the DSN sets no connect_timeout
+	// (default 10s).
+	ConnectTimeout time.Duration
+	// WriteTimeout bounds a write once started (default 30s). A write that
+	// started is not interrupted by its caller's context, so that a caller
+	// never reports failure for a change that was committed.
+	WriteTimeout time.Duration
+	// PollInterval is how often NotifyChanges polls the feed while its
+	// LISTEN connection is down (default 1s).
+	PollInterval time.Duration
+	// MaxReconnectBackoff caps the wait between reconnection attempts of
+	// NotifyChanges (default 10s; the first wait is 100ms, then doubles).
+	MaxReconnectBackoff time.Duration
+}
+
+// Store is a registry.Store on a PostgreSQL database.
+type Store struct {
+	pool     *pgxpool.Pool
+	connConf *pgx.ConnConfig // for NotifyChanges' own connections
+	desc     string          // the database, for messages: no password
+	opts     Options
+
+	closing   chan struct{}
+	closed    atomic.Bool
+	closeOnce sync.Once
+	notifiers sync.WaitGroup
+
+	listenMu  sync.Mutex
+	listeners map[chan<- struct{}]struct{}
+
+	// listenerPID is the backend of the newest LISTEN connection, and
+	// retried counts writes run again (see run); for tests.
+	listenerPID atomic.Uint32
+	retried     atomic.Int64
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn (a postgres:// or postgresql://
+// URL, or a key=value string; a search_path parameter selects the schema) and
+// brings its schema up to date. A database written by a newer tether is
+// refused. Concurrent replicas opening one database migrate it once.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 10 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.MaxReconnectBackoff <= 0 {
+		opts.MaxReconnectBackoff = 10 * time.Second
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parser's message may quote the URL, and with it a password.
+		return nil, registry.Errorf(registry.CodeInvalid, "cannot parse the PostgreSQL connection URL; expected postgres://USER@HOST:PORT/DATABASE?sslmode=...")
+	}
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		cfg.MaxConns = 10
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	desc := describe(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, openError(desc, err)
+	}
+	if err := migrate(ctx, pool, desc); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{
+		pool: pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
+		closing:   make(chan struct{}),
+		listeners: map[chan<- struct{}]struct{}{},
+	}, nil
+}
+
+// Path describes the database for logs and messages: its URL without the
+// password.
+func (s *Store) Path() string { return s.desc }
+
+// describe renders a connection config as a URL without its password.
+func describe(c *pgx.ConnConfig) string {
+	u := url.URL{Scheme: "postgres", Host: net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), Path: "/" + c.Database}
+	if strings.HasPrefix(c.Host, "/") { // a Unix socket directory
+		u.Host = ""
+		u.RawQuery = url.Values{"host": {c.Host}}.Encode()
+	}
+	if c.User != "" {
+		u.User = url.User(c.User)
+	}
+	if sp := c.RuntimeParams["search_path"]; sp != "" {
+		q := u.Query()
+		q.Set("search_path", sp)
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func openError(desc string, err error) error {
+	if isConnError(err) {
+		return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("cannot connect to PostgreSQL at %s: %s", desc, connErrorText(err)), Err: err}
+	}
+	return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot open database %s", desc), Err: err}
+}
+
+// connErrorText is the cause of a connection failure, without the
+// connection string pgx puts in front of it.
+func connErrorText(err error) string {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		if u := errors.Unwrap(ce); u != nil {
+			return u.Error()
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	return err.Error()
+}
+
+// Close stops the change notifiers and closes the connections. Methods called
+// afterwards return CodeUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.listenMu.Lock() // no NotifyChanges starts after this
+		s.closed.Store(true)
+		s.listenMu.Unlock()
+		close(s.closing)
+		s.notifiers.Wait()
+		s.pool.Close()
+	})
+	return nil
+}
+
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v); err != nil {
+		return s.wrap(err, "reach the database")
+	}
+	if v != len(migrationNames()) {
+		return registry.Errorf(registry.CodeUnavailable, "database schema is version %d, expected %d", v, len(migrationNames()))
+	}
+	return nil
+}
+
+// --- migrations ---
+
+func migrationNames() []string {
+	names, _ := fs.Glob(migrationFiles, "migrations/*.sql")
+	sort.Strings(names)
+	return names
+}
+
+// migrate applies the missing migrations in one transaction, under an advisory
+// lock: a replica that opens the database while another migrates it waits,
+// then finds it current.
+func migrate(ctx context.Context, pool *pgxpool.Pool, desc string) error {
+	names := migrationNames()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return openError(desc, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+		return openError(desc, err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return openError(desc, err)
+	}
+	var current int
+	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		return openError(desc, err)
+	}
+	if current > len(names) {
+		return registry.Errorf(registry.CodeInvalid,
+			"database %s has schema version %d, but this tether knows only up to version %d: it was written by a newer tether; upgrade this binary (the database was not changed)",
+			desc, current, len(names))
+	}
+	if current == len(names) {
+		return nil // the deferred rollback leaves no trace
+	}
+	for i := current; i < len(names); i++ {
+		name := names[i]
+		body, err := migrationFiles.ReadFile(name)
+		if err == nil {
+			_, err = tx.Exec(ctx, string(body))
+		}
+		if err == nil {
+			_, err = tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+				i+1, path.Base(name), time.Now().UnixMilli())
+		}
+		if err != nil {
+			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot apply migration %s to %s", path.Base(name), desc), Err: err}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot commit the migrations of %s", desc), Err: err}
+	}
+	return nil
+}
+
+// --- running statements ---
+
+// db is what a write runs on: the pool (one statement, its own transaction)
+// or a transaction.
+type db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var errClosed = registry.Errorf(registry.CodeUnavailable, "the database is closed")
+
+const writeAttempts = 4
+
+// write runs fn in a transaction, and stmt runs it on the pool (for a write
+// that is a single statement, which is its own transaction). A request whose
+// context has ended is not started; once started it runs to its end (bounded
+// by WriteTimeout) whatever happens to the caller's context. A write that
+// PostgreSQL aborted for a deadlock or a serialization failure, or that
+// failed before anything was sent (a pooled connection found broken), is
+// retried: nothing of it was committed. Listeners are signalled after a
+// successful write.
+func (s *Store) write(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
+	return s.run(ctx, doing, true, fn)
+}
+
+func (s *Store) stmt(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
+	return s.run(ctx, doing, false, fn)
+}
+
+func (s *Store) run(ctx context.Context, doing string, inTx bool, fn func(ctx context.Context, q db) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		var err error
+		if inTx {
+			err = pgx.BeginFunc(wctx, s.pool, func(tx pgx.Tx) error { return fn(wctx, tx) })
+		} else {
+			err = fn(wctx, s.pool)
+		}
+		if err == nil {
+			s.notifyLocal()
+			return nil
+		}
+		if attempt < writeAttempts && retryable(err) {
+			s.retried.Add(1)
+			time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+			continue
+		}
+		if wctx.Err() != nil && ctx.Err() == nil && !s.closed.Load() {
+			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("the database did not complete a write within %s; try again", s.opts.WriteTimeout), Err: err}
+		}
+		return s.wrap(err, doing)
+	}
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40P01" || pe.Code == "40001"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+func (s *Store) query(ctx context.Context, doing, sql string, args ...any) (pgx.Rows, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, s.wrap(err, doing)
+	}
+	return rows, nil
+}
+
+func (s *Store) queryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if s.closed.Load() {
+		return errRow{errClosed}
+	}
+	return s.pool.QueryRow(ctx, sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// collect scans every row with scan, and closes rows.
+func collect[T any](s *Store, rows pgx.Rows, doing string, scan func(pgx.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, s.wrap(err, doing)
+		}
+		out = append(out, v)
+	}
+	return out, s.wrap(rows.Err(), doing)
+}
+
+// wrap turns a driver error into a registry error.
+func (s *Store) wrap(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var re *registry.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if s.closed.Load() {
+		return errClosed
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505":
+			return &registry.Error{Code: registry.CodeConflict, Message: "the change conflicts with an existing record (" + pe.ConstraintName + ")", Err: err}
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == "53300":
+			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("database %s is unavailable (%s); try again", s.desc, pe.Message), Err: err}
+		case pe.Code == "53100":
+			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("disk full writing %s", s.desc), Err: err}
+		}
+	} else if isConnError(err) {
+		return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("cannot reach the database %s; try again", s.desc), Err: err}
+	}
+	return &registry.Error{Code: registry.CodeInternal, Message: "database error while trying to " + doing, Err: err}
+}
+
+// isConnError reports whether err means the server could not be reached or
+// the connection broke.
+func isConnError(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed), pgconn.SafeToRetry(err), pgconn.Timeout(err):
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") || strings.Contains(msg, "connection refused")
+}
+
+// pgErr returns err's PostgreSQL error, if it has one.
+func pgErr(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+func isUniqueViolation(err error, constraint string) bool {
+	pe := pgErr(err)
+	return pe != nil && pe.Code == "23505" && (constraint == "" || pe.ConstraintName == constraint)
+}
+
+func isForeignKeyViolation(err error) bool {
+	pe := pgErr(err)
+	return pe != nil && pe.Code == "23503"
+}
+
+// --- change notification ---
+
+func (s *Store) notifyLocal() {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	for ch := range s.listeners {
+		signal(ch)
+	}
+}
+
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// NotifyChanges signals ch after every write through this Store at once, and
+// after other processes' feed-writing commits as PostgreSQL delivers their
+// notifications: it holds a connection of its own that LISTENs on
+// tether_changes. If that connection drops, it reconnects with backoff, and
+// meanwhile polls ChangesLatest every PollInterval. It returns when ctx is
+// done or the store closes.
+func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
+	s.listenMu.Lock()
+	if s.closed.Load() {
+		s.listenMu.Unlock()
+		return errClosed
+	}
+	s.notifiers.Add(1)
+	s.listeners[ch] = struct{}{}
+	s.listenMu.Unlock()
+	defer s.notifiers.Done()
+	defer func() {
+		s.listenMu.Lock()
+		delete(s.listeners, ch)
+		s.listenMu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	backoff := 100 * time.Millisecond
+	for {
+		conn, err := s.listen(ctx)
+		if err == nil {
+			// Commits between the previous connection and this one (or
+			// before the first) were not notified: look once.
+			signal(ch)
+			backoff = 100 * time.Millisecond
+			for {
+				if _, err = conn.WaitForNotification(ctx); err != nil {
+					break
+				}
+				signal(ch)
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Disconnected: poll the feed's end until the next attempt.
+		if !s.pollUntil(ctx, ch, time.Now().Add(backoff)) {
+			return nil
+		}
+		backoff = min(2*backoff, s.opts.MaxReconnectBackoff)
+	}
+}
+
+// listen opens a connection and LISTENs on the notification channel.
+func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.connConf.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	s.listenerPID.Store(conn.PgConn().PID())
+	return conn, nil
+}
+
+// pollUntil polls ChangesLatest every PollInterval until deadline, signalling
+// ch when the feed's end moved (and once at first). It reports false when ctx
+// ended.
+func (s *Store) pollUntil(ctx context.Context, ch chan<- struct{}, deadline time.Time) bool {
+	var last int64 = -1
+	for {
+		if latest, _, err := s.ChangesLatest(ctx); err == nil && latest != last {
+			signal(ch)
+			last = latest
+		}
+		wait := min(s.opts.PollInterval, time.Until(deadline))
+		if wait <= 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
