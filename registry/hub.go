@@ -86,7 +86,15 @@ func (h *hub) close() {
 func (h *hub) follow(ctx context.Context) {
 	defer close(h.done)
 	signal := make(chan struct{}, 1)
-	go func() { _ = h.store.NotifyChanges(ctx, signal) }()
+	// The notifier holds a connection of the store: wait for it to let go
+	// before reporting the hub stopped, so that closing the store after the
+	// registry finds nothing of ours still open.
+	notifying := make(chan struct{})
+	go func() {
+		defer close(notifying)
+		_ = h.store.NotifyChanges(ctx, signal)
+	}()
+	defer func() { <-notifying }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -344,8 +344,19 @@ func jobSet(a *args, s *registry.JobSet) string {
 // reaperRecord renders the history and audit inserts of the reaper's batch,
 // from the relation u of changed jobs (id, cluster_id, state, attempt), as
 // CTEs: two statements' worth of rows, whatever the batch's size.
-func reaperRecord(a *args, now time.Time, actor string) string {
+// reaperRecord is the tail of a reaper statement: a history entry for each
+// job the batch changed (u), and one audit entry for the batch (the reaper is
+// the system, not an admin or an agent; each job's timeline has the detail).
+func reaperRecord(a *args, now time.Time, actor string, expire bool) string {
 	at, who := a.add(ms(now))+"::BIGINT", a.add(actor)+"::TEXT"
+	var action, reason string
+	if expire {
+		action = a.add(registry.AuditJobExpire) + "::TEXT"
+		reason = `s.n || ' queued jobs expired before any agent acked them'`
+	} else {
+		action = a.add(registry.AuditJobReclaim) + "::TEXT"
+		reason = `'leases expired: ' || s.q || ' jobs back in the queue, ' || s.f || ' failed on their last attempt'`
+	}
 	return `h AS (INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
 			SELECT u.id, ` + at + `, CASE u.state WHEN 'queued' THEN 'reclaimed' WHEN 'failed' THEN 'failed' ELSE 'expired' END,
 				` + who + `, u.attempt, u.state,
@@ -354,13 +365,10 @@ func reaperRecord(a *args, now time.Time, actor string) string {
 					WHEN 'failed' THEN 'lease expired on the last attempt: failed (lease_expired)'
 					ELSE 'expired before any agent acked it' END
 			FROM u),
-		a AS (INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
-			SELECT ` + at + `, ` + who + `,
-				CASE u.state WHEN 'queued' THEN ` + a.add(registry.AuditJobReclaim) + `::TEXT WHEN 'failed' THEN ` + a.add(registry.AuditJobLeaseExhausted) +
-		`::TEXT ELSE ` + a.add(registry.AuditJobExpire) + `::TEXT END,
-				u.cluster_id, 'job', u.id,
-				CASE u.state WHEN 'queued' THEN 'lease expired' WHEN 'failed' THEN 'lease expired on the last attempt' ELSE 'not acked before it expired' END
-			FROM u)`
+		a AS (INSERT INTO audit (at, actor, action, target_kind, reason)
+			SELECT ` + at + `, ` + who + `, ` + action + `, 'jobs', ` + reason + `
+			FROM (SELECT count(*) AS n, count(*) FILTER (WHERE state = 'queued') AS q, count(*) FILTER (WHERE state = 'failed') AS f FROM u) s
+			WHERE s.n > 0)`
 }
 
 // JobsReclaim is one statement. It picks its batch with FOR NO KEY UPDATE
@@ -388,7 +396,7 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 					last_activity_at = NULL, phase = '', updated_at = ` + now + `
 				FROM picked WHERE jobs.id = picked.id
 				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
-			` + reaperRecord(&a, p.Now, p.Actor) + `
+			` + reaperRecord(&a, p.Now, p.Actor, false) + `
 			SELECT count(*) FILTER (WHERE state = 'queued'), count(*) FILTER (WHERE state <> 'queued') FROM u`
 		return q.QueryRow(ctx, sql, a...).Scan(&counts.Requeued, &counts.Failed)
 	})
@@ -408,7 +416,7 @@ func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (in
 			u AS (UPDATE jobs SET state = 'expired', error = 'expired', finished_at = ` + now + `, updated_at = ` + now + `
 				FROM picked WHERE jobs.id = picked.id
 				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
-			` + reaperRecord(&a, p.Now, p.Actor) + `
+			` + reaperRecord(&a, p.Now, p.Actor, true) + `
 			SELECT count(*) FROM u`
 		return q.QueryRow(ctx, sql, a...).Scan(&n)
 	})

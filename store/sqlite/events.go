@@ -161,14 +161,9 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 }
 
 func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
-	// sqlite_sequence holds the last seq handed out, even after pruning.
-	err = s.queryRow(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
-		COALESCE((SELECT MIN(seq) FROM changes), 0)`).Scan(&latest, &oldest)
+	err = s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0), COALESCE(MIN(seq), 0) FROM changes`).Scan(&latest, &oldest)
 	if err != nil {
 		return 0, 0, s.wrap(err, "read the change feed")
-	}
-	if oldest == 0 {
-		oldest = latest + 1 // empty feed: the next entry is the oldest
 	}
 	return latest, oldest, nil
 }
@@ -176,8 +171,10 @@ func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err er
 func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
 	var n int64
 	err := s.write(ctx, func(t *txn) error {
+		// Keep at least the newest entry: the next seq is the largest plus
+		// one, so deleting it would hand its number out again.
 		res, err := t.exec(`DELETE FROM changes WHERE at < ? AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - ?`,
-			ms(p.Before), max(p.Keep, 0))
+			ms(p.Before), max(p.Keep, 1))
 		if err != nil {
 			return err
 		}

@@ -152,9 +152,10 @@ CREATE TABLE event_keys (
 ) WITHOUT ROWID;
 CREATE INDEX event_keys_seen ON event_keys (seen_at);
 
--- The audit trail outlives what it talks about: no foreign keys.
+-- The audit trail outlives what it talks about: no foreign keys. Nothing
+-- deletes audit entries, so the largest id is never reused.
 CREATE TABLE audit (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          INTEGER PRIMARY KEY,
     at          INTEGER NOT NULL,
     actor       TEXT NOT NULL,
     action      TEXT NOT NULL,
@@ -167,10 +168,11 @@ CREATE INDEX audit_cluster ON audit (cluster_id, id);
 CREATE INDEX audit_action ON audit (action, id);
 
 -- The change feed: one row per change, written by the triggers below in the
--- transaction that made the change. AUTOINCREMENT: a sequence number is never
--- reused, even after pruning.
+-- transaction that made the change. A new row's seq is the largest plus one,
+-- and pruning always keeps the newest row, so a seq is never reused (without
+-- AUTOINCREMENT's bookkeeping write on every change).
 CREATE TABLE changes (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     kind       TEXT NOT NULL,
     entity_id  TEXT NOT NULL,
     cluster_id TEXT NOT NULL DEFAULT '',
