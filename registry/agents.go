@@ -10,10 +10,11 @@ import (
 )
 
 // Agent is an authenticated agent: the credential it presented and its
-// cluster as of the request.
+// cluster as of the request. Both may be shared with the registry's cache:
+// treat them as read-only.
 type Agent struct {
-	Credential Credential
-	Cluster    Cluster
+	Credential *Credential
+	Cluster    *Cluster
 }
 
 // Actor is how the agent appears in the audit trail.
@@ -197,7 +198,7 @@ func (r *Registry) Authenticate(ctx context.Context, bearer string, purpose Auth
 	if cluster.State == ClusterDisabled {
 		return nil, Errorf(CodeClusterDisabled, "cluster %s is disabled by an admin", cluster.ID)
 	}
-	return &Agent{Credential: *cred, Cluster: *cluster}, nil
+	return &Agent{Credential: cred, Cluster: cluster}, nil
 }
 
 // credentialWithCluster reads a credential and its cluster through the
@@ -254,7 +255,7 @@ func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCrede
 	if err != nil {
 		return nil, err
 	}
-	return &IssuedCredential{Credential: cred, Cluster: a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}, nil
+	return &IssuedCredential{Credential: cred, Cluster: *a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}, nil
 }
 
 // ListCredentials returns a cluster's credentials, newest first.

@@ -33,13 +33,14 @@ const (
 	cacheMaxEntries = 100000
 )
 
+// Cached records are shared by every reader: nobody may modify them.
 type cachedCredential struct {
-	cred Credential
+	cred *Credential
 	at   time.Time
 }
 
 type cachedCluster struct {
-	cluster Cluster
+	cluster *Cluster
 	at      time.Time
 }
 
@@ -50,14 +51,14 @@ func newRecordCache(h *hub) *recordCache {
 }
 
 // credential returns a cached credential, or loads and (when safe) caches it.
+// The result is shared: read-only.
 func (c *recordCache) credential(ctx context.Context, store Store, id string) (*Credential, error) {
 	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.creds[id]
 	c.mu.Unlock()
 	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
-		cred := e.cred
-		return &cred, nil
+		return e.cred, nil
 	}
 	seq, following := c.hub.positionIfFollowing()
 	cred, err := store.CredentialGet(ctx, id)
@@ -69,7 +70,7 @@ func (c *recordCache) credential(ctx context.Context, store Store, id string) (*
 			c.mu.Lock() // lock order: hub, then cache (as dispatch)
 			defer c.mu.Unlock()
 			if len(c.creds) < cacheMaxEntries {
-				c.creds[id] = cachedCredential{cred: *cred, at: now}
+				c.creds[id] = cachedCredential{cred: cred, at: now}
 				set := c.byCluster[cred.ClusterID]
 				if set == nil {
 					set = map[string]struct{}{}
@@ -82,15 +83,15 @@ func (c *recordCache) credential(ctx context.Context, store Store, id string) (*
 	return cred, nil
 }
 
-// cluster returns a cached cluster (by id), or loads and caches it.
+// cluster returns a cached cluster (by id), or loads and caches it. The
+// result is shared: read-only.
 func (c *recordCache) cluster(ctx context.Context, store Store, id string) (*Cluster, error) {
 	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.clusters[id]
 	c.mu.Unlock()
 	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
-		cl := e.cluster
-		return &cl, nil
+		return e.cluster, nil
 	}
 	seq, following := c.hub.positionIfFollowing()
 	cl, err := store.ClusterGet(ctx, id)
@@ -102,7 +103,7 @@ func (c *recordCache) cluster(ctx context.Context, store Store, id string) (*Clu
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if len(c.clusters) < cacheMaxEntries {
-				c.clusters[id] = cachedCluster{cluster: *cl, at: now}
+				c.clusters[id] = cachedCluster{cluster: cl, at: now}
 			}
 		})
 	}

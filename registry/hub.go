@@ -19,8 +19,8 @@ type hub struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 	last      int64
-	advanced  chan struct{} // closed and replaced whenever last moves
-	waiters   map[string]map[chan struct{}]struct{}
+	advanced  chan struct{}              // closed and replaced whenever last moves
+	waiters   map[string][]chan struct{} // per cluster: usually one poll, a slice is the cheapest set
 	followErr error
 	// evict, when set, is told of every change (the record cache).
 	evict func(Change)
@@ -32,7 +32,7 @@ const (
 )
 
 func newHub(store Store) *hub {
-	return &hub{store: store, advanced: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+	return &hub{store: store, advanced: make(chan struct{}), waiters: map[string][]chan struct{}{}}
 }
 
 // start begins following the feed from its current end.
@@ -74,7 +74,7 @@ func (h *hub) close() {
 	defer h.mu.Unlock()
 	close(h.advanced) // release watchers; they see closed and stop
 	for _, set := range h.waiters {
-		for ch := range set {
+		for _, ch := range set {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -183,7 +183,7 @@ func (h *hub) dispatch(changes []Change) {
 }
 
 func (h *hub) wakeLocked(clusterID string) {
-	for ch := range h.waiters[clusterID] {
+	for _, ch := range h.waiters[clusterID] {
 		select {
 		case ch <- struct{}{}:
 		default: // already has a wake-up pending
@@ -202,18 +202,23 @@ func (h *hub) subscribe(clusterID string) (<-chan struct{}, func(), error) {
 	if h.closed {
 		return nil, nil, Errorf(CodeUnavailable, "registry is closed")
 	}
-	set := h.waiters[clusterID]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		h.waiters[clusterID] = set
-	}
-	set[ch] = struct{}{}
+	h.waiters[clusterID] = append(h.waiters[clusterID], ch)
 	return ch, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		delete(set, ch)
-		if len(h.waiters[clusterID]) == 0 {
+		set := h.waiters[clusterID]
+		for i, c := range set {
+			if c == ch {
+				set[i] = set[len(set)-1]
+				set[len(set)-1] = nil
+				set = set[:len(set)-1]
+				break
+			}
+		}
+		if len(set) == 0 {
 			delete(h.waiters, clusterID)
+		} else {
+			h.waiters[clusterID] = set
 		}
 	}, nil
 }

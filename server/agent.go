@@ -35,7 +35,7 @@ func (s *Server) handleRegister(c *call) error {
 		s.metrics.registrationFailed(err)
 		return err
 	}
-	c.log.Info("agent registered", "cluster", issued.Cluster.ID, "credential", issued.Credential.ID,
+	c.log().Info("agent registered", "cluster", issued.Cluster.ID, "credential", issued.Credential.ID,
 		"capabilities", strings.Join(issued.Credential.Capabilities, ","))
 	return writeJSON(c.w, http.StatusOK, credentialJSON(issued))
 }
@@ -50,12 +50,12 @@ func (s *Server) handleRotate(c *call) error {
 	if err != nil {
 		return err
 	}
-	c.log.Info("credential rotated", "old", c.agent.Credential.ID, "new", issued.Credential.ID, "old_valid_until", issued.GraceUntil)
+	c.log().Info("credential rotated", "old", c.agent.Credential.ID, "new", issued.Credential.ID, "old_valid_until", issued.GraceUntil)
 	return writeJSON(c.w, http.StatusOK, credentialJSON(issued))
 }
 
 func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
-	lease := registry.LeaseFor(&registry.Agent{Credential: ic.Credential, Cluster: ic.Cluster})
+	lease := registry.LeaseFor(&registry.Agent{Credential: &ic.Credential, Cluster: &ic.Cluster})
 	return credentialResponse{
 		ClusterID:    ic.Cluster.ID,
 		Token:        ic.Token.Reveal(),
@@ -99,7 +99,7 @@ func (s *Server) handlePoll(c *call) error {
 		}
 	}()
 	for {
-		jobs, err := s.reg.PollJobs(c.ctx, c.agent, p.Cluster, p.Limit)
+		jobs, err := offStack(func() ([]registry.Job, error) { return s.reg.PollJobs(c.ctx, c.agent, p.Cluster, p.Limit) })
 		if err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func (s *Server) handlePoll(c *call) error {
 		case <-wake:
 			// A job was queued, or the cluster changed (disabled, deleted):
 			// check the credential again, then look.
-			a, err := s.reg.Authenticate(c.ctx, bearerOf(c.r), registry.AuthAny)
+			a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearerOf(c.r), registry.AuthAny) })
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (s *Server) handleReady(c *call) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	if err := s.reg.Ping(ctx); err != nil {
-		c.log.Warn("not ready", "err", err)
+		c.log().Warn("not ready", "err", err)
 		return errf(registry.CodeUnavailable, "store not ready: %s", registry.ErrorMessage(err))
 	}
 	return writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})

@@ -252,8 +252,23 @@ type call struct {
 	agent *registry.Agent
 	body  []byte
 	jobID string
-	log   *slog.Logger // with the request id (and the cluster, once known)
-	err   error        // the refusal, for the access log
+	err   error // the refusal, for the access log
+
+	s         *Server
+	requestID string
+	logWith   *slog.Logger // built on first use: a held poll should not carry one
+}
+
+// log returns the request's logger, with its request id and (once known) its
+// cluster.
+func (c *call) log() *slog.Logger {
+	if c.logWith == nil {
+		c.logWith = c.s.log.With("request_id", c.requestID)
+		if c.agent != nil {
+			c.logWith = c.logWith.With("cluster", c.agent.Cluster.ID)
+		}
+	}
+	return c.logWith
 }
 
 func newRequestID() string { return "rq-" + strings.ToLower(ulid.Make().String()) }
@@ -263,14 +278,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newRequestID()
 	w.Header().Set(headerRequestID, id)
 	rec := &recorder{ResponseWriter: w}
-	c := &call{w: rec, raw: w, r: r, ctx: r.Context(), log: s.log.With("request_id", id)}
+	c := &call{s: s, w: rec, raw: w, r: r, ctx: r.Context(), requestID: id}
 	pattern := "unmatched"
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			c.log.Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			c.log().Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if !rec.wrote {
 				writeError(rec, errf(registry.CodeInternal, "the server failed while handling this request"))
 			}
@@ -337,13 +352,12 @@ func (s *Server) prepare(c *call) error {
 		if !ok {
 			return errf(registry.CodeUnauthorized, "a bearer credential is required: Authorization: Bearer <token>")
 		}
-		a, err := s.reg.Authenticate(c.ctx, bearer, purpose)
+		a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearer, purpose) })
 		if err != nil {
 			return err
 		}
 		c.agent = a
 		c.ctx = registry.WithActor(c.ctx, a.Actor())
-		c.log = c.log.With("cluster", a.Cluster.ID)
 		if ok, wait := s.limits.allow(a.Cluster.ID, time.Now()); !ok {
 			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
 			return errf(registry.CodeRateLimited, "cluster %s is over its rate limit; retry after %d s", a.Cluster.ID, retryAfterSeconds(wait))
@@ -368,6 +382,26 @@ func (s *Server) prepare(c *call) error {
 		}
 	}
 	return nil
+}
+
+// offStack runs f on a goroutine of its own and waits for it. A held
+// long-poll keeps its goroutine's stack for as long as it waits (stacks only
+// shrink when the collector runs), and the store's queries need a deep stack
+// (SQLite is C translated to Go): done elsewhere, they leave each of
+// thousands of held polls with a small one. It costs a goroutine start, about
+// a microsecond.
+func offStack[T any](f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	r := <-done
+	return r.v, r.err
 }
 
 // bearerToken returns the Authorization header's bearer token.
@@ -455,5 +489,5 @@ func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time)
 			attrs = append(attrs, slog.Any("err", c.err)) // the cause, for the operator; callers saw only the message
 		}
 	}
-	c.log.LogAttrs(context.Background(), level, "request", attrs...)
+	c.log().LogAttrs(context.Background(), level, "request", attrs...)
 }

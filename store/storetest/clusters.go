@@ -146,7 +146,7 @@ func testClusters(t *testing.T, newStore NewStore) {
 		e := newEnv(t, newStore)
 		pending, _ := e.cluster("never-registered", nil)
 		a, cred := e.agent("registered")
-		for _, c := range []*registry.Cluster{pending, &a.Cluster} {
+		for _, c := range []*registry.Cluster{pending, a.Cluster} {
 			d, err := e.reg.SetClusterEnabled(e.ctx, c.ID, false, "maintenance")
 			wantNoErr(t, err)
 			if d.State != registry.ClusterDisabled {
