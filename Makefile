@@ -13,9 +13,9 @@ all: lint test build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tether
 
-## run: build and start tether over $(DB)
+## run: build and open the console over $(DB), serving the agent API in the same process
 run: build
-	./$(BIN) --db $(DB) version
+	./$(BIN) --db $(DB) console --serve
 
 ## test: every test; the race detector runs too where cgo is available
 test:

@@ -4,27 +4,26 @@ import "time"
 
 // Audit actions. Every change to security state or to a job's fate has one.
 const (
-	AuditClusterCreate     = "cluster.create"
-	AuditClusterUpdate     = "cluster.update"
-	AuditClusterDisable    = "cluster.disable"
-	AuditClusterEnable     = "cluster.enable"
-	AuditClusterDelete     = "cluster.delete"
-	AuditTokenIssue        = "token.issue"
-	AuditTokenRevoke       = "token.revoke"
-	AuditRegister          = "agent.register"
-	AuditRegisterFailed    = "agent.register_failed"
-	AuditCredentialRotate  = "credential.rotate"       // by the agent
-	AuditCredentialForce   = "credential.force_rotate" // by an admin: old one may only rotate
-	AuditCredentialRevoke  = "credential.revoke"
-	AuditJobSubmit         = "job.submit"
-	AuditJobClaim          = "job.claim"
-	AuditJobResult         = "job.result"
-	AuditJobRequeue        = "job.requeue"
-	AuditJobCancel         = "job.cancel"
-	AuditJobExtendLease    = "job.extend_lease"
-	AuditJobReclaim        = "job.reclaim"
-	AuditJobLeaseExhausted = "job.lease_exhausted"
-	AuditJobExpire         = "job.expire"
+	AuditClusterCreate    = "cluster.create"
+	AuditClusterUpdate    = "cluster.update"
+	AuditClusterDisable   = "cluster.disable"
+	AuditClusterEnable    = "cluster.enable"
+	AuditClusterDelete    = "cluster.delete"
+	AuditTokenIssue       = "token.issue"
+	AuditTokenRevoke      = "token.revoke"
+	AuditRegister         = "agent.register"
+	AuditRegisterFailed   = "agent.register_failed"
+	AuditCredentialRotate = "credential.rotate"       // by the agent
+	AuditCredentialForce  = "credential.force_rotate" // by an admin: old one may only rotate
+	AuditCredentialRevoke = "credential.revoke"
+	AuditJobSubmit        = "job.submit"
+	AuditJobClaim         = "job.claim"
+	AuditJobResult        = "job.result"
+	AuditJobRequeue       = "job.requeue"
+	AuditJobCancel        = "job.cancel"
+	AuditJobExtendLease   = "job.extend_lease"
+	AuditJobReclaim       = "job.reclaim" // one entry per reaper batch
+	AuditJobExpire        = "job.expire"  // one entry per reaper batch
 )
 
 // AuditEntry records who did what to which record and why. It never holds a

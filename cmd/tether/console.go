@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+	"github.com/tetherhq/tether/tui"
+)
+
+func init() { register(newConsoleCmd) }
+
+// consoleOptions are the console's flags.
+type consoleOptions struct {
+	serve    bool
+	listen   string
+	readOnly bool
+	theme    string
+	start    string
+}
+
+// notATerminal is what the console says when it cannot run: where to find the
+// same information without it.
+const notATerminal = `the console needs an interactive terminal (%s).
+The same information and actions are available from the CLI:
+  tether cluster list                     the fleet: state, heartbeat, open jobs
+  tether cluster get NAME                 one cluster: allowlists, credentials, tokens, jobs
+  tether job list --state queued          the queues (--cluster, --kind, --search filter)
+  tether job get ID                       one job: claim, lease, timeline, result
+  tether events --follow                  the live tail of agent events
+  tether audit                            the audit trail
+  tether serve                            the agent API on its own`
+
+func newConsoleCmd(g *globals) *cobra.Command {
+	var opts consoleOptions
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Open the console: the fleet, the queues, live events and the audit trail in the terminal",
+		Long: `Open the console over the --db database: an overview, the clusters (create,
+issue tokens, edit allowlists, rotate or revoke credentials, disable, delete),
+the job queues (requeue, cancel, extend leases), the live event tail and the
+audit trail. ? shows the keys of each screen; : opens the command line.
+
+--serve also runs the agent API in the same process (as tether serve does,
+with its reaper and pruner), so that agents can register with the tokens the
+console issues; its address is shown in the header and its log goes to
+DB.serve.log (tether-serve.log for a PostgreSQL database). --read-only
+hides and refuses every change.
+
+Themes: --theme or $TETHER_THEME picks dark, light, high-contrast, mono, auto
+(the default: dark or light from the terminal's background), or a user theme:
+NAME.json in the themes directory of the user's configuration directory
+(~/.config/tether/themes on Linux), or a path to a .json file. NO_COLOR (any
+non-empty value) selects mono unless --theme says otherwise. A theme file
+starts from a built-in theme and sets any of its colours:
+
+  {"name": "ocean", "base": "dark", "colors": {"accent": "#268bd2", "danger": "196"}}
+
+Colours: foreground, muted, border, accent, accentText, selectedBackground,
+selectedForeground, marked, header, good, warning, danger, info; each
+"#rrggbb", "#rgb", an ANSI number 0-255, or "none".`,
+		Example: `  tether console
+  tether console --serve --listen 0.0.0.0:7070
+  tether console --read-only --theme high-contrast`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("listen") && !opts.serve {
+				return usagef("--listen needs --serve")
+			}
+			return runConsole(cmd.Context(), g, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.serve, "serve", false, "also serve the agent API in this process")
+	f.StringVar(&opts.listen, "listen", defaultListen, "with --serve: address to listen on (host:port; port 0 picks a free port)")
+	f.BoolVar(&opts.readOnly, "read-only", false, "hide and refuse every change")
+	f.StringVar(&opts.theme, "theme", "", "theme: auto, dark, light, high-contrast, mono or a user theme name (env TETHER_THEME)")
+	f.StringVar(&opts.start, "view", "overview", "first screen: overview, clusters, jobs, events or audit")
+	return cmd
+}
+
+// terminalProblem says why the console cannot run here, or "" when it can.
+func terminalProblem(stdout io.Writer) string {
+	if t := os.Getenv("TERM"); t == "dumb" {
+		return "TERM is dumb"
+	}
+	f, ok := stdout.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return "standard output is not a terminal"
+	}
+	return ""
+}
+
+func runConsole(ctx context.Context, g *globals, opts consoleOptions) error {
+	choice, err := consoleChoice(g, opts)
+	if err != nil {
+		return err
+	}
+	a, err := openApp(ctx, g, registry.Config{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wait func() error
+	serveAddr := ""
+	if opts.serve {
+		addr, w, closeLog, err := serveBeside(ctx, g, a, opts.listen)
+		if err != nil {
+			return err
+		}
+		defer closeLog()
+		wait, serveAddr = w, addr
+	}
+	runErr := showConsole(ctx, g, a, choice, opts, serveAddr)
+	cancel() // stops the agent API too
+	if wait != nil {
+		if err := wait(); err != nil && runErr == nil {
+			runErr = registry.Errorf(registry.CodeUnavailable, "the agent API stopped with an error: %v", err)
+		}
+	}
+	return runErr
+}
+
+// serveLogPath is where the agent API run beside the console logs: next to a
+// SQLite database, or in the working directory for a PostgreSQL one.
+func serveLogPath(g *globals) string {
+	if isPostgresURL(g.db) {
+		return "tether-serve.log"
+	}
+	return g.db + ".serve.log"
+}
+
+// serveBeside starts the agent API in this process, logging to
+// serveLogPath (the terminal belongs to the console).
+func serveBeside(ctx context.Context, g *globals, a *app, listen string) (addr string, wait func() error, closeLog func(), err error) {
+	logPath := serveLogPath(g)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", nil, nil, registry.Errorf(registry.CodeInvalid, "cannot open the server log %s: %v", logPath, err)
+	}
+	addr, wait, err = startAgentAPI(ctx, a, serveOptions{listen: listen, logger: slog.New(slog.NewTextHandler(logFile, nil))})
+	if err != nil {
+		logFile.Close()
+		return "", nil, nil, err
+	}
+	return addr, wait, func() { logFile.Close() }, nil
+}
+
+// consoleChoice checks that the console can run here (a terminal, a known
+// first screen) and picks its theme. Its errors are usage errors: exit 2.
+func consoleChoice(g *globals, opts consoleOptions) (themes.Choice, error) {
+	if problem := terminalProblem(g.stdout); problem != "" {
+		return themes.Choice{}, &exitCodeError{code: exitUsage, msg: fmt.Sprintf(notATerminal, problem)}
+	}
+	if opts.start == "" {
+		opts.start = "overview"
+	}
+	valid := false
+	for _, v := range []string{"overview", "clusters", "jobs", "events", "audit"} {
+		valid = valid || opts.start == v
+	}
+	if !valid {
+		return themes.Choice{}, usagef("--view %q is not one of overview, clusters, jobs, events, audit", opts.start)
+	}
+	dir, _ := themes.Dir()
+	choice, err := themes.Select(opts.theme, os.Getenv, dir)
+	if err != nil {
+		return themes.Choice{}, &exitCodeError{code: exitUsage, msg: sentence(err.Error())}
+	}
+	return choice, nil
+}
+
+// showConsole runs the console over a's registry until the person quits (or
+// ctx ends). serveAddr is the agent API's address when this process serves
+// it: the header shows it and new tokens' register command points at it.
+// tether demo can show its simulated fleet with it.
+func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, opts consoleOptions, serveAddr string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	serverURL := os.Getenv("TETHER_SERVER_URL")
+	switch {
+	case serverURL != "":
+	case serveAddr != "":
+		serverURL = "http://" + serveAddr
+	default:
+		serverURL = "http://" + defaultListen
+	}
+	model := tui.New(tui.Options{
+		Backend:   tui.NewLocal(a.reg, adminActor()),
+		Theme:     choice,
+		ReadOnly:  opts.readOnly,
+		ServeAddr: serveAddr,
+		ServerURL: serverURL,
+		Source:    a.store.Path(), // a PostgreSQL URL without its password
+		Start:     opts.start,
+		Context:   ctx,
+	})
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(g.stdout)}
+	if choice.NoColor {
+		progOpts = append(progOpts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	_, err := tea.NewProgram(model, progOpts...).Run()
+	if ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
+		return nil // SIGINT or SIGTERM from outside: a normal way out
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+// Package benchseed fills a database with a large fleet fast, for
+// benchmarks: the schema comes from store/sqlite (so it is the real one), and
+// the rows from a few INSERT ... SELECT statements over a counter in a single
+// transaction, through database/sql and modernc.org/sqlite. Only clusters and
+// jobs are inserted; the schema's triggers maintain the job counters and the
+// change feed, as they do for jobs submitted one by one.
+//
+// A million jobs take seconds rather than the minutes the registry would need
+// job by job, and Cached builds each size once per process.
+package benchseed
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/tetherhq/tether/store/sqlite"
+)
+
+// Config sizes a fleet.
+type Config struct {
+	Clusters int
+	Jobs     int
+	// Now is the fleet's present: jobs were created over the 30 days before
+	// it, and every cluster registered at it (so none is silent yet; nothing
+	// but clusters and jobs is inserted). Zero is DefaultNow.
+	Now time.Time
+}
+
+// DefaultNow is the present of a fleet whose Config leaves Now zero.
+var DefaultNow = time.Date(2026, 5, 28, 10, 0, 0, 0, time.UTC)
+
+// The shape of the jobs, by age: the newest 2% are queued, the next 0.5% in
+// progress (half of them with a lease, one in five of those expired), the rest ended:
+// 90% succeeded, 5% failed (one in ten of them out of attempts, error
+// lease_expired), then canceled, noop and expired.
+const (
+	queuedShare     = 0.02
+	inProgressShare = 0.005
+	window          = 30 * 24 * time.Hour
+)
+
+// ClusterID is the id of the i-th cluster of a seeded fleet.
+func ClusterID(i int) string { return fmt.Sprintf("cl-bench%018d", i) }
+
+// JobID is the id of the i-th job (the oldest is 0).
+func JobID(i int) string { return fmt.Sprintf("j-bench%019d", i) }
+
+// Create makes a database at path (which must not exist) holding cfg's fleet.
+func Create(ctx context.Context, path string, cfg Config) error {
+	if cfg.Now.IsZero() {
+		cfg.Now = DefaultNow
+	}
+	if cfg.Clusters < 1 {
+		return fmt.Errorf("benchseed: a fleet needs at least one cluster")
+	}
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(OFF)", "foreign_keys(1)", "cache_size(-262144)"} {
+		q.Add("_pragma", p)
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+
+	now := cfg.Now.UnixMilli()
+	step := window.Milliseconds() / int64(max(1, cfg.Jobs))
+	n := int64(cfg.Jobs)
+	queuedFrom := n - int64(float64(n)*queuedShare)
+	progressFrom := queuedFrom - int64(float64(n)*inProgressShare)
+	stmts := []struct {
+		what string
+		sql  string
+		args []any
+	}{
+		{"clusters", `WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
+			INSERT INTO clusters (id, name, organization, allowed_namespaces, allowed_catalog_entries, allowed_operation_templates,
+				mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at)
+			SELECT printf('cl-bench%018d', i), printf('cluster-%03d', i), 'bench', '["*"]', '["*"]', '["*"]',
+				'pull', 'active', 60, 5, '[]', 1, ? - 2592000000, ? - 2592000000, ? FROM c`,
+			[]any{cfg.Clusters, now, now, now}},
+		{"jobs", `WITH RECURSIVE j(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM j WHERE i + 1 < ?),
+			s(i, created, state, leased, expired) AS (
+				SELECT i, ? - (? - i) * ?,
+					CASE WHEN i >= ? THEN 'queued' WHEN i >= ? THEN 'in_progress'
+						WHEN i % 100 < 90 THEN 'succeeded' WHEN i % 100 < 95 THEN 'failed'
+						WHEN i % 100 < 97 THEN 'canceled' WHEN i % 100 < 99 THEN 'noop' ELSE 'expired' END,
+					i % 2 = 0, i % 10 = 0
+				FROM j)
+			INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
+				state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
+				lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at)
+			SELECT printf('j-bench%019d', i), printf('cl-bench%018d', i % ?), 'apply', '', 'Deployment',
+				printf('ns-%d', i % 50), printf('app-%d', i),
+				CAST(printf('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app-%d","namespace":"ns-%d"},"spec":{"replicas":2}}', i, i % 50) AS BLOB),
+				'', state,
+				CASE WHEN state = 'failed' AND i % 10 = 0 THEN 5 ELSE 1 END,
+				created,
+				CASE WHEN state IN ('queued', 'in_progress') THEN created ELSE created + 5000 END,
+				NULL, 'admin:bench',
+				CASE WHEN state = 'in_progress' THEN printf('fc-%020d', i) END,
+				CASE WHEN state = 'in_progress' THEN created + 1000 END,
+				CASE WHEN state = 'in_progress' THEN 'cr-bench' END,
+				CASE WHEN state = 'in_progress' AND leased THEN 60 ELSE 0 END,
+				CASE WHEN state = 'in_progress' AND leased THEN (CASE WHEN expired THEN ? - 60000 ELSE ? + 30000 END) END,
+				CASE WHEN state = 'in_progress' THEN created + 1000 ELSE NULL END,
+				CASE WHEN state = 'in_progress' THEN 'Applying' ELSE '' END,
+				CASE WHEN state IN ('queued', 'in_progress', 'canceled', 'expired') THEN '' ELSE state END,
+				CASE state WHEN 'failed' THEN (CASE WHEN i % 10 = 0 THEN 'lease_expired' ELSE 'ImagePullBackOff' END)
+					WHEN 'canceled' THEN 'canceled' WHEN 'expired' THEN 'expired' ELSE '' END,
+				NULL,
+				CASE WHEN state IN ('queued', 'in_progress') THEN NULL ELSE created + 5000 END
+			FROM s`,
+			[]any{cfg.Jobs, now, n, step, queuedFrom, progressFrom, cfg.Clusters, now, now}},
+	}
+	for _, s := range stmts {
+		if s.what == "jobs" && cfg.Jobs == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
+			return fmt.Errorf("benchseed: insert %s: %w", s.what, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	return err
+}
+
+var (
+	mu    sync.Mutex
+	built = map[Config]string{}
+	dirs  []string
+)
+
+// Cached returns the path of a database holding cfg's fleet, building it
+// the first time a process asks for that size. Call Cleanup when the
+// process is done with them (from TestMain).
+func Cached(tb testing.TB, cfg Config) string {
+	tb.Helper()
+	if cfg.Now.IsZero() {
+		cfg.Now = DefaultNow
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if path, ok := built[cfg]; ok {
+		return path
+	}
+	dir, err := os.MkdirTemp("", "tether-benchseed-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dirs = append(dirs, dir)
+	path := filepath.Join(dir, "tether.db")
+	start := time.Now()
+	if err := Create(context.Background(), path, cfg); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("benchseed: %d clusters and %d jobs in %s", cfg.Clusters, cfg.Jobs, time.Since(start).Round(time.Millisecond))
+	built[cfg] = path
+	return path
+}
+
+// Cleanup removes every database Cached built.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
+	dirs, built = nil, map[Config]string{}
+}

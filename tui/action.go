@@ -1,0 +1,74 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Actions are the console's changes. A view or modal asks the root to run
+// one (runAction); the root refuses it in read-only mode, runs it in a
+// tea.Cmd with a spinner in the status line, and reports its outcome there:
+// the success text, or the exact error.
+
+// outcome is what an action reports.
+type outcome struct {
+	ok  string // the status line on success
+	err error
+	// then runs on the root after the outcome is shown, success or not:
+	// showing the new token, reopening a form with the error, offering a
+	// reload after a conflict.
+	then func(m *Model) tea.Cmd
+}
+
+type actionFunc func(ctx context.Context) outcome
+
+// actionTimeout bounds an action; the registry answers in milliseconds, so
+// hitting it means the database is locked or gone.
+const actionTimeout = 30 * time.Second
+
+// runActionMsg asks the root to run an action.
+type runActionMsg struct {
+	label string // what is running, e.g. "requeue j-…"
+	fn    actionFunc
+}
+
+func runAction(label string, fn actionFunc) tea.Cmd {
+	return func() tea.Msg { return runActionMsg{label: label, fn: fn} }
+}
+
+// actionDoneMsg is an action's outcome.
+type actionDoneMsg struct {
+	id    int
+	label string
+	outcome
+}
+
+func (m *Model) startAction(msg runActionMsg) tea.Cmd {
+	if m.ctx.ReadOnly {
+		return failed("read-only mode: " + msg.label + " refused (the console was started with --read-only)")
+	}
+	m.nextAction++
+	id := m.nextAction
+	m.running[id] = msg.label
+	fn := msg.fn
+	return tea.Batch(m.startSpinner(), func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), actionTimeout)
+		defer cancel()
+		return actionDoneMsg{id: id, label: msg.label, outcome: fn(ctx)}
+	})
+}
+
+func (m *Model) finishAction(msg actionDoneMsg) tea.Cmd {
+	delete(m.running, msg.id)
+	if msg.err != nil {
+		m.setStatus(statusErr, msg.label+" failed: "+errText(msg.err))
+	} else if msg.ok != "" {
+		m.setStatus(statusOK, msg.ok)
+	}
+	if msg.then != nil {
+		return msg.then(m)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Backend is everything the console reads and does. The console calls it only
+// from tea.Cmds, never from Update or View. Local serves it from a registry
+// in this process; a client of the admin API can serve it from a remote one.
+// Errors carry registry codes (registry.ErrorCode) and caller-facing messages
+// (registry.ErrorMessage), which the console shows as they are.
+type Backend interface {
+	// Now is the registry's clock: every age and countdown is measured
+	// against it.
+	Now() time.Time
+
+	// Watch streams changes from the feed position since (see
+	// registry.Registry.Watch); LatestSeq is the current position.
+	Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error)
+	LatestSeq(ctx context.Context) (int64, error)
+
+	ListClusters(ctx context.Context) ([]registry.Cluster, error)
+	GetCluster(ctx context.Context, id string) (*registry.Cluster, error)
+	CreateCluster(ctx context.Context, spec registry.ClusterSpec, tokenTTL time.Duration) (*registry.Cluster, *registry.IssuedToken, error)
+	UpdateCluster(ctx context.Context, id string, version int64, spec registry.ClusterSpec) (*registry.Cluster, error)
+	SetClusterEnabled(ctx context.Context, id string, enabled bool, reason string) (*registry.Cluster, error)
+	DeleteCluster(ctx context.Context, id, reason string) (*registry.Cluster, error)
+
+	IssueToken(ctx context.Context, clusterID string, ttl time.Duration) (*registry.IssuedToken, error)
+	// ListTokens returns a cluster's tokens, or every cluster's when
+	// clusterID is empty.
+	ListTokens(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error)
+	ListCredentials(ctx context.Context, clusterID string) ([]registry.Credential, error)
+	ForceRotation(ctx context.Context, clusterID, reason string) (int, error)
+	RevokeCredentials(ctx context.Context, clusterID, reason string) (int, error)
+
+	ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
+	CountJobs(ctx context.Context, p registry.JobListParams) (int, error)
+	JobCounts(ctx context.Context) ([]registry.JobCount, error)
+	GetJob(ctx context.Context, id string) (*registry.Job, error)
+	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
+	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
+
+	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
+	ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error)
+}
+
+// Local is the Backend over a registry in this process. Every change it makes
+// is attributed to Actor in the audit trail.
+type Local struct {
+	Reg   *registry.Registry
+	Actor registry.Actor
+}
+
+var _ Backend = (*Local)(nil)
+
+// NewLocal returns a Backend over reg whose actions are attributed to actor.
+func NewLocal(reg *registry.Registry, actor registry.Actor) *Local {
+	return &Local{Reg: reg, Actor: actor}
+}
+
+func (l *Local) as(ctx context.Context) context.Context { return registry.WithActor(ctx, l.Actor) }
+
+func (l *Local) Now() time.Time { return l.Reg.Now() }
+
+func (l *Local) Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error) {
+	return l.Reg.Watch(ctx, p)
+}
+
+func (l *Local) LatestSeq(ctx context.Context) (int64, error) { return l.Reg.LatestSeq(ctx) }
+
+func (l *Local) ListClusters(ctx context.Context) ([]registry.Cluster, error) {
+	return l.Reg.ListClusters(ctx, registry.ClusterListParams{})
+}
+
+func (l *Local) GetCluster(ctx context.Context, id string) (*registry.Cluster, error) {
+	return l.Reg.GetCluster(ctx, id)
+}
+
+func (l *Local) CreateCluster(ctx context.Context, spec registry.ClusterSpec, ttl time.Duration) (*registry.Cluster, *registry.IssuedToken, error) {
+	return l.Reg.CreateCluster(l.as(ctx), spec, ttl)
+}
+
+func (l *Local) UpdateCluster(ctx context.Context, id string, version int64, spec registry.ClusterSpec) (*registry.Cluster, error) {
+	return l.Reg.UpdateCluster(l.as(ctx), id, version, spec)
+}
+
+func (l *Local) SetClusterEnabled(ctx context.Context, id string, enabled bool, reason string) (*registry.Cluster, error) {
+	return l.Reg.SetClusterEnabled(l.as(ctx), id, enabled, reason)
+}
+
+func (l *Local) DeleteCluster(ctx context.Context, id, reason string) (*registry.Cluster, error) {
+	return l.Reg.DeleteCluster(l.as(ctx), id, reason)
+}
+
+func (l *Local) IssueToken(ctx context.Context, clusterID string, ttl time.Duration) (*registry.IssuedToken, error) {
+	return l.Reg.IssueToken(l.as(ctx), clusterID, ttl)
+}
+
+func (l *Local) ListTokens(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
+	return l.Reg.ListTokens(ctx, clusterID)
+}
+
+func (l *Local) ListCredentials(ctx context.Context, clusterID string) ([]registry.Credential, error) {
+	return l.Reg.ListCredentials(ctx, clusterID)
+}
+
+func (l *Local) ForceRotation(ctx context.Context, clusterID, reason string) (int, error) {
+	return l.Reg.ForceRotation(l.as(ctx), clusterID, reason)
+}
+
+func (l *Local) RevokeCredentials(ctx context.Context, clusterID, reason string) (int, error) {
+	return l.Reg.RevokeCredentials(l.as(ctx), clusterID, reason)
+}
+
+func (l *Local) ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
+	return l.Reg.ListJobs(ctx, p)
+}
+
+func (l *Local) CountJobs(ctx context.Context, p registry.JobListParams) (int, error) {
+	return l.Reg.CountJobs(ctx, p)
+}
+
+func (l *Local) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
+	return l.Reg.JobCounts(ctx)
+}
+
+func (l *Local) GetJob(ctx context.Context, id string) (*registry.Job, error) {
+	return l.Reg.GetJob(ctx, id)
+}
+
+func (l *Local) JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error) {
+	return l.Reg.JobHistory(ctx, id)
+}
+
+func (l *Local) RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	return l.Reg.RequeueJob(l.as(ctx), id, reason)
+}
+
+func (l *Local) CancelJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	return l.Reg.CancelJob(l.as(ctx), id, reason)
+}
+
+func (l *Local) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
+	return l.Reg.ExtendLease(l.as(ctx), id, by)
+}
+
+func (l *Local) ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
+	return l.Reg.ListEvents(ctx, p)
+}
+
+func (l *Local) ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
+	return l.Reg.ListAudit(ctx, p)
+}
+
+// readOnly refuses every change, whatever the console's keys let through:
+// read-only mode is enforced here as well as hidden in the UI.
+type readOnly struct{ Backend }
+
+var errReadOnly = registry.Errorf(registry.CodeForbidden, "the console is read-only (started with --read-only): changes are disabled")
+
+func (readOnly) CreateCluster(context.Context, registry.ClusterSpec, time.Duration) (*registry.Cluster, *registry.IssuedToken, error) {
+	return nil, nil, errReadOnly
+}
+
+func (readOnly) UpdateCluster(context.Context, string, int64, registry.ClusterSpec) (*registry.Cluster, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) SetClusterEnabled(context.Context, string, bool, string) (*registry.Cluster, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) DeleteCluster(context.Context, string, string) (*registry.Cluster, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) IssueToken(context.Context, string, time.Duration) (*registry.IssuedToken, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) ForceRotation(context.Context, string, string) (int, error) { return 0, errReadOnly }
+
+func (readOnly) RevokeCredentials(context.Context, string, string) (int, error) {
+	return 0, errReadOnly
+}
+
+func (readOnly) RequeueJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) CancelJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) ExtendLease(context.Context, string, time.Duration) (*registry.Job, error) {
+	return nil, errReadOnly
+}

@@ -1,0 +1,193 @@
+package tui
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/clocktest"
+	"github.com/tetherhq/tether/store/sqlite"
+	"github.com/tetherhq/tether/themes"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	benchseed.Cleanup()
+	os.Exit(code)
+}
+
+// The console's budgets (issue 5), over a database of a million jobs:
+const (
+	frameBudget      = 16 * time.Millisecond  // one frame of the jobs view
+	firstFrameBudget = 300 * time.Millisecond // from start to the first frame with data
+)
+
+var million = benchseed.Config{Clusters: 50, Jobs: 1_000_000}
+
+// openBench opens the seeded database with the clock at the fleet's present.
+func openBench(tb testing.TB, path string) (*registry.Registry, func()) {
+	tb.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clock := clocktest.New()
+	clock.Set(benchseed.DefaultNow)
+	reg := registry.New(st, registry.Config{Clock: clock})
+	return reg, func() {
+		reg.Close()
+		st.Close()
+	}
+}
+
+func benchModel(reg *registry.Registry, start string) *Model {
+	return New(Options{
+		Backend: NewLocal(reg, registry.Actor{Kind: registry.ActorAdmin, Name: "bench"}),
+		Theme:   themes.Choice{Theme: themes.Dark()}, Start: start, Source: "bench.db",
+	})
+}
+
+// BenchmarkJobsFrame renders frames of the jobs view over a million jobs:
+// "tick" frames, where the clock moved so every visible row renders again
+// (ages and lease countdowns change), and "key" frames, a cursor move with
+// rows from the cache.
+func BenchmarkJobsFrame(b *testing.B) {
+	path := benchseed.Cached(b, million)
+	reg, done := openBench(b, path)
+	defer done()
+	e := &env{reg: reg, admin: context.Background()}
+	m := benchModel(reg, "jobs")
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(b, m, e)
+	press(m, "l") // in progress: lease countdown bars, the busiest rows
+	pump(m, m.jobs.load(0))
+	if len(m.jobs.rows) == 0 {
+		b.Fatal("no jobs loaded")
+	}
+	b.Run("tick", func(b *testing.B) {
+		for b.Loop() {
+			m.ctx.Now = m.ctx.Now.Add(time.Second)
+			_ = m.View()
+		}
+		checkBudget(b, frameBudget)
+	})
+	b.Run("key", func(b *testing.B) {
+		keys := []tea.Msg{keyMsg("j"), keyMsg("k")}
+		i := 0
+		for b.Loop() {
+			m.Update(keys[i%2])
+			i++
+			_ = m.View()
+		}
+		checkBudget(b, frameBudget)
+	})
+}
+
+func checkBudget(b *testing.B, budget time.Duration) {
+	b.Helper()
+	per := b.Elapsed() / time.Duration(max(1, b.N))
+	b.ReportMetric(float64(per.Microseconds())/1000, "ms/frame")
+	if per > budget {
+		b.Errorf("%s per frame, over the %s budget", per, budget)
+	}
+}
+
+// BenchmarkJobsPageQuery measures how long a page of the jobs view takes to
+// arrive (it never blocks a key: the view keeps its rows meanwhile).
+func BenchmarkJobsPageQuery(b *testing.B) {
+	path := benchseed.Cached(b, million)
+	reg, done := openBench(b, path)
+	defer done()
+	e := &env{reg: reg, admin: context.Background()}
+	m := benchModel(reg, "jobs")
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(b, m, e)
+	press(m, "l", "l", "l", "l") // all: a million rows
+	for _, tc := range []struct {
+		name  string
+		start int
+	}{{"first", 0}, {"middle", 500_000}, {"last", 999_900}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				msgs := exec(m.jobs.load(tc.start), time.Minute)
+				if p, ok := find[jobsPageMsg](msgs); !ok || p.err != nil || len(p.jobs) == 0 {
+					b.Fatalf("page at %d: %+v", tc.start, msgs)
+				}
+			}
+			b.ReportMetric(float64((b.Elapsed()/time.Duration(max(1, b.N))).Microseconds())/1000, "ms/page")
+		})
+	}
+}
+
+// BenchmarkFirstFrame starts the console over a million jobs as tether
+// console does (open the database, the registry, the program) and measures
+// the time to the first frame that shows the jobs view with its rows and
+// tab counts.
+func BenchmarkFirstFrame(b *testing.B) {
+	path := benchseed.Cached(b, million)
+	var total time.Duration
+	for b.Loop() {
+		total += firstFrame(b, path)
+	}
+	per := total / time.Duration(max(1, b.N))
+	b.ReportMetric(float64(per.Microseconds())/1000, "ms/first-frame")
+	if per > firstFrameBudget {
+		b.Errorf("first frame after %s, over the %s budget", per, firstFrameBudget)
+	}
+}
+
+type frameProbe struct{ ready chan string }
+
+func (p frameProbe) probe(m *Model) {
+	if m.jobs.loaded && m.ctx.Fleet.loaded && m.ctx.Fleet.counted {
+		select {
+		case p.ready <- m.View().Content:
+		default:
+		}
+	}
+}
+
+func firstFrame(b *testing.B, path string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	reg, done := openBench(b, path)
+	defer done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := benchModel(reg, "jobs")
+	m.opts.Context = ctx
+	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 40),
+		tea.WithoutSignals(), tea.WithContext(ctx))
+	finished := make(chan struct{})
+	go func() {
+		_, _ = p.Run()
+		close(finished)
+	}()
+	ready := make(chan string, 1)
+	deadline := time.After(time.Minute)
+	var frame string
+wait:
+	for {
+		p.Send(frameProbe{ready: ready})
+		select {
+		case frame = <-ready:
+			break wait
+		case <-deadline:
+			b.Fatal("no frame with jobs within a minute")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	elapsed := time.Since(start)
+	if len(frame) == 0 {
+		b.Fatal("an empty first frame")
+	}
+	p.Quit()
+	<-finished
+	return elapsed
+}

@@ -1,0 +1,413 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// clustersView is the fleet: one row per cluster, sortable and filterable,
+// live from the watch.
+type clustersView struct {
+	ctx     *Context
+	table   *table
+	rows    []*registry.Cluster
+	filter  string
+	sortBy  int
+	reverse bool
+	built   int // the fleet version rows were built from
+	width   int
+	height  int
+}
+
+var clusterSorts = []string{"name", "state", "heartbeat", "queued", "credential expiry"}
+
+func newClustersView(ctx *Context) *clustersView {
+	v := &clustersView{ctx: ctx, built: -1}
+	v.table = newTable([]column{
+		{Title: "NAME", Width: 20, Min: 12, Flex: 2},
+		{Title: "ID", Width: 29, Drop: 3},
+		{Title: "ORG", Width: 12, Min: 6, Flex: 1, Drop: 4},
+		{Title: "MODE", Width: 6, Drop: 5},
+		{Title: "STATE", Width: 15},
+		{Title: "HEARTBEAT", Width: 9, Right: true},
+		{Title: "QUEUED", Width: 6, Right: true},
+		{Title: "IN FLIGHT", Width: 9, Right: true},
+		{Title: "CREDENTIAL", Width: 11},
+		{Title: "WRITES", Width: 8, Drop: 2},
+	})
+	v.table.setStyles(ctx.Styles)
+	return v
+}
+
+func (v *clustersView) Title() string { return "Clusters" }
+
+func (v *clustersView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.table.setSize(w, h-1)
+}
+
+// rebuild filters and sorts the fleet when it changed.
+func (v *clustersView) rebuild() {
+	if v.built == v.ctx.Fleet.version {
+		return
+	}
+	v.built = v.ctx.Fleet.version
+	var sel string
+	if c := v.selected(); c != nil {
+		sel = c.ID
+	}
+	now := v.ctx.Now
+	f := v.ctx.Fleet
+	v.rows = v.rows[:0]
+	q := strings.ToLower(strings.TrimSpace(v.filter))
+	for _, c := range f.sorted {
+		if q != "" && !strings.Contains(strings.ToLower(c.Name+" "+c.ID+" "+c.Organization+" "+string(c.State)+" "+clusterHealth(c, now)), q) {
+			continue
+		}
+		v.rows = append(v.rows, c)
+	}
+	by := func(a, b *registry.Cluster) int {
+		switch clusterSorts[v.sortBy] {
+		case "state":
+			return cmp.Compare(clusterHealth(a, now), clusterHealth(b, now))
+		case "heartbeat":
+			return lastSeen(a).Compare(lastSeen(b))
+		case "queued":
+			return cmp.Compare(f.count(b.ID, registry.JobQueued), f.count(a.ID, registry.JobQueued))
+		case "credential expiry":
+			return credentialExpiry(f, a, now).Compare(credentialExpiry(f, b, now))
+		}
+		return 0
+	}
+	slices.SortStableFunc(v.rows, func(a, b *registry.Cluster) int {
+		r := by(a, b)
+		if v.reverse {
+			r = -r
+		}
+		return r
+	})
+	i := slices.IndexFunc(v.rows, func(c *registry.Cluster) bool { return c.ID == sel })
+	if i >= 0 {
+		v.table.setCursor(i, len(v.rows))
+	}
+	v.table.clampTo(len(v.rows))
+}
+
+func credentialExpiry(f *fleet, c *registry.Cluster, now time.Time) time.Time {
+	if cr := f.liveCredential(c.ID, now); cr != nil {
+		return cr.ExpiresAt
+	}
+	return now.AddDate(100, 0, 0)
+}
+
+// clusterHealth is a cluster's state as on-call reads it: the lifecycle
+// state, with "silent" for an active cluster that stopped heartbeating.
+func clusterHealth(c *registry.Cluster, now time.Time) string {
+	if c.Silent(now) {
+		return "silent"
+	}
+	return string(c.State)
+}
+
+func (v *clustersView) selected() *registry.Cluster {
+	if v.table.cursor < len(v.rows) {
+		return v.rows[v.table.cursor]
+	}
+	return nil
+}
+
+func (v *clustersView) rowCount() int   { return len(v.rows) }
+func (v *clustersView) marked(int) bool { return false }
+func (v *clustersView) rowKey(i int) string {
+	c := v.rows[i]
+	f := v.ctx.Fleet
+	return fmt.Sprintf("%s|%d|%d|%d|%d|%d|%d", c.ID, c.Version, c.Status.UpdatedAt.UnixMilli(), f.version,
+		f.count(c.ID, registry.JobQueued), f.count(c.ID, registry.JobInProgress), v.ctx.Now.Unix())
+}
+
+func (v *clustersView) rowCells(i int) []cell {
+	c := v.rows[i]
+	now := v.ctx.Now
+	f := v.ctx.Fleet
+	state := clusterStateCell(c, now)
+	hb := txt(age(now, c.Status.LastHeartbeatAt), themes.Plain)
+	if c.Silent(now) {
+		hb = txt(age(now, lastSeen(c)), themes.Warning)
+	} else if c.Status.LastHeartbeatAt.IsZero() {
+		hb = txt("never", themes.Muted)
+	}
+	queued := f.count(c.ID, registry.JobQueued)
+	qk := themes.Plain
+	if queued > 0 && (c.Silent(now) || c.State == registry.ClusterDisabled) {
+		qk = themes.Warning
+	}
+	cred, writes := credentialCells(f, c, now)
+	return []cell{
+		txt(c.Name, themes.Plain),
+		txt(c.ID, themes.Muted),
+		txt(c.Organization, themes.Plain),
+		txt(string(c.Mode), themes.Muted),
+		state,
+		hb,
+		txt(thousands(queued), qk),
+		txt(thousands(f.count(c.ID, registry.JobInProgress)), themes.Plain),
+		cred,
+		writes,
+	}
+}
+
+func clusterStateCell(c *registry.Cluster, now time.Time) cell {
+	var out cell
+	switch {
+	case c.State == registry.ClusterDisabled:
+		out = txt("disabled", themes.Danger)
+	case c.State == registry.ClusterPending:
+		out = txt("pending", themes.Warning)
+	case c.Silent(now):
+		out = txt("silent", themes.Warning)
+	default:
+		out = txt("active", themes.Good)
+	}
+	if n := len(c.FalseConditions()); n > 0 {
+		out = append(out, seg{" ⚠" + strconv.Itoa(n) + " false", themes.Danger})
+	}
+	return out
+}
+
+// credentialCells describe a cluster's live credential: when it expires, and
+// whether writes are signed.
+func credentialCells(f *fleet, c *registry.Cluster, now time.Time) (cell, cell) {
+	cr := f.liveCredential(c.ID, now)
+	if cr == nil {
+		if c.State == registry.ClusterPending {
+			return txt("-", themes.Muted), txt("-", themes.Muted)
+		}
+		for _, x := range f.creds[c.ID] {
+			if x.State(now) == registry.CredentialRotateOnly {
+				return txt("rotate only", themes.Warning), signedCell(&x)
+			}
+		}
+		return txt("none", themes.Danger), txt("-", themes.Muted)
+	}
+	k := themes.Plain
+	if cr.ExpiresAt.Sub(now) < 3*24*time.Hour {
+		k = themes.Warning
+	}
+	label := until(now, cr.ExpiresAt)
+	if cr.State(now) == registry.CredentialGrace {
+		label = "grace " + humanDuration(cr.ExpiresAt.Sub(now))
+	}
+	return txt(label, k), signedCell(cr)
+}
+
+func signedCell(cr *registry.Credential) cell {
+	if cr.Signed() {
+		return txt("signed", themes.Good)
+	}
+	return txt("unsigned", themes.Warning)
+}
+
+func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
+	v.rebuild()
+	switch msg := msg.(type) {
+	case tickMsg:
+		if clusterSorts[v.sortBy] == "state" {
+			v.built = -1 // silence depends on the time
+		}
+	case tea.MouseClickMsg:
+		if i, ok := v.table.rowAt(msg.Y-1, len(v.rows)); ok {
+			if i == v.table.cursor {
+				return v.open()
+			}
+			v.table.setCursor(i, len(v.rows))
+		}
+	case tea.MouseWheelMsg:
+		v.table.wheel(msg, len(v.rows))
+	case tea.KeyPressMsg:
+		k := v.ctx.Keys
+		if v.table.navigate(msg, k, len(v.rows)) {
+			return nil
+		}
+		switch {
+		case key.Matches(msg, k.Enter):
+			return v.open()
+		case key.Matches(msg, k.Sort):
+			v.sortBy = (v.sortBy + 1) % len(clusterSorts)
+			v.built = -1
+			return info("clusters sorted by " + clusterSorts[v.sortBy])
+		case key.Matches(msg, k.SortReverse):
+			v.reverse = !v.reverse
+			v.built = -1
+			return nil
+		case key.Matches(msg, k.NewCluster):
+			return v.ctx.showModal(newClusterForm(v.ctx, registry.ClusterSpec{
+				Mode: registry.ModePull, Policy: registry.DefaultPolicy(),
+			}, nil, 0))
+		}
+		if c := v.selected(); c != nil {
+			return clusterAction(v.ctx, c, msg)
+		}
+	}
+	return nil
+}
+
+func (v *clustersView) open() tea.Cmd {
+	c := v.selected()
+	if c == nil {
+		return nil
+	}
+	d := newClusterDetail(v.ctx, c.ID)
+	return v.ctx.open(d)
+}
+
+func (v *clustersView) View() string {
+	v.rebuild()
+	st := v.ctx.Styles
+	f := v.ctx.Fleet
+	title := st.Title.Render("Clusters") + st.Render(themes.Muted, fmt.Sprintf(" %d", len(f.sorted)))
+	if v.filter != "" {
+		title += st.Render(themes.Muted, fmt.Sprintf("  %d match /", len(v.rows))) + st.Render(themes.Accent, v.filter)
+	}
+	dir := "↑"
+	if v.reverse {
+		dir = "↓"
+	}
+	title += st.Render(themes.Muted, "  sorted by "+clusterSorts[v.sortBy]+" "+dir)
+	empty := "no clusters yet: press n to create one"
+	switch {
+	case !f.loaded:
+		empty = "loading clusters…"
+	case v.filter != "":
+		empty = "no cluster matches /" + v.filter + " (esc clears the filter)"
+	case v.ctx.ReadOnly:
+		empty = "no clusters yet"
+	}
+	return pad(title, v.width) + "\n" + v.table.view(v, empty)
+}
+
+func (v *clustersView) Filter() string { return v.filter }
+
+func (v *clustersView) SetFilter(s string) tea.Cmd {
+	v.filter = s
+	v.built = -1
+	v.table.setCursor(0, 1)
+	return nil
+}
+
+func (v *clustersView) FilterHelp() string { return "text in name, id, organization or state" }
+
+func (v *clustersView) Actions() []key.Binding {
+	k := v.ctx.Keys
+	return []key.Binding{k.NewCluster, k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.Delete}
+}
+
+func (v *clustersView) KeyMap() help.KeyMap {
+	k := v.ctx.Keys
+	return keyMap{
+		short: []key.Binding{k.Enter, k.NewCluster, k.IssueToken, k.Edit, k.Toggle, k.Filter, k.Sort, k.Command, k.Help, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
+			{k.Enter, k.Filter, k.Sort, k.SortReverse},
+			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
+			{k.Revoke, k.Toggle, k.Delete},
+		},
+	}
+}
+
+// clusterAction handles the keys that act on one cluster, in the list and
+// in its detail.
+func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.Cmd {
+	k := ctx.Keys
+	b := ctx.Backend
+	id, name := c.ID, c.Name
+	switch {
+	case key.Matches(msg, k.IssueToken):
+		return ctx.showModal(newConfirm(ctx, "Issue a registration token for "+name+"?",
+			"A new one-time token is issued for "+name+" and shown once. Older unused tokens of this cluster stop working.",
+			"issue token", false,
+			runAction("issue a token for "+name, func(cx context.Context) outcome {
+				tok, err := b.IssueToken(cx, id, 0)
+				if err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: "issued token " + tok.Token.ID + " for " + name + "; older unused tokens are void",
+					then: func(m *Model) tea.Cmd {
+						cl := c
+						if cur := m.ctx.Fleet.cluster(id); cur != nil {
+							cl = cur
+						}
+						m.modal = newTokenModal(m.ctx, cl, tok)
+						return nil
+					}}
+			})))
+	case key.Matches(msg, k.Edit):
+		return ctx.showModal(newClusterForm(ctx, c.ClusterSpec, c, c.Version))
+	case key.Matches(msg, k.Rotate):
+		return ctx.showModal(newConfirm(ctx, "Force credential rotation for "+name+"?",
+			"Its live credentials may only rotate from now on: the agent's next call gets 401, it rotates (POST /api/agent/credentials/rotate) and carries on with a new credential. An agent that cannot rotate must re-register.",
+			"force rotation", true,
+			runAction("force rotation for "+name, func(cx context.Context) outcome {
+				n, err := b.ForceRotation(cx, id, "forced from the console")
+				if err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: fmt.Sprintf("forced rotation of %s of %s: its agent must rotate on its next call", plural(n, "credential", "credentials"), name)}
+			})))
+	case key.Matches(msg, k.Revoke):
+		return ctx.showModal(newTypedConfirm(ctx, "Revoke every credential of "+name+"?",
+			"Revocation is immediate: the agent's next call gets 401 and it cannot rotate. It must re-register with a new one-time token (t).",
+			name,
+			runAction("revoke credentials of "+name, func(cx context.Context) outcome {
+				n, err := b.RevokeCredentials(cx, id, "revoked from the console")
+				if err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: fmt.Sprintf("revoked %s of %s: its agent must re-register with a new token (t)", plural(n, "credential", "credentials"), name)}
+			})))
+	case key.Matches(msg, k.Toggle):
+		enable := c.State == registry.ClusterDisabled
+		if enable {
+			return ctx.showModal(newConfirm(ctx, "Enable "+name+"?",
+				"Its agent may call again, and its queued jobs are handed out.", "enable", false,
+				runAction("enable "+name, func(cx context.Context) outcome {
+					cl, err := b.SetClusterEnabled(cx, id, true, "enabled from the console")
+					if err != nil {
+						return outcome{err: err}
+					}
+					return outcome{ok: "enabled " + name + " (now " + string(cl.State) + ")"}
+				})))
+		}
+		return ctx.showModal(newConfirm(ctx, "Disable "+name+"?",
+			"Its agent gets 403 cluster_disabled on every call until it is enabled again; its jobs stay queued. Nothing is deleted.",
+			"disable", true,
+			runAction("disable "+name, func(cx context.Context) outcome {
+				if _, err := b.SetClusterEnabled(cx, id, false, "disabled from the console"); err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: "disabled " + name + ": its agent is refused until enabled (d)"}
+			})))
+	case key.Matches(msg, k.Delete):
+		return ctx.showModal(newTypedConfirm(ctx, "Delete "+name+" and everything it owns?",
+			"The cluster, its tokens, credentials, jobs (with their history) and events are deleted for good. The audit trail keeps a record.",
+			name,
+			runAction("delete "+name, func(cx context.Context) outcome {
+				if _, err := b.DeleteCluster(cx, id, "deleted from the console"); err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: "deleted cluster " + name + " (" + id + ")"}
+			})))
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/themes"
+)
+
+// Context is what every view and component shares: the terminal's size, the
+// styles (created once per theme), the keys, the registry's clock as of the
+// last tick, the mode, the backend and the fleet data.
+type Context struct {
+	Width, Height int
+	Styles        *themes.Styles
+	Keys          *Keys
+	Now           time.Time
+	ReadOnly      bool
+	Backend       Backend
+	Fleet         *fleet
+	Opts          *Options
+
+	// pending are requests to the root (show a modal, open a detail, switch
+	// screens) made while a message is handled; the root carries them out
+	// right after, so that the very next key already goes where it should.
+	pending []func(*Model) tea.Cmd
+}
+
+func (c *Context) request(f func(*Model) tea.Cmd) tea.Cmd {
+	c.pending = append(c.pending, f)
+	return nil
+}
+
+// showModal opens a modal over the screen.
+func (c *Context) showModal(md modal) tea.Cmd {
+	return c.request(func(m *Model) tea.Cmd { m.modal = md; return nil })
+}
+
+// open pushes a detail over the current screen and starts its first read.
+func (c *Context) open(d detail) tea.Cmd {
+	return c.request(func(m *Model) tea.Cmd { return m.push(d) })
+}
+
+// switchTo shows another screen, optionally with a filter or a jobs tab.
+func (c *Context) switchTo(sw switchMsg) tea.Cmd {
+	return c.request(func(m *Model) tea.Cmd { return m.switchTo(sw) })
+}
+
+// bodyHeight is the lines a view may use: the header, the status line and the
+// help line take three.
+func (c *Context) bodyHeight() int { return max(1, c.Height-3) }
+
+// component is what every view is: it handles messages, renders itself at
+// its size, and declares its keys for help.
+type component interface {
+	Update(msg tea.Msg) tea.Cmd
+	View() string
+	SetSize(width, height int)
+	KeyMap() help.KeyMap
+}
+
+// view is a component the root shows as a screen.
+type view interface {
+	component
+	// Title names the screen in the header's breadcrumb.
+	Title() string
+	// Actions are the bindings of this view that change something: in
+	// read-only mode pressing one says why nothing happens.
+	Actions() []key.Binding
+}
+
+// filterable views accept a `/` filter.
+type filterable interface {
+	Filter() string
+	SetFilter(s string) tea.Cmd
+	// FilterHelp says what the filter understands.
+	FilterHelp() string
+}
+
+// Messages shared by several views.
+
+// tickMsg moves the console's clock (every second): ages and countdowns
+// follow it.
+type tickMsg struct{ now time.Time }
+
+// themeChangedMsg tells components to rebuild anything styled.
+type themeChangedMsg struct{}
+
+// statusMsg puts a message in the status line.
+type statusMsg struct {
+	text string
+	kind statusKind
+}
+
+type statusKind int
+
+const (
+	statusInfo statusKind = iota
+	statusOK
+	statusErr
+)
+
+func info(text string) tea.Cmd { return func() tea.Msg { return statusMsg{text, statusInfo} } }
+
+func failed(text string) tea.Cmd { return func() tea.Msg { return statusMsg{text, statusErr} } }
+
+// detail is a view pushed over a list: it reads its data when opened.
+type detail interface {
+	view
+	load() tea.Cmd
+}
+
+// switchMsg says which screen to show, optionally with a filter or a jobs
+// tab.
+type switchMsg struct {
+	screen int
+	filter string
+	tab    string
+}

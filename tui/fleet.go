@@ -1,0 +1,255 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// fleet is what every view shares: the clusters (kept current by the watch),
+// job counts per cluster and state (read from the registry's counters, which
+// cost nothing however many jobs there are), and each cluster's credentials
+// and registration tokens.
+type fleet struct {
+	byID    map[string]*registry.Cluster
+	sorted  []*registry.Cluster // by name
+	counts  map[string]map[registry.JobState]int64
+	totals  map[registry.JobState]int64
+	creds   map[string][]registry.Credential // per cluster, newest first
+	tokens  map[string][]registry.RegistrationToken
+	loaded  bool // the first cluster list arrived
+	counted bool // the first counts arrived
+	// version changes whenever anything above does, for render caches.
+	version int
+}
+
+func newFleet() *fleet {
+	return &fleet{
+		byID: map[string]*registry.Cluster{}, counts: map[string]map[registry.JobState]int64{},
+		totals: map[registry.JobState]int64{}, creds: map[string][]registry.Credential{},
+		tokens: map[string][]registry.RegistrationToken{},
+	}
+}
+
+func (f *fleet) cluster(id string) *registry.Cluster { return f.byID[id] }
+
+// clusterName is the display name of a cluster id (the id itself when the
+// cluster is unknown, e.g. deleted).
+func (f *fleet) clusterName(id string) string {
+	if c := f.byID[id]; c != nil {
+		return c.Name
+	}
+	return id
+}
+
+// resolve finds clusters by id, exact name, or name prefix
+// (case-insensitive), for filters and commands.
+func (f *fleet) resolve(ref string) []*registry.Cluster {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil
+	}
+	if c := f.byID[ref]; c != nil {
+		return []*registry.Cluster{c}
+	}
+	var exact, prefix []*registry.Cluster
+	for _, c := range f.sorted {
+		switch {
+		case strings.EqualFold(c.Name, ref):
+			exact = append(exact, c)
+		case strings.HasPrefix(strings.ToLower(c.Name), strings.ToLower(ref)), strings.HasPrefix(c.ID, ref):
+			prefix = append(prefix, c)
+		}
+	}
+	if len(exact) > 0 {
+		return exact
+	}
+	return prefix
+}
+
+func (f *fleet) setClusters(list []registry.Cluster) {
+	clear(f.byID)
+	for i := range list {
+		c := list[i]
+		f.byID[c.ID] = &c
+	}
+	f.loaded = true
+	f.resort()
+}
+
+func (f *fleet) upsert(c *registry.Cluster) {
+	f.byID[c.ID] = c
+}
+
+func (f *fleet) remove(id string) {
+	delete(f.byID, id)
+	delete(f.counts, id)
+	delete(f.creds, id)
+	delete(f.tokens, id)
+	f.recountTotals()
+}
+
+func (f *fleet) resort() {
+	f.sorted = f.sorted[:0]
+	for _, c := range f.byID {
+		f.sorted = append(f.sorted, c)
+	}
+	slices.SortFunc(f.sorted, func(a, b *registry.Cluster) int {
+		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ID, b.ID))
+	})
+	f.version++
+}
+
+func (f *fleet) setCounts(list []registry.JobCount) {
+	clear(f.counts)
+	for _, c := range list {
+		m := f.counts[c.ClusterID]
+		if m == nil {
+			m = map[registry.JobState]int64{}
+			f.counts[c.ClusterID] = m
+		}
+		m[c.State] = c.Count
+	}
+	f.counted = true
+	f.recountTotals()
+}
+
+func (f *fleet) recountTotals() {
+	clear(f.totals)
+	for _, m := range f.counts {
+		for st, n := range m {
+			f.totals[st] += n
+		}
+	}
+	f.version++
+}
+
+// count is the number of jobs in a state, of one cluster or (id "") of all.
+func (f *fleet) count(clusterID string, st registry.JobState) int64 {
+	if clusterID == "" {
+		return f.totals[st]
+	}
+	return f.counts[clusterID][st]
+}
+
+func (f *fleet) total(clusterID string) int64 {
+	var n int64
+	m := f.totals
+	if clusterID != "" {
+		m = f.counts[clusterID]
+	}
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func (f *fleet) setCredentials(byCluster map[string][]registry.Credential) {
+	f.creds = byCluster
+	f.version++
+}
+
+func (f *fleet) upsertCredential(c *registry.Credential) {
+	list := f.creds[c.ClusterID]
+	if i := slices.IndexFunc(list, func(x registry.Credential) bool { return x.ID == c.ID }); i >= 0 {
+		list[i] = *c
+	} else {
+		list = append([]registry.Credential{*c}, list...)
+		slices.SortFunc(list, func(a, b registry.Credential) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	}
+	f.creds[c.ClusterID] = list
+	f.version++
+}
+
+func (f *fleet) setTokens(list []registry.RegistrationToken) {
+	clear(f.tokens)
+	for _, t := range list {
+		f.tokens[t.ClusterID] = append(f.tokens[t.ClusterID], t)
+	}
+	f.version++
+}
+
+func (f *fleet) upsertToken(t *registry.RegistrationToken) {
+	list := f.tokens[t.ClusterID]
+	if i := slices.IndexFunc(list, func(x registry.RegistrationToken) bool { return x.ID == t.ID }); i >= 0 {
+		list[i] = *t
+	} else {
+		list = append([]registry.RegistrationToken{*t}, list...)
+		slices.SortFunc(list, func(a, b registry.RegistrationToken) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	}
+	f.tokens[t.ClusterID] = list
+	f.version++
+}
+
+// liveCredential is the cluster's newest credential that still works
+// (active or in its rotation grace), or nil.
+func (f *fleet) liveCredential(clusterID string, now time.Time) *registry.Credential {
+	for i := range f.creds[clusterID] {
+		c := &f.creds[clusterID][i]
+		if st := c.State(now); st == registry.CredentialActive || st == registry.CredentialGrace {
+			return c
+		}
+	}
+	return nil
+}
+
+// unreachable lists the clusters whose agents cannot be taking jobs: silent
+// or disabled.
+func (f *fleet) unreachable(now time.Time) []string {
+	var out []string
+	for _, c := range f.sorted {
+		if c.State == registry.ClusterDisabled || c.Silent(now) {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// Messages of the fleet's loads.
+
+type countsMsg struct {
+	counts []registry.JobCount
+	err    error
+}
+
+type credentialsMsg struct {
+	byCluster map[string][]registry.Credential
+	tokens    []registry.RegistrationToken
+	err       error
+}
+
+func loadCounts(b Backend) tea.Cmd {
+	return func() tea.Msg {
+		c, err := b.JobCounts(context.Background())
+		return countsMsg{counts: c, err: err}
+	}
+}
+
+// loadCredentials reads every cluster's credentials and all tokens. The
+// registry lists credentials one cluster at a time, so this costs a query
+// per cluster; it runs once at start and after a reset, and the watch keeps
+// it current afterwards.
+func loadCredentials(b Backend, ids []string) tea.Cmd {
+	return func() tea.Msg {
+		ctx := context.Background()
+		out := map[string][]registry.Credential{}
+		for _, id := range ids {
+			list, err := b.ListCredentials(ctx, id)
+			if registry.ErrorCode(err) == registry.CodeNotFound {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return credentialsMsg{err: err}
+			}
+			out[id] = list
+		}
+		tokens, err := b.ListTokens(ctx, "")
+		return credentialsMsg{byCluster: out, tokens: tokens, err: err}
+	}
+}

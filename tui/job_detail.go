@@ -1,0 +1,307 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// jobDetail is one job: why it is stuck (if it is), its claim and attempts,
+// its result, its status timeline with conditions, and its payload, pretty
+// printed and scrollable. The job follows the feed; its timeline is re-read
+// when the job changes.
+type jobDetail struct {
+	ctx     *Context
+	id      string
+	job     *registry.Job
+	history []registry.JobHistoryEntry
+	err     error
+	loading bool
+	dirty   bool
+	pager   pager
+	version int
+	drawn   string
+	width   int
+	height  int
+}
+
+type jobDetailMsg struct {
+	id      string
+	job     *registry.Job
+	history []registry.JobHistoryEntry
+	err     error
+}
+
+type jobDetailRefreshMsg struct{ id string }
+
+func newJobDetail(ctx *Context, id string, j *registry.Job) *jobDetail {
+	d := &jobDetail{ctx: ctx, id: id, pager: newPager()}
+	if j != nil {
+		c := *j
+		d.job = &c
+	}
+	return d
+}
+
+func (d *jobDetail) load() tea.Cmd {
+	d.loading, d.dirty = true, false
+	b, id := d.ctx.Backend, d.id
+	return func() tea.Msg {
+		ctx := context.Background()
+		j, err := b.GetJob(ctx, id)
+		if err != nil {
+			return jobDetailMsg{id: id, err: err}
+		}
+		h, err := b.JobHistory(ctx, id)
+		return jobDetailMsg{id: id, job: j, history: h, err: err}
+	}
+}
+
+func (d *jobDetail) Title() string { return d.id }
+
+func (d *jobDetail) busy() bool { return d.loading || d.dirty }
+
+func (d *jobDetail) SetSize(w, h int) {
+	d.width, d.height = w, h
+	d.pager.setSize(w, h-1)
+}
+
+func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case jobDetailMsg:
+		if msg.id != d.id {
+			return nil
+		}
+		d.loading, d.err = false, msg.err
+		if msg.job != nil {
+			d.job = msg.job
+		}
+		if msg.err == nil {
+			d.history = msg.history
+		}
+		d.version++
+		if d.dirty {
+			return d.refreshLater()
+		}
+	case jobDetailRefreshMsg:
+		if msg.id == d.id && d.dirty && !d.loading {
+			return d.load()
+		}
+	case feedMsg:
+		for _, j := range msg.batch.Jobs {
+			if j.ID == d.id {
+				d.job = j
+				d.version++
+				if !d.dirty {
+					d.dirty = true
+					if !d.loading {
+						return d.refreshLater()
+					}
+				}
+			}
+		}
+	case themeChangedMsg:
+		d.drawn = ""
+	case tea.MouseWheelMsg:
+		d.pager.wheel(msg)
+	case tea.KeyPressMsg:
+		if d.pager.navigate(msg, d.ctx.Keys) {
+			return nil
+		}
+		if d.job == nil {
+			return nil
+		}
+		k := d.ctx.Keys
+		switch {
+		case key.Matches(msg, k.Requeue):
+			return requeueJobs(d.ctx, []registry.Job{*d.job})
+		case key.Matches(msg, k.Cancel):
+			return cancelJobs(d.ctx, []registry.Job{*d.job})
+		case key.Matches(msg, k.ExtendLease):
+			return extendLease(d.ctx, d.job)
+		case key.Matches(msg, k.CopyID):
+			return tea.Batch(tea.SetClipboard(d.id), info("copied "+d.id+" to the clipboard (OSC 52)"))
+		}
+	}
+	return nil
+}
+
+func (d *jobDetail) refreshLater() tea.Cmd {
+	id := d.id
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return jobDetailRefreshMsg{id: id} })
+}
+
+func (d *jobDetail) View() string {
+	st := d.ctx.Styles
+	title := st.Title.Render("Job " + d.id)
+	if d.job == nil {
+		body := st.Render(themes.Muted, "  loading…")
+		if d.err != nil {
+			body = st.Render(themes.Danger, "  could not read the job: "+errText(d.err))
+		}
+		return pad(title, d.width) + "\n" + body
+	}
+	j := d.job
+	c := d.ctx.Fleet.cluster(j.ClusterID)
+	why := Classify(j, c, d.ctx.Now)
+	title += "  " + st.Render(jobStateKind(j.State), stateLabel(j.State))
+	if why.Reason != NotStuck {
+		title += st.Render(themes.Warning, "  ⚠ stuck: "+why.Reason.Short())
+	}
+	if in := fmt.Sprint(d.ctx.Now.Unix(), d.version, d.width, d.ctx.Fleet.version); in != d.drawn {
+		d.pager.setContent(d.render(j, c, why))
+		d.drawn = in
+	}
+	if info := d.pager.scrollInfo(); info != "" {
+		title += st.Render(themes.Muted, "  "+info)
+	}
+	return pad(title, d.width) + "\n" + d.pager.view()
+}
+
+func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) string {
+	st := d.ctx.Styles
+	now := d.ctx.Now
+	w := d.width
+	var b strings.Builder
+	line := func(s string) { b.WriteString(truncate(s, w) + "\n") }
+	section := func(s string) { b.WriteString("\n" + st.Section.Render(s) + "\n") }
+	field := func(label, value string, k themes.Kind) {
+		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, value))
+	}
+
+	if why.Reason != NotStuck {
+		section("WHY IT IS STUCK")
+		for _, l := range strings.Split(wrap(why.Explain, max(20, w-4)), "\n") {
+			line("  " + st.Render(themes.Warning, l))
+		}
+	}
+
+	section("JOB")
+	cl := j.ClusterID
+	maxAtt := ""
+	if c != nil {
+		cl = c.Name + " (" + c.ID + ")"
+		maxAtt = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
+	}
+	field("cluster", cl, themes.Plain)
+	kind := string(j.Kind)
+	if j.Intent != "" {
+		kind += " (" + j.Intent + ")"
+	}
+	field("kind", kind, themes.Plain)
+	field("target", orDash(j.Target.String()), themes.Plain)
+	field("state", stateLabel(j.State), jobStateKind(j.State))
+	field("attempt", fmt.Sprintf("%d%s", j.Attempt, maxAtt), themes.Plain)
+	field("submitted", stamp(j.CreatedAt)+" ("+ago(now, j.CreatedAt)+") by "+orDash(j.SubmittedBy), themes.Plain)
+	field("updated", stamp(j.UpdatedAt)+" ("+ago(now, j.UpdatedAt)+")", themes.Plain)
+	if !j.ExpiresAt.IsZero() {
+		field("expires", stamp(j.ExpiresAt)+" ("+until(now, j.ExpiresAt)+") if not acked", themes.Plain)
+	}
+	if j.IdempotencyKey != "" {
+		field("idempotency key", j.IdempotencyKey, themes.Plain)
+	}
+
+	section("CLAIM")
+	if j.ClaimID == "" {
+		line("  " + st.Render(themes.Muted, "not claimed"))
+	} else {
+		field("claim (fencing)", j.ClaimID, themes.Plain)
+		field("claimed", stamp(j.ClaimedAt)+" ("+ago(now, j.ClaimedAt)+") by credential "+j.ClaimedBy, themes.Plain)
+		if j.Leased() {
+			k := themes.Plain
+			if now.After(j.LeaseExpiresAt) {
+				k = themes.Danger
+			}
+			line("  " + st.Render(themes.Muted, pad("lease", 18)) + joinCell(st, leaseCell(st, j, now)) +
+				st.Render(k, fmt.Sprintf("  (%ds lease, ends %s)", j.LeaseSeconds, stamp(j.LeaseExpiresAt))))
+		} else {
+			field("lease", "none: the agent does not use leases; never reclaimed automatically", themes.Muted)
+		}
+		field("last activity", ago(now, j.LastActivityAt)+" (ack, status or heartbeat)", themes.Plain)
+		if j.Phase != "" {
+			field("phase", j.Phase, themes.Plain)
+		}
+	}
+
+	if j.State.Terminal() {
+		section("RESULT")
+		if j.Outcome != "" {
+			field("outcome", string(j.Outcome), jobStateKind(j.State))
+		}
+		if j.Error != "" {
+			field("error", j.Error, themes.Danger)
+		}
+		field("finished", stamp(j.FinishedAt)+" ("+ago(now, j.FinishedAt)+")", themes.Plain)
+		if len(j.Result) > 0 {
+			for _, l := range strings.Split(prettyJSON(j.Result), "\n") {
+				line("  " + st.Render(themes.Plain, l))
+			}
+		}
+	}
+
+	section("TIMELINE")
+	switch {
+	case d.err != nil && d.history == nil:
+		line("  " + st.Render(themes.Danger, "could not read the timeline: "+errText(d.err)))
+	case d.history == nil:
+		line("  " + st.Render(themes.Muted, "loading…"))
+	}
+	for _, h := range d.history {
+		msg := h.Message
+		if h.Phase != "" {
+			msg = "phase " + h.Phase + ": " + msg
+		}
+		line("  " + st.Render(themes.Muted, stamp(h.At)) + "  " + st.Render(themes.Accent, pad(string(h.Type), 15)) +
+			st.Render(themes.Muted, pad(fmt.Sprintf("#%d", h.Attempt), 4)) + st.Render(jobStateKind(h.State), pad(stateLabel(h.State), 12)) +
+			st.Render(themes.Plain, msg) + st.Render(themes.Muted, "  by "+shortActor(d.ctx.Fleet, h.Actor)))
+		for _, cond := range h.Conditions {
+			k := themes.Good
+			if cond.Status == "False" {
+				k = themes.Danger
+			}
+			line("      " + st.Render(k, cond.Type+"="+cond.Status) + st.Render(themes.Plain, " "+strings.TrimSpace(cond.Reason+" "+cond.Message)))
+		}
+	}
+
+	section("PAYLOAD")
+	for _, l := range strings.Split(prettyJSON(j.Payload), "\n") {
+		line("  " + st.Render(themes.Plain, l))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// prettyJSON indents a JSON document (or returns it as is if it is not
+// one).
+func prettyJSON(raw []byte) string {
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return out.String()
+}
+
+func (d *jobDetail) Actions() []key.Binding {
+	k := d.ctx.Keys
+	return []key.Binding{k.Requeue, k.Cancel, k.ExtendLease}
+}
+
+func (d *jobDetail) KeyMap() help.KeyMap {
+	k := d.ctx.Keys
+	return keyMap{
+		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
+			{k.Requeue, k.Cancel, k.ExtendLease, k.CopyID},
+		},
+	}
+}

@@ -1,0 +1,278 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/tetherhq/tether/themes"
+)
+
+// modal is a dialog over the current view. It takes every key while open;
+// Update returns nil to close it.
+type modal interface {
+	Update(msg tea.Msg) (modal, tea.Cmd)
+	View() string
+	KeyMap() help.KeyMap
+}
+
+// frame draws a modal's box: a title line, then the body, at most width
+// cells wide (border included).
+func frame(ctx *Context, title, body string, width int, danger bool) string {
+	width = max(20, min(width, ctx.Width))
+	st := ctx.Styles.Modal
+	if danger {
+		st = ctx.Styles.DangerModal
+	}
+	inner := width - st.GetHorizontalFrameSize()
+	titleStyle := ctx.Styles.Title
+	if danger {
+		titleStyle = ctx.Styles.Of(themes.Danger, false).Bold(true)
+	}
+	content := titleStyle.Render(truncate(title, inner)) + "\n\n" + body
+	return st.Width(width).Render(content)
+}
+
+// wrap breaks text into lines of at most width cells (at spaces).
+func wrap(text string, width int) string {
+	return lipgloss.NewStyle().Width(width).Render(text)
+}
+
+// hints renders a modal's key hints.
+func hints(ctx *Context, pairs ...string) string {
+	var parts []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		parts = append(parts, ctx.Styles.Key.Render(pairs[i])+" "+ctx.Styles.KeyDesc.Render(pairs[i+1]))
+	}
+	return strings.Join(parts, ctx.Styles.KeySep.Render(" · "))
+}
+
+var (
+	keyYes     = key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes"))
+	keyNo      = key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no"))
+	keyConfirm = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm"))
+	keyCancel  = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))
+	keyClose   = key.NewBinding(key.WithKeys("esc", "q"), key.WithHelp("esc", "close"))
+)
+
+// confirm asks yes or no; only y says yes, so that a stray enter never
+// confirms something destructive.
+type confirm struct {
+	ctx    *Context
+	title  string
+	body   string
+	yes    string // what y does, e.g. "requeue"
+	danger bool
+	onYes  tea.Cmd
+}
+
+func newConfirm(ctx *Context, title, body, yes string, danger bool, onYes tea.Cmd) *confirm {
+	return &confirm{ctx: ctx, title: title, body: body, yes: yes, danger: danger, onYes: onYes}
+}
+
+func (c *confirm) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, keyYes):
+			return nil, c.onYes
+		case key.Matches(k, keyNo):
+			return nil, info("canceled: nothing changed")
+		}
+	}
+	return c, nil
+}
+
+func (c *confirm) width() int { return 72 }
+
+func (c *confirm) View() string {
+	inner := min(c.width(), c.ctx.Width-2) - 4
+	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, "y", c.yes, "n/esc", "cancel")
+	return frame(c.ctx, c.title, body, c.width(), c.danger)
+}
+
+func (c *confirm) KeyMap() help.KeyMap {
+	return keyMap{short: []key.Binding{keyYes, keyNo}, full: [][]key.Binding{{keyYes, keyNo}}}
+}
+
+// typedConfirm asks the person to type a name before something that cannot
+// be undone.
+type typedConfirm struct {
+	ctx   *Context
+	title string
+	body  string
+	want  string
+	input textinput.Model
+	hint  string
+	onYes tea.Cmd
+}
+
+func newTypedConfirm(ctx *Context, title, body, want string, onYes tea.Cmd) *typedConfirm {
+	in := newInput(ctx, "")
+	in.Placeholder = want
+	in.Focus()
+	return &typedConfirm{ctx: ctx, title: title, body: body, want: want, input: in, onYes: onYes}
+}
+
+func (c *typedConfirm) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, keyCancel):
+			return nil, info("canceled: nothing changed")
+		case key.Matches(k, keyConfirm):
+			if c.input.Value() != c.want {
+				c.hint = "that is not " + c.want + "; type it exactly (or esc to cancel)"
+				return c, nil
+			}
+			return nil, c.onYes
+		}
+	}
+	var cmd tea.Cmd
+	c.input, cmd = c.input.Update(msg)
+	c.hint = ""
+	return c, cmd
+}
+
+func (c *typedConfirm) View() string {
+	inner := min(72, c.ctx.Width-2) - 4
+	c.input.SetWidth(inner - 4)
+	var b strings.Builder
+	b.WriteString(wrap(c.body, inner))
+	b.WriteString("\n\n")
+	b.WriteString(c.ctx.Styles.Render(themes.Plain, "Type ") + c.ctx.Styles.Render(themes.Accent, c.want) +
+		c.ctx.Styles.Render(themes.Plain, " to confirm:") + "\n")
+	b.WriteString(c.input.View())
+	b.WriteString("\n")
+	if c.hint != "" {
+		b.WriteString(c.ctx.Styles.Render(themes.Danger, truncate(c.hint, inner)))
+	}
+	b.WriteString("\n" + hints(c.ctx, "enter", "confirm", "esc", "cancel"))
+	return frame(c.ctx, c.title, b.String(), 72, true)
+}
+
+func (c *typedConfirm) KeyMap() help.KeyMap {
+	return keyMap{short: []key.Binding{keyConfirm, keyCancel}, full: [][]key.Binding{{keyConfirm, keyCancel}}}
+}
+
+// prompt asks for one value.
+type prompt struct {
+	ctx      *Context
+	title    string
+	body     string
+	label    string
+	input    textinput.Model
+	err      string
+	onSubmit func(value string) (tea.Cmd, error)
+}
+
+func newPrompt(ctx *Context, title, body, label, value string, onSubmit func(string) (tea.Cmd, error)) *prompt {
+	in := newInput(ctx, value)
+	in.Focus()
+	in.CursorEnd()
+	return &prompt{ctx: ctx, title: title, body: body, label: label, input: in, onSubmit: onSubmit}
+}
+
+func (p *prompt) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, keyCancel):
+			return nil, info("canceled: nothing changed")
+		case key.Matches(k, keyConfirm):
+			cmd, err := p.onSubmit(p.input.Value())
+			if err != nil {
+				p.err = err.Error()
+				return p, nil
+			}
+			return nil, cmd
+		}
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	p.err = ""
+	return p, cmd
+}
+
+func (p *prompt) View() string {
+	inner := min(64, p.ctx.Width-2) - 4
+	p.input.SetWidth(inner - len(p.label) - 4)
+	var b strings.Builder
+	if p.body != "" {
+		b.WriteString(wrap(p.body, inner) + "\n\n")
+	}
+	b.WriteString(p.ctx.Styles.Render(themes.Muted, p.label+" ") + p.input.View() + "\n")
+	if p.err != "" {
+		b.WriteString(p.ctx.Styles.Render(themes.Danger, wrap(p.err, inner)))
+	}
+	b.WriteString("\n" + hints(p.ctx, "enter", "ok", "esc", "cancel"))
+	return frame(p.ctx, p.title, b.String(), 64, false)
+}
+
+func (p *prompt) KeyMap() help.KeyMap {
+	return keyMap{short: []key.Binding{keyConfirm, keyCancel}, full: [][]key.Binding{{keyConfirm, keyCancel}}}
+}
+
+// helpModal is `?`: every key of the current view, generated from its
+// keymap, and the global ones.
+type helpModal struct {
+	ctx    *Context
+	title  string
+	keys   help.KeyMap
+	global [][]key.Binding
+}
+
+func (h *helpModal) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		if key.Matches(k, keyClose) || key.Matches(k, h.ctx.Keys.Help) {
+			return nil, nil
+		}
+	}
+	return h, nil
+}
+
+func (h *helpModal) View() string {
+	hm := newHelp(h.ctx)
+	width := min(h.ctx.Width-2, 110)
+	hm.SetWidth(width - 4)
+	body := hm.FullHelpView(h.keys.FullHelp()) + "\n\n" +
+		h.ctx.Styles.Section.Render("Everywhere") + "\n" + hm.FullHelpView(h.global) + "\n\n" +
+		hints(h.ctx, "esc/?", "close")
+	return frame(h.ctx, "Keys: "+h.title, body, width, false)
+}
+
+func (h *helpModal) KeyMap() help.KeyMap {
+	return keyMap{short: []key.Binding{keyClose}, full: [][]key.Binding{{keyClose}}}
+}
+
+// newHelp is a bubbles help model in the theme's colours.
+func newHelp(ctx *Context) help.Model {
+	h := help.New()
+	h.Styles = help.Styles{
+		ShortKey: ctx.Styles.Key, ShortDesc: ctx.Styles.KeyDesc, ShortSeparator: ctx.Styles.KeySep,
+		FullKey: ctx.Styles.Key, FullDesc: ctx.Styles.KeyDesc, FullSeparator: ctx.Styles.KeySep,
+		Ellipsis: ctx.Styles.KeySep,
+	}
+	return h
+}
+
+// newInput is a text input in the theme's colours, with a steady cursor (a
+// blinking one would redraw the screen twice a second for nothing).
+func newInput(ctx *Context, value string) textinput.Model {
+	in := textinput.New()
+	in.Prompt = ""
+	st := textinput.DefaultStyles(ctx.Styles.Theme.Dark)
+	st.Cursor.Blink = false
+	if c := ctx.Styles.Theme.Accent; c != nil {
+		st.Cursor.Color = c
+	}
+	st.Focused.Text = ctx.Styles.Of(themes.Plain, false)
+	st.Blurred.Text = ctx.Styles.Of(themes.Muted, false)
+	st.Focused.Placeholder = ctx.Styles.Of(themes.Muted, false)
+	st.Blurred.Placeholder = ctx.Styles.Of(themes.Muted, false)
+	st.Focused.Suggestion = ctx.Styles.Of(themes.Muted, false)
+	in.SetStyles(st)
+	in.SetValue(value)
+	return in
+}

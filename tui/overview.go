@@ -1,0 +1,506 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// overview is the first screen: clusters by state, jobs by state with bars,
+// stuck jobs by reason, silent clusters, and throughput and queue-depth
+// sparklines over the last minutes.
+type overview struct {
+	ctx        *Context
+	pager      pager
+	stuck      stuckCounts
+	stuckKnown bool
+	counting   bool
+	lastCount  time.Time
+	err        error
+	throughput *series
+	depth      *series
+	depthSince time.Time // the first queue-depth sample
+	backfilled bool
+	partial    bool // the backfill hit its limit: older buckets are incomplete
+	recount    bool // the fleet changed while counting
+	failures   []registry.Job
+	failErr    error
+	failLoaded bool
+	failBusy   bool
+	failDirty  bool
+	drawn      string
+	version    int
+	width      int
+	height     int
+}
+
+// The sparklines' window: 90 buckets of 10 seconds, the last 15 minutes.
+const (
+	seriesStep    = 10 * time.Second
+	seriesBuckets = 90
+	backfillLimit = 5000
+)
+
+var keyShowStuck = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "show stuck jobs"))
+
+type overviewStuckMsg struct {
+	counts stuckCounts
+	err    error
+}
+
+type overviewFailuresMsg struct {
+	jobs []registry.Job
+	err  error
+}
+
+type overviewFailuresTickMsg struct{}
+
+type overviewBackfillMsg struct {
+	entries []registry.AuditEntry
+	err     error
+}
+
+func newOverview(ctx *Context) *overview {
+	return &overview{
+		ctx: ctx, pager: newPager(),
+		throughput: newSeries(seriesStep, seriesBuckets, ctx.Now),
+		depth:      &series{step: seriesStep, buckets: make([]int64, seriesBuckets), start: ctx.Now.Truncate(seriesStep).Add(-(seriesBuckets - 1) * seriesStep), carry: true},
+	}
+}
+
+func (o *overview) Title() string { return "Overview" }
+
+func (o *overview) SetSize(w, h int) {
+	o.width, o.height = w, h
+	o.pager.setSize(w, h-1)
+}
+
+// Init counts stuck jobs and backfills throughput from the audit trail
+// (every job that ended has an entry: a result, a lease exhausted, an
+// expiry or a cancel).
+func (o *overview) Init() tea.Cmd {
+	b := o.ctx.Backend
+	return tea.Batch(o.loadFailures(), func() tea.Msg {
+		list, err := b.ListAudit(context.Background(), registry.AuditListParams{Action: "job.", Limit: backfillLimit})
+		return overviewBackfillMsg{entries: list, err: err}
+	})
+}
+
+func (o *overview) countStuck() tea.Cmd {
+	if o.counting || !o.ctx.Fleet.loaded {
+		o.recount = o.counting
+		return nil
+	}
+	o.counting, o.lastCount = true, time.Now()
+	b, now := o.ctx.Backend, o.ctx.Now
+	unreachable := o.ctx.Fleet.unreachable(now)
+	return func() tea.Msg {
+		c, err := countStuckByReason(context.Background(), b, stuckQueries(registry.JobListParams{}, unreachable, now))
+		return overviewStuckMsg{counts: c, err: err}
+	}
+}
+
+// endsJob reports whether an audit entry records one job ending. (The
+// reaper's entries summarize a whole batch, so they are not counted.)
+func endsJob(action string) bool {
+	switch action {
+	case registry.AuditJobResult, registry.AuditJobCancel:
+		return true
+	}
+	return false
+}
+
+func (o *overview) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case overviewStuckMsg:
+		o.counting = false
+		o.err = msg.err
+		if msg.err == nil {
+			o.stuck, o.stuckKnown = msg.counts, true
+		}
+		o.version++
+		if o.recount {
+			o.recount = false
+			return o.countStuck()
+		}
+	case watchStartedMsg:
+		return o.countStuck()
+	case overviewFailuresMsg:
+		o.failBusy, o.failLoaded, o.failErr = false, true, msg.err
+		if msg.err == nil {
+			o.failures = msg.jobs
+		}
+		o.version++
+		if o.failDirty {
+			return tea.Tick(time.Second, func(time.Time) tea.Msg { return overviewFailuresTickMsg{} })
+		}
+	case overviewFailuresTickMsg:
+		return o.loadFailures()
+	case overviewBackfillMsg:
+		if msg.err == nil {
+			for _, a := range msg.entries {
+				if endsJob(a.Action) {
+					o.throughput.add(a.At, 1)
+				}
+			}
+			o.backfilled = true
+			o.partial = len(msg.entries) >= backfillLimit
+		}
+		o.version++
+	case tickMsg:
+		o.throughput.advance(msg.now)
+		o.depth.advance(msg.now)
+		if time.Since(o.lastCount) >= jobsCountEvery {
+			return o.countStuck()
+		}
+	case countsMsg:
+		if msg.err == nil {
+			o.depth.advance(o.ctx.Now)
+			o.depth.set(o.ctx.Now, o.ctx.Fleet.count("", registry.JobQueued))
+			if o.depthSince.IsZero() {
+				o.depthSince = o.ctx.Now
+			}
+			o.version++
+		}
+	case feedMsg:
+		changed := false
+		var cmds []tea.Cmd
+		for _, j := range msg.batch.Jobs {
+			if j.State.Terminal() && j.UpdatedAt.Equal(j.FinishedAt) {
+				o.throughput.add(j.FinishedAt, 1)
+				changed = true
+				if (j.State == registry.JobFailed || j.State == registry.JobConflict) && !o.failDirty {
+					cmds = append(cmds, o.loadFailures())
+				}
+			}
+		}
+		if changed || len(msg.batch.Clusters) > 0 {
+			o.version++
+		}
+		if len(msg.batch.Clusters) > 0 || len(msg.batch.Deleted) > 0 {
+			cmds = append(cmds, o.countStuck())
+		}
+		return tea.Batch(cmds...)
+	case themeChangedMsg:
+		o.drawn = ""
+	case tea.MouseWheelMsg:
+		o.pager.wheel(msg)
+	case tea.KeyPressMsg:
+		if o.pager.navigate(msg, o.ctx.Keys) {
+			return nil
+		}
+		if key.Matches(msg, keyShowStuck) {
+			return o.ctx.switchTo(switchMsg{screen: screenJobs, tab: "stuck"})
+		}
+	}
+	return nil
+}
+
+func (o *overview) View() string {
+	st := o.ctx.Styles
+	title := st.Title.Render("Overview")
+	if in := fmt.Sprint(o.ctx.Fleet.version, o.ctx.Now.Unix(), o.version, o.width); in != o.drawn {
+		o.pager.setContent(o.render())
+		o.drawn = in
+	}
+	if info := o.pager.scrollInfo(); info != "" {
+		title += st.Render(themes.Muted, "  "+info+" (↑/↓ scroll)")
+	}
+	return pad(title, o.width) + "\n" + o.pager.view()
+}
+
+func (o *overview) render() string {
+	w := o.width
+	blocks := [][2]string{
+		{o.clustersBlock(), o.jobsBlock()},
+		{o.stuckBlock(), o.silentBlock()},
+		{o.conditionsBlock(), o.failuresBlock()},
+	}
+	var out []string
+	if w >= 100 {
+		half := (w - 2) / 2
+		for _, row := range blocks {
+			l, r := strings.Split(row[0], "\n"), strings.Split(row[1], "\n")
+			var lines []string
+			for i := range max(len(l), len(r)) {
+				var a, b string
+				if i < len(l) {
+					a = l[i]
+				}
+				if i < len(r) {
+					b = r[i]
+				}
+				lines = append(lines, pad(a, half)+"  "+truncate(b, w-half-2))
+			}
+			out = append(out, strings.Join(lines, "\n"))
+		}
+	} else {
+		for _, row := range blocks {
+			out = append(out, row[0], row[1])
+		}
+		for i, b := range out {
+			lines := strings.Split(b, "\n")
+			for j, l := range lines {
+				lines[j] = truncate(l, w)
+			}
+			out[i] = strings.Join(lines, "\n")
+		}
+	}
+	out = append(out, o.sparkBlock())
+	return strings.Join(out, "\n\n")
+}
+
+func (o *overview) clustersBlock() string {
+	st := o.ctx.Styles
+	f := o.ctx.Fleet
+	now := o.ctx.Now
+	var active, pending, disabled, silent int
+	for _, c := range f.sorted {
+		switch c.State {
+		case registry.ClusterActive:
+			active++
+			if c.Silent(now) {
+				silent++
+			}
+		case registry.ClusterPending:
+			pending++
+		case registry.ClusterDisabled:
+			disabled++
+		}
+	}
+	total := len(f.sorted)
+	lines := []string{st.Section.Render("CLUSTERS") + st.Render(themes.Muted, "  "+thousands(int64(total)))}
+	if !f.loaded {
+		return lines[0] + "\n" + st.Render(themes.Muted, "  loading…")
+	}
+	if total == 0 {
+		hint := "  none yet: 2 opens the clusters, n creates one"
+		if o.ctx.ReadOnly {
+			hint = "  none yet"
+		}
+		return lines[0] + "\n" + st.Render(themes.Muted, hint)
+	}
+	row := func(label string, n int, k themes.Kind, note string) {
+		frac := float64(n) / float64(max(1, total))
+		lines = append(lines, "  "+st.Render(themes.Plain, pad(label, 10))+st.Render(k, padLeft(thousands(int64(n)), 7))+"  "+
+			bar(st, frac, 16, k)+st.Render(themes.Muted, note))
+	}
+	row("active", active-silent, themes.Good, "")
+	sk := themes.Muted
+	if silent > 0 {
+		sk = themes.Warning
+	}
+	row("silent", silent, sk, "  no heartbeat ≥3m")
+	row("pending", pending, themes.Info, "  not registered")
+	row("disabled", disabled, themes.Danger, "")
+	return strings.Join(lines, "\n")
+}
+
+func (o *overview) jobsBlock() string {
+	st := o.ctx.Styles
+	f := o.ctx.Fleet
+	total := f.total("")
+	lines := []string{st.Section.Render("JOBS") + st.Render(themes.Muted, "  "+thousands(total))}
+	if !f.counted {
+		return lines[0] + "\n" + st.Render(themes.Muted, "  loading…")
+	}
+	var hi int64
+	for _, s := range registry.JobStates {
+		hi = max(hi, f.count("", s))
+	}
+	for _, s := range registry.JobStates {
+		n := f.count("", s)
+		k := jobStateKind(s)
+		if n == 0 {
+			k = themes.Muted
+		}
+		lines = append(lines, "  "+st.Render(themes.Plain, pad(stateLabel(s), 12))+st.Render(k, padLeft(thousands(n), 10))+"  "+
+			bar(st, float64(n)/float64(max(1, hi)), 20, k))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (o *overview) stuckBlock() string {
+	st := o.ctx.Styles
+	head := st.Section.Render("STUCK JOBS")
+	switch {
+	case o.err != nil && !o.stuckKnown:
+		return head + "\n" + st.Render(themes.Danger, "  could not count: "+errText(o.err))
+	case !o.stuckKnown:
+		return head + "\n" + st.Render(themes.Muted, "  counting…")
+	}
+	s := o.stuck
+	k := themes.Good
+	if s.Total > 0 {
+		k = themes.Warning
+	}
+	lines := []string{head + st.Render(k, "  "+thousands(int64(s.Total))) + st.Render(themes.Muted, "  (s shows them)")}
+	row := func(n int, label, why string) {
+		nk := themes.Muted
+		if n > 0 {
+			nk = themes.Warning
+		}
+		lines = append(lines, "  "+st.Render(nk, padLeft(thousands(int64(n)), 5))+"  "+st.Render(themes.Plain, pad(label, 21))+st.Render(themes.Muted, why))
+	}
+	row(s.Expired, "lease expired", "the reaper requeues it")
+	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(NoLeaseStuckAfter)))
+	row(s.Stranded, "cluster unreachable", "silent or disabled cluster")
+	row(s.Exhausted, "attempts exhausted", "failed lease_expired: requeue")
+	return strings.Join(lines, "\n")
+}
+
+func (o *overview) silentBlock() string {
+	st := o.ctx.Styles
+	f := o.ctx.Fleet
+	now := o.ctx.Now
+	var silent []*registry.Cluster
+	for _, c := range f.sorted {
+		if c.Silent(now) {
+			silent = append(silent, c)
+		}
+	}
+	head := st.Section.Render("SILENT CLUSTERS") + st.Render(themes.Muted, fmt.Sprintf("  no heartbeat for %d intervals", registry.SilentAfterHeartbeats))
+	if len(silent) == 0 {
+		return head + "\n" + st.Render(themes.Good, "  none: every active cluster is heartbeating")
+	}
+	lines := []string{head}
+	for i, c := range silent {
+		if i == 6 {
+			lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters, sort by s)", len(silent)-6)))
+			break
+		}
+		lines = append(lines, "  "+st.Render(themes.Warning, pad(c.Name, 16))+st.Render(themes.Plain, pad(ago(now, lastSeen(c)), 9))+
+			st.Render(themes.Muted, fmt.Sprintf("%s queued · %s in flight", thousands(f.count(c.ID, registry.JobQueued)), thousands(f.count(c.ID, registry.JobInProgress)))))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// conditionsBlock lists the False heartbeat conditions across the fleet.
+func (o *overview) conditionsBlock() string {
+	st := o.ctx.Styles
+	now := o.ctx.Now
+	var lines []string
+	n := 0
+	for _, c := range o.ctx.Fleet.sorted {
+		for _, cond := range c.FalseConditions() {
+			n++
+			if len(lines) < 5 {
+				since := ""
+				if !cond.LastTransitionTime.IsZero() {
+					since = " " + age(now, cond.LastTransitionTime)
+				}
+				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, 16))+st.Render(themes.Danger, cond.Type+"=False")+
+					st.Render(themes.Muted, " "+strings.TrimSpace(cond.Reason+" "+cond.Message)+since))
+			}
+		}
+	}
+	head := st.Section.Render("FALSE CONDITIONS") + st.Render(themes.Muted, "  from the last heartbeats")
+	if n == 0 {
+		return head + "\n" + st.Render(themes.Good, "  none")
+	}
+	if n > len(lines) {
+		lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more", n-len(lines))))
+	}
+	return head + "\n" + strings.Join(lines, "\n")
+}
+
+// failuresBlock lists the latest failed jobs with their errors.
+func (o *overview) failuresBlock() string {
+	st := o.ctx.Styles
+	now := o.ctx.Now
+	head := st.Section.Render("RECENT FAILURES") + st.Render(themes.Muted, "  newest first")
+	switch {
+	case o.failErr != nil:
+		return head + "\n" + st.Render(themes.Danger, "  could not read: "+errText(o.failErr))
+	case !o.failLoaded:
+		return head + "\n" + st.Render(themes.Muted, "  loading…")
+	case len(o.failures) == 0:
+		return head + "\n" + st.Render(themes.Good, "  none")
+	}
+	lines := []string{head}
+	for _, j := range o.failures {
+		msg := j.Error
+		if msg == "" {
+			msg = string(j.Outcome)
+		}
+		lines = append(lines, "  "+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), 12))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
+			st.Render(themes.Plain, pad(j.Target.Name, 15)+" ")+st.Render(themes.Danger, msg))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (o *overview) loadFailures() tea.Cmd {
+	if o.failBusy {
+		o.failDirty = true
+		return nil
+	}
+	o.failBusy, o.failDirty = true, false
+	b := o.ctx.Backend
+	return func() tea.Msg {
+		list, err := b.ListJobs(context.Background(), registry.JobListParams{
+			States: []registry.JobState{registry.JobFailed, registry.JobConflict}, Limit: 5})
+		return overviewFailuresMsg{jobs: list, err: err}
+	}
+}
+
+func (o *overview) sparkBlock() string {
+	st := o.ctx.Styles
+	w := max(10, min(o.width-4, seriesBuckets))
+	window := humanDuration(time.Duration(w) * seriesStep)
+	note := ""
+	if !o.backfilled {
+		note = " (reading history…)"
+	} else if o.partial {
+		note = " (history partial: older buckets incomplete)"
+	}
+	tp := o.throughput.values()
+	lines := []string{
+		st.Section.Render("THROUGHPUT") + st.Render(themes.Muted, fmt.Sprintf("  jobs finished per %s, last %s%s", humanDuration(seriesStep), window, note)) +
+			st.Render(themes.Plain, fmt.Sprintf("  %s in the window", thousands(sum(tp[len(tp)-w:])))),
+		"  " + st.Render(themes.Good, sparkline(tp, w)),
+		"",
+		st.Section.Render("QUEUE DEPTH") + st.Render(themes.Muted, fmt.Sprintf("  queued jobs, last %s (sampled since the console started)", window)) +
+			st.Render(themes.Plain, "  now "+thousands(o.ctx.Fleet.count("", registry.JobQueued))),
+		"  " + st.Render(themes.Info, pad(sparkline(o.sampledDepth(), w), w)),
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sum(v []int64) int64 {
+	var n int64
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+// sampledDepth is the queue depth since the first sample: the buckets
+// before it are unknown, not zero.
+func (o *overview) sampledDepth() []int64 {
+	if o.depthSince.IsZero() {
+		return nil
+	}
+	v := o.depth.values()
+	if i := o.depth.index(o.depthSince); i > 0 {
+		return v[i:]
+	}
+	return v
+}
+
+func (o *overview) Actions() []key.Binding { return nil }
+
+func (o *overview) KeyMap() help.KeyMap {
+	k := o.ctx.Keys
+	return keyMap{
+		short: []key.Binding{keyShowStuck, k.NextView, k.Views[1], k.Views[2], k.Command, k.Help, k.Quit},
+		full:  [][]key.Binding{{keyShowStuck, k.Up, k.Down}},
+	}
+}

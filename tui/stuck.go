@@ -1,0 +1,264 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// This file is the one place that decides whether a job is stuck and says
+// why, both for one job (Classify) and as registry queries (the stuck tab and
+// the overview's counts).
+
+// NoLeaseStuckAfter is how long an in_progress job without a lease may go
+// without an ack, status or heartbeat before the console calls it stuck. Such
+// a job is never reclaimed automatically (seed 004: reclaim is opt-in), so a
+// person has to decide.
+const NoLeaseStuckAfter = 10 * time.Minute
+
+// StuckReason is why a job is not making progress.
+type StuckReason int
+
+const (
+	NotStuck StuckReason = iota
+	// AttemptsExhausted: the lease expired on the last attempt; the job
+	// failed with error lease_expired and waits for a person to requeue it.
+	AttemptsExhausted
+	// LeaseExpired: the holder stopped renewing its lease; the reaper will
+	// put it back in the queue (if a server is running to reap it).
+	LeaseExpired
+	// NoLeaseSilent: claimed by an agent that does not use leases, and silent
+	// for NoLeaseStuckAfter.
+	NoLeaseSilent
+	// ClusterSilent: claimed by an agent whose cluster stopped sending
+	// heartbeats.
+	ClusterSilent
+	// QueuedOnSilentCluster: waiting for an agent that stopped polling.
+	QueuedOnSilentCluster
+	// ClusterDisabled: its cluster is disabled; its agent is refused.
+	ClusterDisabled
+)
+
+// Short is the reason in a few words, for table cells.
+func (r StuckReason) Short() string {
+	switch r {
+	case AttemptsExhausted:
+		return "attempts exhausted"
+	case LeaseExpired:
+		return "lease expired"
+	case NoLeaseSilent:
+		return "no lease, silent"
+	case ClusterSilent:
+		return "cluster silent"
+	case QueuedOnSilentCluster:
+		return "queued, cluster silent"
+	case ClusterDisabled:
+		return "cluster disabled"
+	}
+	return ""
+}
+
+// Stuck is a job's diagnosis.
+type Stuck struct {
+	Reason StuckReason
+	// Explain says what happened and what to do, in a sentence or two.
+	Explain string
+}
+
+// Classify diagnoses a job. c is the job's cluster (nil if unknown).
+func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
+	switch j.State {
+	case registry.JobFailed:
+		if j.Error == registry.ErrorLeaseExpired {
+			max := ""
+			if c != nil {
+				max = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
+			}
+			return Stuck{AttemptsExhausted, fmt.Sprintf(
+				"Attempts exhausted: the lease expired on attempt %d%s, so the job failed with error lease_expired. Requeue it (R) to try again.",
+				j.Attempt, max)}
+		}
+		return Stuck{}
+	case registry.JobInProgress:
+		if j.Leased() && now.After(j.LeaseExpiresAt) {
+			return Stuck{LeaseExpired, fmt.Sprintf(
+				"Lease expired %s ago: its holder stopped renewing it. The reaper of tether serve puts it back in the queue as attempt %d; if no server is running, requeue it (R).",
+				humanDuration(now.Sub(j.LeaseExpiresAt)), j.Attempt+1)}
+		}
+		if c != nil && c.State == registry.ClusterDisabled {
+			return Stuck{ClusterDisabled, "Its cluster is disabled: the agent is refused every call and cannot report. Enable the cluster, or cancel (C) or requeue (R) the job."}
+		}
+		if c != nil && c.Silent(now) {
+			return Stuck{ClusterSilent, fmt.Sprintf(
+				"Cluster %s is silent: no heartbeat for %s. Its agent may be down with this job in hand.",
+				c.Name, humanDuration(now.Sub(lastSeen(c))))}
+		}
+		if !j.Leased() {
+			last := j.LastActivityAt
+			if last.IsZero() {
+				last = j.ClaimedAt
+			}
+			if !last.IsZero() && now.Sub(last) > NoLeaseStuckAfter {
+				return Stuck{NoLeaseSilent, fmt.Sprintf(
+					"No lease (its agent does not use leases) and no status for %s. It is never reclaimed automatically: if the agent is gone, requeue it (R); the old holder is fenced off.",
+					humanDuration(now.Sub(last)))}
+			}
+		}
+	case registry.JobQueued:
+		if c != nil && c.State == registry.ClusterDisabled {
+			return Stuck{ClusterDisabled, "Queued on a disabled cluster: its agent is refused and will not take it. Enable the cluster or cancel (C) the job."}
+		}
+		if c != nil && c.Silent(now) {
+			return Stuck{QueuedOnSilentCluster, fmt.Sprintf(
+				"Queued on a silent cluster: %s sent no heartbeat for %s, so no agent is polling for it.",
+				c.Name, humanDuration(now.Sub(lastSeen(c))))}
+		}
+	}
+	return Stuck{}
+}
+
+func lastSeen(c *registry.Cluster) time.Time {
+	if !c.Status.LastHeartbeatAt.IsZero() {
+		return c.Status.LastHeartbeatAt
+	}
+	return c.RegisteredAt
+}
+
+// stuckSets are the registry queries whose union is the stuck set, each
+// narrowed by base's filters (cluster, kind, search):
+//
+//	exhausted: failed with error lease_expired
+//	expired:   in_progress with a lease that ended
+//	silent:    in_progress, no lease, no activity for NoLeaseStuckAfter
+//	stranded:  queued or in_progress on an unreachable (silent or disabled) cluster
+//
+// Only stranded overlaps the others (expired and silent jobs on an
+// unreachable cluster); overlaps holds those intersections, so that
+// |union| = sum(sets) - sum(overlaps).
+type stuckSets struct {
+	sets     []registry.JobListParams
+	overlaps []registry.JobListParams
+}
+
+func stuckQueries(base registry.JobListParams, unreachable []string, now time.Time) stuckSets {
+	with := func(f func(p *registry.JobListParams)) registry.JobListParams {
+		p := base
+		p.States, p.Limit, p.Offset = nil, 0, 0
+		f(&p)
+		return p
+	}
+	exhausted := with(func(p *registry.JobListParams) {
+		p.States, p.Error = []registry.JobState{registry.JobFailed}, registry.ErrorLeaseExpired
+	})
+	expired := with(func(p *registry.JobListParams) {
+		p.States, p.LeaseExpiredBefore = []registry.JobState{registry.JobInProgress}, now
+	})
+	silent := with(func(p *registry.JobListParams) {
+		p.States, p.NoLease, p.ActivityBefore = []registry.JobState{registry.JobInProgress}, true, now.Add(-NoLeaseStuckAfter)
+	})
+	s := stuckSets{sets: []registry.JobListParams{exhausted, expired, silent}}
+	ids := unreachable
+	if len(base.ClusterIDs) > 0 {
+		ids = nil
+		for _, id := range unreachable {
+			if slices.Contains(base.ClusterIDs, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return s
+	}
+	stranded := with(func(p *registry.JobListParams) {
+		p.ClusterIDs, p.States = ids, []registry.JobState{registry.JobQueued, registry.JobInProgress}
+	})
+	s.sets = append(s.sets, stranded)
+	for _, p := range []registry.JobListParams{expired, silent} {
+		p.ClusterIDs = ids
+		s.overlaps = append(s.overlaps, p)
+	}
+	return s
+}
+
+// countStuck counts the stuck set.
+func countStuck(ctx context.Context, b Backend, s stuckSets) (int, error) {
+	total := 0
+	for _, p := range s.sets {
+		n, err := b.CountJobs(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	for _, p := range s.overlaps {
+		n, err := b.CountJobs(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		total -= n
+	}
+	return total, nil
+}
+
+// stuckByReason counts each set apart, for the overview (overlapping jobs
+// count under their own reason, not under their cluster's).
+type stuckCounts struct {
+	Total, Exhausted, Expired, Silent, Stranded int
+}
+
+func countStuckByReason(ctx context.Context, b Backend, s stuckSets) (stuckCounts, error) {
+	var out stuckCounts
+	ns := make([]int, len(s.sets))
+	for i, p := range s.sets {
+		n, err := b.CountJobs(ctx, p)
+		if err != nil {
+			return out, err
+		}
+		ns[i] = n
+	}
+	out.Exhausted, out.Expired, out.Silent = ns[0], ns[1], ns[2]
+	if len(ns) > 3 {
+		out.Stranded = ns[3]
+		for _, p := range s.overlaps {
+			n, err := b.CountJobs(ctx, p)
+			if err != nil {
+				return out, err
+			}
+			out.Stranded -= n
+		}
+	}
+	out.Total = out.Exhausted + out.Expired + out.Silent + out.Stranded
+	return out, nil
+}
+
+// listStuck returns one page of the stuck set, newest first (the order of
+// the other tabs): each set's first offset+limit jobs, merged and
+// de-duplicated.
+func listStuck(ctx context.Context, b Backend, s stuckSets, offset, limit int) ([]registry.Job, error) {
+	var all []registry.Job
+	seen := map[string]bool{}
+	for _, p := range s.sets {
+		p.Limit, p.Offset = offset+limit, 0
+		list, err := b.ListJobs(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range list {
+			if !seen[j.ID] {
+				seen[j.ID] = true
+				all = append(all, j)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b registry.Job) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	if offset >= len(all) {
+		return []registry.Job{}, nil
+	}
+	return all[offset:min(len(all), offset+limit)], nil
+}

@@ -1,0 +1,370 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tetherhq/tether/themes"
+)
+
+// seg is a run of text of one kind; a cell is one or more segs.
+type seg struct {
+	text string
+	kind themes.Kind
+}
+
+type cell []seg
+
+func txt(s string, k themes.Kind) cell { return cell{{s, k}} }
+
+func (c cell) width() int {
+	w := 0
+	for _, s := range c {
+		w += ansi.StringWidth(s.text)
+	}
+	return w
+}
+
+// column describes a table column. Width is the preferred width; Flex
+// columns share what is left; columns with a higher Drop are hidden first
+// when the terminal is too narrow.
+type column struct {
+	Title string
+	Width int
+	Min   int
+	Flex  int
+	Right bool
+	Drop  int
+}
+
+// tableSource is what a table shows: the rows currently loaded.
+type tableSource interface {
+	rowCount() int
+	// rowKey identifies a row's rendering: the same key, the same line (the
+	// key includes whatever time-dependent text the row shows).
+	rowKey(i int) string
+	rowCells(i int) []cell
+	marked(i int) bool
+}
+
+// table renders only the rows that fit and caches each rendered line by its
+// key, so that a frame after a keypress or a live update renders only what
+// changed.
+type table struct {
+	cols    []column
+	widths  []int // computed per column; 0 = hidden
+	width   int
+	height  int // rows, header excluded
+	cursor  int
+	offset  int
+	styles  *themes.Styles
+	cache   map[string]string
+	noFocus bool // the cursor is not shown (e.g. a paused tail)
+	// marks reserves two cells before the first column for a row's mark.
+	marks bool
+}
+
+func newTable(cols []column) *table {
+	return &table{cols: cols, cache: map[string]string{}}
+}
+
+func (t *table) setStyles(s *themes.Styles) {
+	t.styles = s
+	clear(t.cache)
+}
+
+// setSize sets the table's area: width cells, height lines including the
+// header.
+func (t *table) setSize(width, height int) {
+	if width != t.width {
+		clear(t.cache)
+	}
+	t.width, t.height = width, max(1, height-1)
+	t.layout()
+	t.clampOffset()
+}
+
+// layout computes the column widths for the table's width.
+func (t *table) layout() {
+	width := t.width
+	if t.marks {
+		width -= 2
+	}
+	n := len(t.cols)
+	t.widths = make([]int, n)
+	visible := make([]bool, n)
+	for i := range visible {
+		visible[i] = true
+	}
+	need := func() int {
+		w := -1 // a space between columns: one fewer than the columns
+		for i, c := range t.cols {
+			if visible[i] {
+				w += c.minWidth() + 1
+			}
+		}
+		return w
+	}
+	for need() > width {
+		drop, at := 0, -1
+		for i, c := range t.cols {
+			if visible[i] && c.Drop > drop {
+				drop, at = c.Drop, i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		visible[at] = false
+	}
+	used, flex := -1, 0
+	for i, c := range t.cols {
+		if !visible[i] {
+			continue
+		}
+		t.widths[i] = c.Width
+		used += c.Width + 1
+		flex += c.Flex
+	}
+	left := width - used
+	// Too narrow for preferred widths: shrink towards their minimum the
+	// flexible columns first, then the others, a cell at a time each.
+	for _, flexible := range []bool{true, false} {
+		for left < 0 {
+			shrunk := false
+			for i, c := range t.cols {
+				if left >= 0 {
+					break
+				}
+				if visible[i] && (c.Flex > 0) == flexible && t.widths[i] > c.minWidth() {
+					t.widths[i]--
+					left++
+					shrunk = true
+				}
+			}
+			if !shrunk {
+				break
+			}
+		}
+	}
+	if left > 0 && flex > 0 {
+		extra := left
+		for i, c := range t.cols {
+			if visible[i] && c.Flex > 0 {
+				add := extra * c.Flex / flex
+				t.widths[i] += add
+				left -= add
+			}
+		}
+		for i, c := range t.cols { // rounding
+			if visible[i] && c.Flex > 0 && left > 0 {
+				t.widths[i] += left
+				left = 0
+			}
+		}
+	}
+}
+
+func (c column) minWidth() int {
+	if c.Min > 0 {
+		return c.Min
+	}
+	return c.Width
+}
+
+func (t *table) clampOffset() {
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+t.height {
+		t.offset = t.cursor - t.height + 1
+	}
+	t.offset = max(0, t.offset)
+}
+
+// setCursor moves the cursor to i within n rows.
+func (t *table) setCursor(i, n int) {
+	t.cursor = max(0, min(i, n-1))
+	t.clampOffset()
+}
+
+// clampTo keeps the cursor inside n rows after the rows changed.
+func (t *table) clampTo(n int) {
+	if t.cursor >= n {
+		t.cursor = max(0, n-1)
+	}
+	if t.offset > max(0, n-t.height) {
+		t.offset = max(0, n-t.height)
+	}
+	t.clampOffset()
+}
+
+// rowAt maps a line of the table's area (0 is the header) to a row index.
+func (t *table) rowAt(y, n int) (int, bool) {
+	if y < 1 || y > t.height {
+		return 0, false
+	}
+	i := t.offset + y - 1
+	return i, i < n
+}
+
+func (t *table) header() string {
+	var b strings.Builder
+	st := t.styles.TableHeader
+	first := true
+	if t.marks {
+		b.WriteString("  ")
+	}
+	for i, c := range t.cols {
+		w := t.widths[i]
+		if w == 0 {
+			continue
+		}
+		if !first {
+			b.WriteString(" ")
+		}
+		first = false
+		if c.Right {
+			b.WriteString(st.Render(padLeft(c.Title, w)))
+		} else {
+			b.WriteString(st.Render(pad(c.Title, w)))
+		}
+	}
+	return pad(b.String(), t.width)
+}
+
+// view renders the header and the visible rows of src; empty is shown when
+// src has no rows.
+func (t *table) view(src tableSource, empty string) string {
+	n := src.rowCount()
+	lines := make([]string, 0, t.height+1)
+	lines = append(lines, t.header())
+	if n == 0 {
+		lines = append(lines, t.styles.Render(themes.Muted, pad("  "+empty, t.width)))
+	}
+	end := min(n, t.offset+t.height)
+	for i := t.offset; i < end; i++ {
+		selected := i == t.cursor && !t.noFocus
+		marked := src.marked(i)
+		k := src.rowKey(i)
+		switch {
+		case selected && marked:
+			k = "S+M|" + k
+		case selected:
+			k = "S|" + k
+		case marked:
+			k = "M|" + k
+		}
+		line, ok := t.cache[k]
+		if !ok {
+			line = t.renderRow(src.rowCells(i), selected, marked)
+			t.cache[k] = line
+		}
+		lines = append(lines, line)
+	}
+	if len(t.cache) > 8*(t.height+1) {
+		clear(t.cache) // bounded: keys of rows long gone do not pile up
+	}
+	for len(lines) < t.height+1 {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (t *table) renderRow(cells []cell, selected, marked bool) string {
+	var b strings.Builder
+	space := t.styles.Of(themes.Plain, selected)
+	first := true
+	used := 0
+	if t.marks {
+		if marked {
+			b.WriteString(t.styles.Of(themes.Marked, selected).Render("● "))
+		} else {
+			b.WriteString(space.Render("  "))
+		}
+		used = 2
+	}
+	for i := range t.cols {
+		w := t.widths[i]
+		if w == 0 {
+			continue
+		}
+		if !first {
+			b.WriteString(space.Render(" "))
+			used++
+		}
+		first = false
+		var c cell
+		if i < len(cells) {
+			c = cells[i]
+		}
+		b.WriteString(t.renderCell(c, w, t.cols[i].Right, selected))
+		used += w
+	}
+	if used < t.width {
+		b.WriteString(space.Render(strings.Repeat(" ", t.width-used)))
+	}
+	return b.String()
+}
+
+func (t *table) renderCell(c cell, w int, right, selected bool) string {
+	total := c.width()
+	var b strings.Builder
+	fill := t.styles.Of(themes.Plain, selected)
+	if right && total < w {
+		b.WriteString(fill.Render(strings.Repeat(" ", w-total)))
+	}
+	left := w
+	for i, s := range c {
+		if left <= 0 {
+			break
+		}
+		text := s.text
+		sw := ansi.StringWidth(text)
+		if sw > left || (sw == left && i < len(c)-1 && total > w) {
+			text = truncate(text, left)
+			sw = ansi.StringWidth(text)
+		}
+		b.WriteString(t.styles.Of(s.kind, selected).Render(text))
+		left -= sw
+	}
+	if !right && left > 0 {
+		b.WriteString(fill.Render(strings.Repeat(" ", left)))
+	}
+	return b.String()
+}
+
+// navigate moves the cursor for the navigation keys; it reports whether the
+// key was one.
+func (t *table) navigate(msg tea.KeyPressMsg, k *Keys, n int) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		t.setCursor(t.cursor-1, n)
+	case key.Matches(msg, k.Down):
+		t.setCursor(t.cursor+1, n)
+	case key.Matches(msg, k.Top):
+		t.setCursor(0, n)
+	case key.Matches(msg, k.Bottom):
+		t.setCursor(n-1, n)
+	case key.Matches(msg, k.PageUp):
+		t.setCursor(t.cursor-t.height, n)
+	case key.Matches(msg, k.PageDown):
+		t.setCursor(t.cursor+t.height, n)
+	default:
+		return false
+	}
+	return true
+}
+
+// wheel scrolls by three rows, moving the cursor along.
+func (t *table) wheel(msg tea.MouseWheelMsg, n int) {
+	switch msg.Button {
+	case tea.MouseWheelUp:
+		t.setCursor(t.cursor-3, n)
+	case tea.MouseWheelDown:
+		t.setCursor(t.cursor+3, n)
+	}
+}
