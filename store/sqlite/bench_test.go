@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,14 +63,26 @@ func BenchmarkSubmit(b *testing.B) {
 func BenchmarkClaim(b *testing.B) {
 	reg, c, a := benchRegistry(b)
 	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
+	// Queue b.N jobs first, from concurrent producers (one at a time, each
+	// would be a commit of its own: minutes of setup for a long run).
 	ids := make([]string, b.N)
-	for i := range ids {
-		j, _, err := reg.SubmitJob(admin, sub)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = j.ID
+	var next0 atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next0.Add(1) - 1; i < int64(b.N); i = next0.Add(1) - 1 {
+				j, _, err := reg.SubmitJob(admin, sub)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ids[i] = j.ID
+			}
+		}()
 	}
+	wg.Wait()
 	var next atomic.Int64
 	b.SetParallelism(16)
 	b.ResetTimer()

@@ -161,7 +161,9 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 }
 
 func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0), COALESCE(MIN(seq), 0) FROM changes`).Scan(&latest, &oldest)
+	// Two subqueries: SQLite answers a lone MIN or MAX of the key from the
+	// b-tree's ends, but scans the whole feed for both in one SELECT.
+	err = s.queryRow(ctx, `SELECT COALESCE((SELECT MAX(seq) FROM changes), 0), COALESCE((SELECT MIN(seq) FROM changes), 0)`).Scan(&latest, &oldest)
 	if err != nil {
 		return 0, 0, s.wrap(err, "read the change feed")
 	}

@@ -1,0 +1,245 @@
+// Command bench runs tether's benchmarks with targets (make bench): each
+// scenario several times, on this machine, side by side where a ratio is the
+// target. It prints one table of medians next to their targets and writes
+// them to bench/results/latest.json (output, not committed).
+//
+// The scenarios are ordinary Go benchmarks, runnable one by one with go test:
+//
+//	lifecycle  ./bench         BenchmarkLifecycle
+//	wake-up    ./bench         BenchmarkWakeup (also the fan-in memory)
+//	reaper     ./store/sqlite  BenchmarkReap
+//	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim
+//	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// run is one go test invocation.
+type run struct {
+	title string
+	pkg   string
+	bench string
+	args  []string
+	count int
+}
+
+var runs = []run{
+	{"lifecycle (32 apiclient agents, and the same client against a trivial handler)", "./bench", "^BenchmarkLifecycle$", []string{"-benchtime", "4000x"}, 3},
+	{"wake-up and fan-in (tether serve in its own process; 1,000 and 10,000 held polls)", "./bench", "^BenchmarkWakeup$", []string{"-benchtime", "200x"}, 3},
+	{"reaper (100,000 expired leases)", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
+	{"submit and claim (registry on SQLite, concurrent callers)", "./store/sqlite", "^Benchmark(Submit|Claim)$", []string{"-benchtime", "30000x"}, 3},
+	{"console (jobs view over 1,000,000 jobs)", "./tui", "^Benchmark(JobsFrame|FirstFrame)$", nil, 3},
+}
+
+// row is one line of the table: a metric of a benchmark, and its target.
+type row struct {
+	scenario string
+	bench    string // benchmark name without the -GOMAXPROCS suffix
+	unit     string // as the benchmark reports it
+	target   string // "" for figures reported for information
+	ok       func(float64) bool
+}
+
+func atLeast(v float64) func(float64) bool { return func(x float64) bool { return x >= v } }
+func below(v float64) func(float64) bool   { return func(x float64) bool { return x < v } }
+func atMost(v float64) func(float64) bool  { return func(x float64) bool { return x <= v } }
+
+var rows = []row{
+	{"lifecycle: tether / trivial handler", "BenchmarkLifecycle", "ratio", ">= 0.5", atLeast(0.5)},
+	{"lifecycle: tether", "BenchmarkLifecycle", "lifecycles/s", "", nil},
+	{"lifecycle: trivial handler", "BenchmarkLifecycle", "baseline-lifecycles/s", "", nil},
+	{"lifecycle: enqueue to ack p50", "BenchmarkLifecycle", "enqueue-ack-p50-ms", "", nil},
+	{"lifecycle: enqueue to ack p99", "BenchmarkLifecycle", "enqueue-ack-p99-ms", "", nil},
+	{"wake-up p50, 1,000 held polls", "BenchmarkWakeup/polls=1000", "p50-ms", "", nil},
+	{"wake-up p99, 1,000 held polls", "BenchmarkWakeup/polls=1000", "p99-ms", "", nil},
+	{"wake-up p50, 10,000 held polls", "BenchmarkWakeup/polls=10000", "p50-ms", "", nil},
+	{"wake-up p99, 10,000 held polls", "BenchmarkWakeup/polls=10000", "p99-ms", "< 50 ms", below(50)},
+	{"fan-in: memory per held poll at 1,000", "BenchmarkWakeup/polls=1000", "KiB/poll", "", nil},
+	{"fan-in: memory per held poll at 10,000", "BenchmarkWakeup/polls=10000", "KiB/poll", "<= 32 KiB", atMost(32)},
+	{"reaper: 100,000 expired leases requeued", "BenchmarkReap", "s/100k", "< 2 s", below(2)},
+	{"submit: jobs through the registry", "BenchmarkSubmit", "submits/s", ">= 10000/s", atLeast(10000)},
+	{"claim: acks through the registry", "BenchmarkClaim", "claims/s", "", nil},
+	{"console: jobs-view frame, clock tick", "BenchmarkJobsFrame/tick", "ms/frame", "< 16 ms", below(16)},
+	{"console: jobs-view frame, key press", "BenchmarkJobsFrame/key", "ms/frame", "< 16 ms", below(16)},
+	{"console: first frame", "BenchmarkFirstFrame", "ms/first-frame", "< 300 ms", below(300)},
+}
+
+// result is one entry of bench/results/latest.json.
+type result struct {
+	Scenario string  `json:"scenario"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	Target   string  `json:"target"`
+	OK       bool    `json:"ok"`
+	Runs     int     `json:"runs"`
+}
+
+func main() {
+	root, err := moduleRoot()
+	if err != nil {
+		fail(err)
+	}
+	start := time.Now()
+	values := map[string][]float64{} // bench + " " + unit -> one value per run
+	for _, r := range runs {
+		fmt.Fprintf(os.Stderr, "bench: %s, %d runs ...\n", r.title, r.count)
+		t0 := time.Now()
+		out, err := goTest(root, r)
+		got := parse(out)
+		if err != nil {
+			// A benchmark that checks its own budget fails when it is over:
+			// its figures still count (the table shows the miss).
+			fmt.Fprintf(os.Stderr, "%s\n", failures(out))
+			if len(got) == 0 {
+				fail(fmt.Errorf("%s: %w", r.title, err))
+			}
+		}
+		for k, v := range got {
+			values[k] = append(values[k], v...)
+		}
+		fmt.Fprintf(os.Stderr, "bench:   done in %s\n", time.Since(t0).Round(time.Second))
+	}
+
+	var results []result
+	missed := 0
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tMEDIAN\tUNIT\tTARGET\tOK\tRUNS")
+	for _, r := range rows {
+		vs := values[r.bench+" "+r.unit]
+		if len(vs) == 0 {
+			fail(fmt.Errorf("no %s figure from %s", r.unit, r.bench))
+		}
+		v := median(vs)
+		res := result{Scenario: r.scenario, Value: round(v), Unit: r.unit, Target: r.target, OK: true, Runs: len(vs)}
+		mark := ""
+		if r.ok != nil {
+			res.OK = r.ok(v)
+			mark = "ok"
+			if !res.OK {
+				mark, missed = "MISSED", missed+1
+			}
+		}
+		results = append(results, res)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.scenario, strconv.FormatFloat(res.Value, 'f', -1, 64), r.unit, dash(r.target), mark, len(vs))
+	}
+	tw.Flush()
+
+	path := filepath.Join(root, "bench", "results", "latest.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		fail(err)
+	}
+	b, _ := json.MarshalIndent(results, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Printf("\n%d of %d targets met; medians of each scenario's runs, measured on this machine in %s. Written to %s.\n",
+		countTargets()-missed, countTargets(), time.Since(start).Round(time.Second), path)
+}
+
+func countTargets() int {
+	n := 0
+	for _, r := range rows {
+		if r.ok != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func goTest(root string, r run) ([]byte, error) {
+	args := append([]string{"test", "-run", "^$", "-bench", r.bench, "-count", strconv.Itoa(r.count), "-timeout", "20m"}, r.args...)
+	cmd := exec.Command("go", append(args, r.pkg)...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// parse reads benchmark lines: "BenchmarkX/sub-2  N  v unit  v unit ...".
+func parse(out []byte) map[string][]float64 {
+	values := map[string][]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			values[name+" "+f[i+1]] = append(values[name+" "+f[i+1]], v)
+		}
+	}
+	return values
+}
+
+// failures keeps the lines of go test's output that say what failed.
+func failures(out []byte) string {
+	var keep []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "FAIL") || strings.Contains(line, "_test.go:") || strings.Contains(line, "panic") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func round(v float64) float64 {
+	p, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	return p
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run make bench from inside the tether module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
