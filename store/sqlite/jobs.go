@@ -381,115 +381,92 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 		// cluster's policy: below max attempts it goes back to queued as a
 		// new attempt, else it fails with lease_expired. (Picking each kind
 		// with its own ordered LIMIT would scan the whole backlog of the rare
-		// kind on every batch.)
-		// INDEXED BY: left to itself the planner walks jobs_state and sorts
-		// every in_progress job on each batch (quadratic over a backlog).
-		rows, err := t.query(`SELECT j.id, j.attempt < c.max_attempts FROM jobs j INDEXED BY jobs_lease JOIN clusters c ON c.id = j.cluster_id
+		// kind on every batch.) INDEXED BY: left to itself the planner walks
+		// jobs_state and sorts every in_progress job on each batch.
+		retry, fail, err := t.pick(`SELECT j.id, j.attempt < c.max_attempts FROM jobs j INDEXED BY jobs_lease JOIN clusters c ON c.id = j.cluster_id
 			WHERE j.state = 'in_progress' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at < ?
 			ORDER BY j.lease_expires_at LIMIT ?`, now, p.Limit)
 		if err != nil {
 			return err
 		}
-		var retry, fail []string
-		for rows.Next() {
-			var id string
-			var again bool
-			if err := rows.Scan(&id, &again); err != nil {
-				rows.Close()
-				return t.s.wrap(err, "pick jobs to reclaim")
-			}
-			if again {
-				retry = append(retry, id)
-			} else {
-				fail = append(fail, id)
-			}
+		if counts.Requeued, err = t.endBatch(retry, `state = 'queued', attempt = attempt + 1,
+				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
+				last_activity_at = NULL, phase = '', updated_at = ?`, []any{now},
+			registry.HistoryReclaimed, `'lease expired: back in the queue as attempt ' || attempt`, p.Now, p.Actor); err != nil {
+			return err
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return t.s.wrap(err, "pick jobs to reclaim")
+		if counts.Failed, err = t.endBatch(fail, `state = 'failed', error = 'lease_expired', finished_at = ?,
+				lease_expires_at = NULL, updated_at = ?`, []any{now, now},
+			registry.HistoryFailed, `'lease expired on the last attempt: failed (lease_expired)'`, p.Now, p.Actor); err != nil {
+			return err
 		}
-		var requeued, failed []reclaimed
-		if len(retry) > 0 {
-			if requeued, err = t.reclaimRows(`UPDATE jobs SET state = 'queued', attempt = attempt + 1,
-					claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
-					last_activity_at = NULL, phase = '', updated_at = ?
-				WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'in_progress'
-				RETURNING id, cluster_id, state, attempt`, now, jsonText(retry)); err != nil {
-				return err
-			}
+		if counts.Requeued+counts.Failed == 0 {
+			return nil
 		}
-		if len(fail) > 0 {
-			if failed, err = t.reclaimRows(`UPDATE jobs SET state = 'failed', error = 'lease_expired', finished_at = ?,
-					lease_expires_at = NULL, updated_at = ?
-				WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'in_progress'
-				RETURNING id, cluster_id, state, attempt`, now, now, jsonText(fail)); err != nil {
-				return err
-			}
-		}
-		counts.Requeued, counts.Failed = len(requeued), len(failed)
-		summary := fmt.Sprintf("leases expired: %d jobs back in the queue, %d failed on their last attempt", len(requeued), len(failed))
-		return t.recordBulk(append(requeued, failed...), p.Now, p.Actor, registry.AuditJobReclaim, summary)
+		return t.audit(registry.AuditEntry{At: p.Now, Actor: p.Actor, Action: registry.AuditJobReclaim, TargetKind: "jobs",
+			Reason: fmt.Sprintf("leases expired: %d jobs back in the queue, %d failed on their last attempt", counts.Requeued, counts.Failed)})
 	})
 	return counts, err
 }
 
-// reclaimRows runs a reaper UPDATE ... RETURNING and collects its rows. (In
-// the updates by id list, "+state" keeps the planner on the primary key
-// instead of scanning the state index for the ids.)
-func (t *txn) reclaimRows(q string, args ...any) ([]reclaimed, error) {
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []reclaimed
-	for rows.Next() {
-		var r reclaimed
-		if err := rows.Scan(&r.ID, &r.ClusterID, &r.State, &r.Attempt); err != nil {
-			return nil, t.s.wrap(err, "reclaim jobs")
-		}
-		out = append(out, r)
-	}
-	return out, t.s.wrap(rows.Err(), "reclaim jobs")
-}
-
+// JobsExpire ends queued jobs past their expiry, a batch at a time.
 func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (int, error) {
 	n := 0
 	err := s.write(ctx, func(t *txn) error {
 		now := ms(p.Now)
-		done, err := t.reclaimRows(`UPDATE jobs SET state = 'expired', error = 'expired', finished_at = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_expiry WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ?
-				ORDER BY expires_at LIMIT ?)
-			RETURNING id, cluster_id, state, attempt`, now, now, now, p.Limit)
+		due, _, err := t.pick(`SELECT id, 1 FROM jobs INDEXED BY jobs_expiry
+			WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?`, now, p.Limit)
 		if err != nil {
 			return err
 		}
-		n = len(done)
-		return t.recordBulk(done, p.Now, p.Actor, registry.AuditJobExpire, fmt.Sprintf("%d queued jobs expired before any agent acked them", n))
+		if n, err = t.endBatch(due, `state = 'expired', error = 'expired', finished_at = ?, updated_at = ?`, []any{now, now},
+			registry.HistoryExpired, `'expired before any agent acked it'`, p.Now, p.Actor); err != nil || n == 0 {
+			return err
+		}
+		return t.audit(registry.AuditEntry{At: p.Now, Actor: p.Actor, Action: registry.AuditJobExpire, TargetKind: "jobs",
+			Reason: fmt.Sprintf("%d queued jobs expired before any agent acked them", n)})
 	})
 	return n, err
 }
 
-// recordBulk writes a history entry for each job of a reaper batch, in one
-// statement, and one audit entry for the batch: the reaper is the system, not
-// an admin or an agent, and each job's timeline already says what it did.
-func (t *txn) recordBulk(done []reclaimed, now time.Time, actor, action, summary string) error {
-	if len(done) == 0 {
-		return nil
-	}
-	doc, err := json.Marshal(done)
+// pick runs a reaper's selection, whose rows are (id, keep), and splits the
+// ids by keep.
+func (t *txn) pick(q string, args ...any) (keep, other []string, err error) {
+	rows, err := t.query(q, args...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if _, err := t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
-		SELECT value ->> 'id', ?, CASE value ->> 'state' WHEN 'queued' THEN 'reclaimed' WHEN 'failed' THEN 'failed' ELSE 'expired' END,
-			?, value ->> 'attempt', value ->> 'state',
-			CASE value ->> 'state'
-				WHEN 'queued' THEN 'lease expired: back in the queue as attempt ' || (value ->> 'attempt')
-				WHEN 'failed' THEN 'lease expired on the last attempt: failed (lease_expired)'
-				ELSE 'expired before any agent acked it' END
-		FROM json_each(?)`, ms(now), actor, string(doc)); err != nil {
-		return err
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var k bool
+		if err := rows.Scan(&id, &k); err != nil {
+			return nil, nil, t.s.wrap(err, "pick jobs for the reaper")
+		}
+		if k {
+			keep = append(keep, id)
+		} else {
+			other = append(other, id)
+		}
 	}
-	return t.audit(registry.AuditEntry{At: now, Actor: actor, Action: action, TargetKind: "jobs", Reason: summary})
+	return keep, other, t.s.wrap(rows.Err(), "pick jobs for the reaper")
+}
+
+// endBatch applies set to the jobs of ids (all picked, in the state their
+// pick saw, in this same write transaction: the writer is the only one) and
+// writes each one's history entry from its updated row.
+func (t *txn) endBatch(ids []string, set string, setArgs []any, typ registry.HistoryType, message string, now time.Time, actor string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	list := jsonText(ids)
+	res, err := t.exec(`UPDATE jobs SET `+set+` WHERE id IN (SELECT value FROM json_each(?))`, append(setArgs, list)...)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	_, err = t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
+		SELECT id, ?, ?, ?, attempt, state, `+message+` FROM jobs WHERE id IN (SELECT value FROM json_each(?))`,
+		ms(now), typ, actor, list)
+	return int(n), err
 }
