@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
@@ -22,10 +23,10 @@ func scanCluster(row pgx.Row) (*registry.Cluster, error) {
 	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
 	c.Policy.RequiredCapabilities = []string{}
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, js(&c.AllowedNamespaces), js(&c.AllowedCatalogEntries),
-		js(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, js(&c.Policy.RequiredCapabilities),
-		&c.Version, tm(&c.CreatedAt), tm(&c.UpdatedAt), tm(&c.RegisteredAt),
-		tm(&c.Status.LastHeartbeatAt), js(&c.Status.Capabilities), js(&c.Status.Conditions), tm(&c.Status.UpdatedAt))
+	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
+		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt),
+		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +86,9 @@ func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParam
 		_, err := q.Exec(ctx, `INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
 			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-			c.ID, c.Name, c.Organization, c.PublicKey, jsonText(c.AllowedNamespaces), jsonText(c.AllowedCatalogEntries),
-			jsonText(c.AllowedOperationTemplates), string(c.Mode), string(c.State), c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
-			jsonText(c.Policy.RequiredCapabilities), c.Version, ms(c.CreatedAt), ms(c.UpdatedAt), ms(c.RegisteredAt))
+			c.ID, c.Name, c.Organization, c.PublicKey, col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
+			col.JSONText(c.AllowedOperationTemplates), string(c.Mode), string(c.State), c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
+			col.JSONText(c.Policy.RequiredCapabilities), c.Version, col.MS(c.CreatedAt), col.MS(c.UpdatedAt), col.MS(c.RegisteredAt))
 		if isUniqueViolation(err, "clusters_name") {
 			return errNameTaken(c.Name)
 		}
@@ -111,12 +112,12 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 		sp := &p.Spec
 		var a args
 		sql := `WITH c AS (UPDATE clusters SET name = ` + a.add(sp.Name) + `, organization = ` + a.add(sp.Organization) +
-			`, public_key = ` + a.add(sp.PublicKey) + `, allowed_namespaces = ` + a.add(jsonText(sp.AllowedNamespaces)) +
-			`, allowed_catalog_entries = ` + a.add(jsonText(sp.AllowedCatalogEntries)) +
-			`, allowed_operation_templates = ` + a.add(jsonText(sp.AllowedOperationTemplates)) + `, mode = ` + a.add(string(sp.Mode)) +
+			`, public_key = ` + a.add(sp.PublicKey) + `, allowed_namespaces = ` + a.add(col.JSONText(sp.AllowedNamespaces)) +
+			`, allowed_catalog_entries = ` + a.add(col.JSONText(sp.AllowedCatalogEntries)) +
+			`, allowed_operation_templates = ` + a.add(col.JSONText(sp.AllowedOperationTemplates)) + `, mode = ` + a.add(string(sp.Mode)) +
 			`, lease_seconds = ` + a.add(sp.Policy.LeaseSeconds) + `, max_attempts = ` + a.add(sp.Policy.MaxAttempts) +
-			`, required_capabilities = ` + a.add(jsonText(sp.Policy.RequiredCapabilities)) +
-			`, version = version + 1, updated_at = ` + a.add(ms(p.Now)) +
+			`, required_capabilities = ` + a.add(col.JSONText(sp.Policy.RequiredCapabilities)) +
+			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
 			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -147,7 +148,7 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 			state = "CASE WHEN registered_at IS NULL THEN 'pending' ELSE 'active' END"
 		}
 		var a args
-		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(ms(p.Now)) +
+		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
 			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -195,8 +196,8 @@ const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, use
 
 func scanToken(row pgx.Row) (*registry.RegistrationToken, error) {
 	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, bytesCol(&tk.Hash), tm(&tk.CreatedAt), tm(&tk.ExpiresAt), &tk.CreatedBy,
-		tm(&tk.UsedAt), &tk.CredentialID, tm(&tk.RevokedAt), &tk.RevokeReason)
+	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
+		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
 	return &tk, err
 }
 
@@ -212,7 +213,7 @@ func insertToken(ctx context.Context, q db, tk *registry.RegistrationToken) erro
 			WHERE cluster_id = $2 AND used_at IS NULL AND revoked_at IS NULL)
 		INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by)
 		VALUES ($1, $2, $3, $4, $6, $8)`,
-		tk.ID, tk.ClusterID, tk.Hash, ms(tk.CreatedAt), ms(tk.CreatedAt), ms(tk.ExpiresAt), registry.TokenRevokedSuperseded, tk.CreatedBy)
+		tk.ID, tk.ClusterID, tk.Hash, col.MS(tk.CreatedAt), col.MS(tk.CreatedAt), col.MS(tk.ExpiresAt), registry.TokenRevokedSuperseded, tk.CreatedBy)
 	return err
 }
 
@@ -255,7 +256,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 	var out *registry.RegistrationToken
 	err := s.write(ctx, "revoke a registration token", func(ctx context.Context, q db) error {
 		tk, err := scanToken(q.QueryRow(ctx, `UPDATE registration_tokens SET revoked_at = $1, revoke_reason = $2
-			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+tokenCols, ms(p.Now), registry.TokenRevokedByAdmin, p.ID))
+			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+tokenCols, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", p.ID))
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -323,11 +324,11 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		// written first, before the transaction holds the feed lock.
 		if _, err := q.Exec(ctx, `INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
-			c.ID, jsonText(cred.Capabilities), ms(p.Now)); err != nil {
+			c.ID, col.JSONText(cred.Capabilities), col.MS(p.Now)); err != nil {
 			return err
 		}
 		tag, err := q.Exec(ctx, `UPDATE registration_tokens SET used_at = $1, credential_id = $2
-			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, ms(p.Now), cred.ID, tk.ID)
+			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, col.MS(p.Now), cred.ID, tk.ID)
 		if err != nil {
 			return err
 		}
@@ -340,7 +341,7 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 			return err
 		}
 		if _, err := q.Exec(ctx, `UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
-			registered_at = COALESCE(registered_at, $1), updated_at = $1 WHERE id = $2`, ms(p.Now), c.ID); err != nil {
+			registered_at = COALESCE(registered_at, $1), updated_at = $1 WHERE id = $2`, col.MS(p.Now), c.ID); err != nil {
 			return err
 		}
 		p.Audit.ClusterID = c.ID
@@ -365,16 +366,16 @@ const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created
 func scanCredential(row pgx.Row) (*registry.Credential, error) {
 	var c registry.Credential
 	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, bytesCol(&c.Hash), bytesCol(&c.SealedHMAC), js(&c.Capabilities), tm(&c.CreatedAt),
-		tm(&c.ExpiresAt), tm(&c.RotateAfter), tm(&c.RotateUntil), &c.RotatedFrom, tm(&c.SupersededAt), tm(&c.RevokedAt), &c.RevokeReason)
+	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
+		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
 	return &c, err
 }
 
 func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
 	_, err := q.Exec(ctx, `INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
 		rotate_after, rotate_until, rotated_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		c.ID, c.ClusterID, c.Hash, bytesOrNil(c.SealedHMAC), jsonText(c.Capabilities), ms(c.CreatedAt), ms(c.ExpiresAt),
-		ms(c.RotateAfter), ms(c.RotateUntil), c.RotatedFrom)
+		c.ID, c.ClusterID, c.Hash, bytesOrNil(c.SealedHMAC), col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
+		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
 	return err
 }
 
@@ -410,7 +411,7 @@ func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotat
 			return err
 		}
 		tag, err := q.Exec(ctx, `UPDATE credentials SET superseded_at = COALESCE(superseded_at, $1), expires_at = LEAST(expires_at, $2)
-			WHERE id = $3 AND revoked_at IS NULL AND rotate_until > $1`, ms(p.Now), ms(p.OldExpiresAt), p.OldID)
+			WHERE id = $3 AND revoked_at IS NULL AND rotate_until > $1`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID)
 		if err != nil {
 			return err
 		}
@@ -429,13 +430,13 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	var n int
 	err := s.stmt(ctx, "restrict credentials", func(ctx context.Context, q db) error {
 		var a args
-		set := `expires_at = LEAST(expires_at, ` + a.add(ms(p.ExpiresAt)) + `), rotate_until = LEAST(rotate_until, ` + a.add(ms(p.RotateUntil)) + `)`
+		set := `expires_at = LEAST(expires_at, ` + a.add(col.MS(p.ExpiresAt)) + `), rotate_until = LEAST(rotate_until, ` + a.add(col.MS(p.RotateUntil)) + `)`
 		if p.Revoke {
-			set += `, revoked_at = ` + a.add(ms(p.Now)) + `, revoke_reason = ` + a.add(p.Reason)
+			set += `, revoked_at = ` + a.add(col.MS(p.Now)) + `, revoke_reason = ` + a.add(p.Reason)
 		}
 		cred := a.add(p.CredentialID)
 		sql := `WITH u AS (UPDATE credentials SET ` + set + ` WHERE cluster_id = ` + a.add(p.ClusterID) +
-			` AND revoked_at IS NULL AND rotate_until > ` + a.add(ms(p.Now)) + ` AND (` + cred + ` = '' OR id = ` + cred + `) RETURNING 1),
+			` AND revoked_at IS NULL AND rotate_until > ` + a.add(col.MS(p.Now)) + ` AND (` + cred + ` = '' OR id = ` + cred + `) RETURNING 1),
 			a AS (` + auditFrom(&a, p.Audit, "", "") + `)
 			SELECT count(*) FROM u`
 		return q.QueryRow(ctx, sql, a...).Scan(&n)
@@ -476,7 +477,7 @@ func auditFrom(a *args, e registry.AuditEntry, from, clusterCol string) string {
 		cluster = a.add(e.ClusterID) + "::TEXT"
 	}
 	sql := `INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason) SELECT ` +
-		a.add(ms(e.At)) + `::BIGINT, ` + a.add(e.Actor) + `::TEXT, ` + a.add(e.Action) + `::TEXT, ` + cluster + `, ` +
+		a.add(col.MS(e.At)) + `::BIGINT, ` + a.add(e.Actor) + `::TEXT, ` + a.add(e.Action) + `::TEXT, ` + cluster + `, ` +
 		a.add(e.TargetKind) + `::TEXT, ` + a.add(e.TargetID) + `::TEXT, ` + a.add(e.Reason) + `::TEXT`
 	if from != "" {
 		sql += " FROM " + from
@@ -510,7 +511,7 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 	}
 	return collect(s, rows, "read the audit trail", func(r pgx.Rows) (registry.AuditEntry, error) {
 		var e registry.AuditEntry
-		err := r.Scan(&e.ID, tm(&e.At), &e.Actor, &e.Action, &e.ClusterID, &e.TargetKind, &e.TargetID, &e.Reason)
+		err := r.Scan(&e.ID, col.Time(&e.At), &e.Actor, &e.Action, &e.ClusterID, &e.TargetKind, &e.TargetID, &e.Reason)
 		return e, err
 	})
 }

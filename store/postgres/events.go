@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 // EventsAppend takes its locks before it writes a feed row (see the
@@ -35,7 +36,7 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 			rows, err := q.Query(ctx, `INSERT INTO event_keys (cluster_id, event_key, seen_at)
 				SELECT $1::TEXT, k, $2::BIGINT FROM unnest($3::TEXT[]) AS k ORDER BY k
 				ON CONFLICT (cluster_id, event_key) DO UPDATE SET seen_at = excluded.seen_at WHERE event_keys.seen_at < $4
-				RETURNING event_key`, p.ClusterID, ms(p.Now), keys, ms(p.DedupeAfter))
+				RETURNING event_key`, p.ClusterID, col.MS(p.Now), keys, col.MS(p.DedupeAfter))
 			if err != nil {
 				return err
 			}
@@ -55,12 +56,12 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 		if hb := p.Heartbeat; hb != nil {
 			q1 := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, updated_at) VALUES ($1, $2, $2)
 				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at`
-			args := []any{p.ClusterID, ms(hb.At)}
+			args := []any{p.ClusterID, col.MS(hb.At)}
 			if hb.Conditions != nil {
 				q1 = `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at) VALUES ($1, $2, $3, $2)
 					ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
 					conditions = excluded.conditions, updated_at = excluded.updated_at`
-				args = append(args, jsonText(hb.Conditions))
+				args = append(args, col.JSONText(hb.Conditions))
 			}
 			if _, err := q.Exec(ctx, q1, args...); err != nil {
 				return err
@@ -92,7 +93,7 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 		body := make([][]byte, n)
 		for k, i := range idx {
 			e := &p.Events[i]
-			kind[k], key[k], ref[k], conds[k], msg[k] = e.Kind, e.EventKey, jsonText(e.ResourceRef), jsonText(e.Conditions), e.Message
+			kind[k], key[k], ref[k], conds[k], msg[k] = e.Kind, e.EventKey, col.JSONText(e.ResourceRef), col.JSONText(e.Conditions), e.Message
 			hasFalse[k], stamp[k], received[k] = e.HasFalseCondition(), msPtr(e.Timestamp), msPtr(e.ReceivedAt)
 			if len(e.Body) > 0 {
 				body[k] = []byte(e.Body)
@@ -160,8 +161,8 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 	return collect(s, rows, "read events", func(r pgx.Rows) (registry.Event, error) {
 		var e registry.Event
 		var body []byte
-		err := r.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, js(&e.ResourceRef), js(&e.Conditions), &e.Message,
-			tm(&e.Timestamp), tm(&e.ReceivedAt), bytesCol(&body))
+		err := r.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, col.JSON(&e.ResourceRef), col.JSON(&e.Conditions), &e.Message,
+			col.Time(&e.Timestamp), col.Time(&e.ReceivedAt), col.Bytes(&body))
 		e.Body = body
 		return e, err
 	})
@@ -170,7 +171,7 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (int, error) {
 	var deleted int64
 	err := s.write(ctx, "prune events", func(ctx context.Context, q db) error {
-		tag, err := q.Exec(ctx, "DELETE FROM events WHERE received_at < $1", ms(p.OlderThan))
+		tag, err := q.Exec(ctx, "DELETE FROM events WHERE received_at < $1", col.MS(p.OlderThan))
 		if err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (
 			}
 			deleted += tag.RowsAffected()
 		}
-		_, err = q.Exec(ctx, "DELETE FROM event_keys WHERE seen_at < $1", ms(p.KeysBefore))
+		_, err = q.Exec(ctx, "DELETE FROM event_keys WHERE seen_at < $1", col.MS(p.KeysBefore))
 		return err
 	})
 	return int(deleted), err
@@ -203,7 +204,7 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 	}
 	return collect(s, rows, "read the change feed", func(r pgx.Rows) (registry.Change, error) {
 		var c registry.Change
-		err := r.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, tm(&c.At))
+		err := r.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, col.Time(&c.At))
 		return c, err
 	})
 }
@@ -231,7 +232,7 @@ func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams)
 				RETURNING seq),
 			m AS (SELECT MAX(seq) AS through, count(*) AS n FROM d),
 			u AS (UPDATE changes_pruned SET through = GREATEST(changes_pruned.through, m.through) FROM m WHERE m.through IS NOT NULL)
-			SELECT n FROM m`, ms(p.Before), max(p.Keep, 0)).Scan(&n)
+			SELECT n FROM m`, col.MS(p.Before), max(p.Keep, 0)).Scan(&n)
 	})
 	return n, err
 }

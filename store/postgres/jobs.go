@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
@@ -20,9 +21,9 @@ func scanJob(row pgx.Row) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
-		bytesCol(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, tm(&j.CreatedAt), tm(&j.UpdatedAt), tm(&j.ExpiresAt),
-		&j.SubmittedBy, str(&j.ClaimID), tm(&j.ClaimedAt), str(&j.ClaimedBy), &j.LeaseSeconds, tm(&j.LeaseExpiresAt),
-		tm(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, bytesCol(&result), tm(&j.FinishedAt))
+		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
+		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +68,12 @@ func jobByID(ctx context.Context, q db, id string) (*registry.Job, error) {
 func historyFrom(a *args, h *registry.JobHistoryEntry, from string) string {
 	var conds any
 	if len(h.Conditions) > 0 {
-		conds = jsonText(h.Conditions)
+		conds = col.JSONText(h.Conditions)
 	}
 	return `INSERT INTO job_history (job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at)
-		SELECT ` + from + `.id, ` + a.add(ms(h.At)) + `::BIGINT, ` + a.add(string(h.Type)) + `::TEXT, ` + a.add(h.Actor) + `::TEXT, ` +
+		SELECT ` + from + `.id, ` + a.add(col.MS(h.At)) + `::BIGINT, ` + a.add(string(h.Type)) + `::TEXT, ` + a.add(h.Actor) + `::TEXT, ` +
 		from + `.attempt, ` + from + `.state, ` + a.add(h.Phase) + `::TEXT, ` + a.add(h.Message) + `::TEXT, ` +
-		a.add(conds) + `::TEXT, ` + a.add(ms(h.ReportedAt)) + `::BIGINT FROM ` + from
+		a.add(conds) + `::TEXT, ` + a.add(col.MS(h.ReportedAt)) + `::BIGINT FROM ` + from
 }
 
 const jobInsertAttempts = 5
@@ -89,7 +90,7 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 		for range jobInsertAttempts {
 			var a args
 			cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-				j.IdempotencyKey, string(j.State), j.Attempt, ms(j.CreatedAt), ms(j.UpdatedAt), ms(j.ExpiresAt), j.SubmittedBy}
+				j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy}
 			values := list(&a, cols)
 			h := p.History
 			sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
@@ -153,16 +154,16 @@ func jobFilter(a *args, p registry.JobListParams) string {
 			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\')`)
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
-		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(ms(p.LeaseExpiredBefore)))
+		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore)))
 	}
 	if p.NoLease {
 		where = append(where, "lease_expires_at IS NULL")
 	}
 	if !p.ActivityBefore.IsZero() {
-		where = append(where, "COALESCE(last_activity_at, created_at) < "+a.add(ms(p.ActivityBefore)))
+		where = append(where, "COALESCE(last_activity_at, created_at) < "+a.add(col.MS(p.ActivityBefore)))
 	}
 	if !p.FinishedAfter.IsZero() {
-		where = append(where, "finished_at > "+a.add(ms(p.FinishedAfter)))
+		where = append(where, "finished_at > "+a.add(col.MS(p.FinishedAfter)))
 	}
 	if len(where) == 0 {
 		return ""
@@ -203,7 +204,7 @@ func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, er
 
 func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
 	rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND state = 'queued'
-		AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at, id LIMIT $3`, clusterID, ms(now), limit)
+		AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at, id LIMIT $3`, clusterID, col.MS(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +219,8 @@ func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHis
 	}
 	return collect(s, rows, "read a job's history", func(r pgx.Rows) (registry.JobHistoryEntry, error) {
 		var h registry.JobHistoryEntry
-		err := r.Scan(&h.Seq, &h.JobID, tm(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
-			js(&h.Conditions), tm(&h.ReportedAt))
+		err := r.Scan(&h.Seq, &h.JobID, col.Time(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
+			col.JSON(&h.Conditions), col.Time(&h.ReportedAt))
 		return h, err
 	})
 }
@@ -256,7 +257,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 			where += " AND claim_id = " + a.add(p.ClaimID)
 		}
 		if !p.NotExpiredAt.IsZero() {
-			where += " AND (expires_at IS NULL OR expires_at > " + a.add(ms(p.NotExpiredAt)) + ")"
+			where += " AND (expires_at IS NULL OR expires_at > " + a.add(col.MS(p.NotExpiredAt)) + ")"
 		}
 		if p.Leased {
 			where += " AND lease_expires_at IS NOT NULL"
@@ -294,7 +295,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 
 // jobSet renders a JobSet as the SET list of an UPDATE.
 func jobSet(a *args, s *registry.JobSet) string {
-	sets := []string{"updated_at = " + a.add(ms(s.Now))}
+	sets := []string{"updated_at = " + a.add(col.MS(s.Now))}
 	add := func(col string, v any) { sets = append(sets, col+" = "+a.add(v)) }
 	if s.State != "" {
 		add("state", string(s.State))
@@ -308,20 +309,20 @@ func jobSet(a *args, s *registry.JobSet) string {
 			"result = NULL", "finished_at = NULL")
 	}
 	if c := s.Claim; c != nil {
-		add("claim_id", nullIfEmpty(c.ClaimID))
-		add("claimed_at", ms(c.ClaimedAt))
-		add("claimed_by", nullIfEmpty(c.ClaimedBy))
+		add("claim_id", col.NullIfEmpty(c.ClaimID))
+		add("claimed_at", col.MS(c.ClaimedAt))
+		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
 		add("lease_seconds", c.LeaseSeconds)
-		add("lease_expires_at", ms(c.LeaseExpiresAt))
+		add("lease_expires_at", col.MS(c.LeaseExpiresAt))
 	}
 	if s.LeaseExpiresAt != nil {
-		add("lease_expires_at", ms(*s.LeaseExpiresAt))
+		add("lease_expires_at", col.MS(*s.LeaseExpiresAt))
 	}
 	if s.RenewLease {
-		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE "+a.add(ms(s.Now))+"::BIGINT + lease_seconds * 1000 END")
+		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE "+a.add(col.MS(s.Now))+"::BIGINT + lease_seconds * 1000 END")
 	}
 	if !s.LastActivityAt.IsZero() {
-		add("last_activity_at", ms(s.LastActivityAt))
+		add("last_activity_at", col.MS(s.LastActivityAt))
 	}
 	if s.Phase != nil {
 		add("phase", *s.Phase)
@@ -336,7 +337,7 @@ func jobSet(a *args, s *registry.JobSet) string {
 		add("result", []byte(s.Result))
 	}
 	if !s.FinishedAt.IsZero() {
-		add("finished_at", ms(s.FinishedAt))
+		add("finished_at", col.MS(s.FinishedAt))
 	}
 	return strings.Join(sets, ", ")
 }
@@ -348,7 +349,7 @@ func jobSet(a *args, s *registry.JobSet) string {
 // job the batch changed (u), and one audit entry for the batch (the reaper is
 // the system, not an admin or an agent; each job's timeline has the detail).
 func reaperRecord(a *args, now time.Time, actor string, expire bool) string {
-	at, who := a.add(ms(now))+"::BIGINT", a.add(actor)+"::TEXT"
+	at, who := a.add(col.MS(now))+"::BIGINT", a.add(actor)+"::TEXT"
 	var action, reason string
 	if expire {
 		action = a.add(registry.AuditJobExpire) + "::TEXT"
@@ -380,7 +381,7 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 	err := s.stmt(ctx, "reclaim jobs", func(ctx context.Context, q db) error {
 		counts = registry.ReclaimCounts{}
 		var a args
-		now, limit := a.add(ms(p.Now))+"::BIGINT", a.add(p.Limit)
+		now, limit := a.add(col.MS(p.Now))+"::BIGINT", a.add(p.Limit)
 		sql := `WITH picked AS (
 				SELECT j.id, j.attempt < c.max_attempts AS retry
 				FROM jobs j JOIN clusters c ON c.id = j.cluster_id
@@ -408,7 +409,7 @@ func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (in
 	n := 0
 	err := s.stmt(ctx, "expire jobs", func(ctx context.Context, q db) error {
 		var a args
-		now, limit := a.add(ms(p.Now))+"::BIGINT", a.add(p.Limit)
+		now, limit := a.add(col.MS(p.Now))+"::BIGINT", a.add(p.Limit)
 		sql := `WITH picked AS (
 				SELECT id FROM jobs WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ` + now + `
 				ORDER BY expires_at LIMIT ` + limit + `

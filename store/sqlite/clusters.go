@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
@@ -23,10 +24,10 @@ func scanCluster(row scanner) (*registry.Cluster, error) {
 	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
 	c.Policy.RequiredCapabilities = []string{}
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, js(&c.AllowedNamespaces), js(&c.AllowedCatalogEntries),
-		js(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, js(&c.Policy.RequiredCapabilities),
-		&c.Version, tm(&c.CreatedAt), tm(&c.UpdatedAt), tm(&c.RegisteredAt),
-		tm(&c.Status.LastHeartbeatAt), js(&c.Status.Capabilities), js(&c.Status.Conditions), tm(&c.Status.UpdatedAt))
+	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
+		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt),
+		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +87,9 @@ func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParam
 		_, err := t.exec(`INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
 			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Name, c.Organization, c.PublicKey, jsonText(c.AllowedNamespaces), jsonText(c.AllowedCatalogEntries),
-			jsonText(c.AllowedOperationTemplates), c.Mode, c.State, c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
-			jsonText(c.Policy.RequiredCapabilities), c.Version, ms(c.CreatedAt), ms(c.UpdatedAt), ms(c.RegisteredAt))
+			c.ID, c.Name, c.Organization, c.PublicKey, col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
+			col.JSONText(c.AllowedOperationTemplates), c.Mode, c.State, c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
+			col.JSONText(c.Policy.RequiredCapabilities), c.Version, col.MS(c.CreatedAt), col.MS(c.UpdatedAt), col.MS(c.RegisteredAt))
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a cluster named %q already exists; choose another name", c.Name)
 		}
@@ -112,9 +113,9 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 			allowed_catalog_entries = ?, allowed_operation_templates = ?, mode = ?, lease_seconds = ?, max_attempts = ?,
 			required_capabilities = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ?`,
-			sp.Name, sp.Organization, sp.PublicKey, jsonText(sp.AllowedNamespaces), jsonText(sp.AllowedCatalogEntries),
-			jsonText(sp.AllowedOperationTemplates), sp.Mode, sp.Policy.LeaseSeconds, sp.Policy.MaxAttempts,
-			jsonText(sp.Policy.RequiredCapabilities), ms(p.Now), p.ID, p.Version)
+			sp.Name, sp.Organization, sp.PublicKey, col.JSONText(sp.AllowedNamespaces), col.JSONText(sp.AllowedCatalogEntries),
+			col.JSONText(sp.AllowedOperationTemplates), sp.Mode, sp.Policy.LeaseSeconds, sp.Policy.MaxAttempts,
+			col.JSONText(sp.Policy.RequiredCapabilities), col.MS(p.Now), p.ID, p.Version)
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a cluster named %q already exists; choose another name", sp.Name)
 		}
@@ -146,7 +147,7 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 		if p.Enabled {
 			state = "CASE WHEN registered_at IS NULL THEN 'pending' ELSE 'active' END"
 		}
-		res, err := t.exec("UPDATE clusters SET state = "+state+", version = version + 1, updated_at = ? WHERE id = ?", ms(p.Now), p.ID)
+		res, err := t.exec("UPDATE clusters SET state = "+state+", version = version + 1, updated_at = ? WHERE id = ?", col.MS(p.Now), p.ID)
 		if err != nil {
 			return err
 		}
@@ -181,8 +182,8 @@ const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, use
 
 func scanToken(row scanner) (*registry.RegistrationToken, error) {
 	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, bytesCol(&tk.Hash), tm(&tk.CreatedAt), tm(&tk.ExpiresAt), &tk.CreatedBy,
-		tm(&tk.UsedAt), &tk.CredentialID, tm(&tk.RevokedAt), &tk.RevokeReason)
+	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
+		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
 	return &tk, err
 }
 
@@ -190,11 +191,11 @@ func (t *txn) insertToken(tk *registry.RegistrationToken) error {
 	// Issuing a token voids the cluster's older unused ones.
 	if _, err := t.exec(`UPDATE registration_tokens SET revoked_at = ?, revoke_reason = ?
 		WHERE cluster_id = ? AND used_at IS NULL AND revoked_at IS NULL`,
-		ms(tk.CreatedAt), registry.TokenRevokedSuperseded, tk.ClusterID); err != nil {
+		col.MS(tk.CreatedAt), registry.TokenRevokedSuperseded, tk.ClusterID); err != nil {
 		return err
 	}
 	_, err := t.exec(`INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?)`, tk.ID, tk.ClusterID, tk.Hash, ms(tk.CreatedAt), ms(tk.ExpiresAt), tk.CreatedBy)
+		VALUES (?, ?, ?, ?, ?, ?)`, tk.ID, tk.ClusterID, tk.Hash, col.MS(tk.CreatedAt), col.MS(tk.ExpiresAt), tk.CreatedBy)
 	return err
 }
 
@@ -240,7 +241,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 	var out *registry.RegistrationToken
 	err := s.write(ctx, func(t *txn) error {
 		res, err := t.exec(`UPDATE registration_tokens SET revoked_at = ?, revoke_reason = ?
-			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL`, ms(p.Now), registry.TokenRevokedByAdmin, p.ID)
+			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL`, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID)
 		if err != nil {
 			return err
 		}
@@ -284,7 +285,7 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		cred := p.Credential
 		cred.ClusterID = c.ID
 		res, err := t.exec(`UPDATE registration_tokens SET used_at = ?, credential_id = ?
-			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?`, ms(p.Now), cred.ID, tk.ID, ms(p.Now))
+			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?`, col.MS(p.Now), cred.ID, tk.ID, col.MS(p.Now))
 		if err != nil {
 			return err
 		}
@@ -297,12 +298,12 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 			return err
 		}
 		if _, err := t.exec(`UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
-			registered_at = COALESCE(registered_at, ?), updated_at = ? WHERE id = ?`, ms(p.Now), ms(p.Now), c.ID); err != nil {
+			registered_at = COALESCE(registered_at, ?), updated_at = ? WHERE id = ?`, col.MS(p.Now), col.MS(p.Now), c.ID); err != nil {
 			return err
 		}
 		if _, err := t.exec(`INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
-			c.ID, jsonText(cred.Capabilities), ms(p.Now)); err != nil {
+			c.ID, col.JSONText(cred.Capabilities), col.MS(p.Now)); err != nil {
 			return err
 		}
 		p.Audit.ClusterID = c.ID
@@ -323,16 +324,16 @@ const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created
 func scanCredential(row scanner) (*registry.Credential, error) {
 	var c registry.Credential
 	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, bytesCol(&c.Hash), bytesCol(&c.SealedHMAC), js(&c.Capabilities), tm(&c.CreatedAt),
-		tm(&c.ExpiresAt), tm(&c.RotateAfter), tm(&c.RotateUntil), &c.RotatedFrom, tm(&c.SupersededAt), tm(&c.RevokedAt), &c.RevokeReason)
+	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
+		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
 	return &c, err
 }
 
 func (t *txn) insertCredential(c *registry.Credential) error {
 	_, err := t.exec(`INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
 		rotate_after, rotate_until, rotated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.ClusterID, c.Hash, c.SealedHMAC, jsonText(c.Capabilities), ms(c.CreatedAt), ms(c.ExpiresAt),
-		ms(c.RotateAfter), ms(c.RotateUntil), c.RotatedFrom)
+		c.ID, c.ClusterID, c.Hash, c.SealedHMAC, col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
+		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
 	return err
 }
 
@@ -364,7 +365,7 @@ func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registr
 func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotateParams) error {
 	return s.write(ctx, func(t *txn) error {
 		res, err := t.exec(`UPDATE credentials SET superseded_at = COALESCE(superseded_at, ?), expires_at = MIN(expires_at, ?)
-			WHERE id = ? AND revoked_at IS NULL AND rotate_until > ?`, ms(p.Now), ms(p.OldExpiresAt), p.OldID, ms(p.Now))
+			WHERE id = ? AND revoked_at IS NULL AND rotate_until > ?`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID, col.MS(p.Now))
 		if err != nil {
 			return err
 		}
@@ -382,13 +383,13 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	var n int64
 	err := s.write(ctx, func(t *txn) error {
 		q := `UPDATE credentials SET expires_at = MIN(expires_at, ?), rotate_until = MIN(rotate_until, ?)`
-		args := []any{ms(p.ExpiresAt), ms(p.RotateUntil)}
+		args := []any{col.MS(p.ExpiresAt), col.MS(p.RotateUntil)}
 		if p.Revoke {
 			q += `, revoked_at = ?, revoke_reason = ?`
-			args = append(args, ms(p.Now), p.Reason)
+			args = append(args, col.MS(p.Now), p.Reason)
 		}
 		q += ` WHERE cluster_id = ? AND revoked_at IS NULL AND rotate_until > ? AND (? = '' OR id = ?)`
-		args = append(args, p.ClusterID, ms(p.Now), p.CredentialID, p.CredentialID)
+		args = append(args, p.ClusterID, col.MS(p.Now), p.CredentialID, p.CredentialID)
 		res, err := t.exec(q, args...)
 		if err != nil {
 			return err
@@ -404,7 +405,7 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 func (t *txn) audit(entries ...registry.AuditEntry) error {
 	for _, a := range entries {
 		if _, err := t.exec(`INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			ms(a.At), a.Actor, a.Action, a.ClusterID, a.TargetKind, a.TargetID, a.Reason); err != nil {
+			col.MS(a.At), a.Actor, a.Action, a.ClusterID, a.TargetKind, a.TargetID, a.Reason); err != nil {
 			return err
 		}
 	}
@@ -444,7 +445,7 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 	out := []registry.AuditEntry{}
 	for rows.Next() {
 		var a registry.AuditEntry
-		if err := rows.Scan(&a.ID, tm(&a.At), &a.Actor, &a.Action, &a.ClusterID, &a.TargetKind, &a.TargetID, &a.Reason); err != nil {
+		if err := rows.Scan(&a.ID, col.Time(&a.At), &a.Actor, &a.Action, &a.ClusterID, &a.TargetKind, &a.TargetID, &a.Reason); err != nil {
 			return nil, s.wrap(err, "read the audit trail")
 		}
 		out = append(out, a)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams) (int, error) {
@@ -20,7 +21,7 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 				// remember when. Seen inside the window: a duplicate.
 				rows, err := t.query(`INSERT INTO event_keys (cluster_id, event_key, seen_at) VALUES (?, ?, ?)
 					ON CONFLICT (cluster_id, event_key) DO UPDATE SET seen_at = excluded.seen_at WHERE event_keys.seen_at < ?
-					RETURNING 1`, p.ClusterID, e.EventKey, ms(p.Now), ms(p.DedupeAfter))
+					RETURNING 1`, p.ClusterID, e.EventKey, col.MS(p.Now), col.MS(p.DedupeAfter))
 				if err != nil {
 					return err
 				}
@@ -40,8 +41,8 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 			}
 			res, err := t.exec(`INSERT INTO events (cluster_id, kind, event_key, resource_ref, conditions, message, has_false,
 				timestamp, received_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				p.ClusterID, e.Kind, e.EventKey, jsonText(e.ResourceRef), jsonText(e.Conditions), e.Message, hasFalse,
-				ms(e.Timestamp), ms(e.ReceivedAt), body)
+				p.ClusterID, e.Kind, e.EventKey, col.JSONText(e.ResourceRef), col.JSONText(e.Conditions), e.Message, hasFalse,
+				col.MS(e.Timestamp), col.MS(e.ReceivedAt), body)
 			if err != nil {
 				return err
 			}
@@ -51,12 +52,12 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 		if hb := p.Heartbeat; hb != nil {
 			q := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, updated_at) VALUES (?, ?, ?)
 				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at`
-			args := []any{p.ClusterID, ms(hb.At), ms(hb.At)}
+			args := []any{p.ClusterID, col.MS(hb.At), col.MS(hb.At)}
 			if hb.Conditions != nil {
 				q = `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at) VALUES (?, ?, ?, ?)
 					ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
 					conditions = excluded.conditions, updated_at = excluded.updated_at`
-				args = []any{p.ClusterID, ms(hb.At), jsonText(hb.Conditions), ms(hb.At)}
+				args = []any{p.ClusterID, col.MS(hb.At), col.JSONText(hb.Conditions), col.MS(hb.At)}
 			}
 			if _, err := t.exec(q, args...); err != nil {
 				return err
@@ -102,8 +103,8 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 	for rows.Next() {
 		var e registry.Event
 		var body []byte
-		if err := rows.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, js(&e.ResourceRef), js(&e.Conditions), &e.Message,
-			tm(&e.Timestamp), tm(&e.ReceivedAt), bytesCol(&body)); err != nil {
+		if err := rows.Scan(&e.ID, &e.ClusterID, &e.Kind, &e.EventKey, col.JSON(&e.ResourceRef), col.JSON(&e.Conditions), &e.Message,
+			col.Time(&e.Timestamp), col.Time(&e.ReceivedAt), col.Bytes(&body)); err != nil {
 			return nil, s.wrap(err, "read events")
 		}
 		e.Body = body
@@ -115,7 +116,7 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (int, error) {
 	var deleted int64
 	err := s.write(ctx, func(t *txn) error {
-		res, err := t.exec("DELETE FROM events WHERE received_at < ?", ms(p.OlderThan))
+		res, err := t.exec("DELETE FROM events WHERE received_at < ?", col.MS(p.OlderThan))
 		if err != nil {
 			return err
 		}
@@ -134,7 +135,7 @@ func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (
 			n, _ := res.RowsAffected()
 			deleted += n
 		}
-		_, err = t.exec("DELETE FROM event_keys WHERE seen_at < ?", ms(p.KeysBefore))
+		_, err = t.exec("DELETE FROM event_keys WHERE seen_at < ?", col.MS(p.KeysBefore))
 		return err
 	})
 	return int(deleted), err
@@ -152,7 +153,7 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 	out := []registry.Change{}
 	for rows.Next() {
 		var c registry.Change
-		if err := rows.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, tm(&c.At)); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Kind, &c.ID, &c.ClusterID, &c.Op, &c.JobState, col.Time(&c.At)); err != nil {
 			return nil, s.wrap(err, "read the change feed")
 		}
 		out = append(out, c)
@@ -176,7 +177,7 @@ func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams)
 		// Keep at least the newest entry: the next seq is the largest plus
 		// one, so deleting it would hand its number out again.
 		res, err := t.exec(`DELETE FROM changes WHERE at < ? AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - ?`,
-			ms(p.Before), max(p.Keep, 1))
+			col.MS(p.Before), max(p.Keep, 1))
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
@@ -23,9 +24,9 @@ func scanJob(row scanner) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
-		bytesCol(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, tm(&j.CreatedAt), tm(&j.UpdatedAt), tm(&j.ExpiresAt),
-		&j.SubmittedBy, str(&j.ClaimID), tm(&j.ClaimedAt), str(&j.ClaimedBy), &j.LeaseSeconds, tm(&j.LeaseExpiresAt),
-		tm(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, bytesCol(&result), tm(&j.FinishedAt))
+		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
+		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
 			j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-			j.IdempotencyKey, j.State, j.Attempt, ms(j.CreatedAt), ms(j.UpdatedAt), ms(j.ExpiresAt), j.SubmittedBy)
+			j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy)
 		if isForeignKeyViolation(err) {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
 		}
@@ -98,11 +99,11 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 func (t *txn) history(h *registry.JobHistoryEntry) error {
 	var conds any
 	if len(h.Conditions) > 0 {
-		conds = jsonText(h.Conditions)
+		conds = col.JSONText(h.Conditions)
 	}
 	_, err := t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		h.JobID, ms(h.At), h.Type, h.Actor, h.Attempt, h.State, h.Phase, h.Message, conds, ms(h.ReportedAt))
+		h.JobID, col.MS(h.At), h.Type, h.Actor, h.Attempt, h.State, h.Phase, h.Message, conds, col.MS(h.ReportedAt))
 	return err
 }
 
@@ -137,18 +138,18 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")
-		args = append(args, ms(p.LeaseExpiredBefore))
+		args = append(args, col.MS(p.LeaseExpiredBefore))
 	}
 	if p.NoLease {
 		where = append(where, "lease_expires_at IS NULL")
 	}
 	if !p.ActivityBefore.IsZero() {
 		where = append(where, "COALESCE(last_activity_at, created_at) < ?")
-		args = append(args, ms(p.ActivityBefore))
+		args = append(args, col.MS(p.ActivityBefore))
 	}
 	if !p.FinishedAfter.IsZero() {
 		where = append(where, "finished_at > ?")
-		args = append(args, ms(p.FinishedAfter))
+		args = append(args, col.MS(p.FinishedAfter))
 	}
 	if len(where) == 0 {
 		return "", nil
@@ -196,7 +197,7 @@ func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, er
 
 func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
 	rows, err := s.query(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND state = 'queued'
-		AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id LIMIT ?`, clusterID, ms(now), limit)
+		AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id LIMIT ?`, clusterID, col.MS(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +215,8 @@ func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHis
 	out := []registry.JobHistoryEntry{}
 	for rows.Next() {
 		var h registry.JobHistoryEntry
-		if err := rows.Scan(&h.Seq, &h.JobID, tm(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
-			js(&h.Conditions), tm(&h.ReportedAt)); err != nil {
+		if err := rows.Scan(&h.Seq, &h.JobID, col.Time(&h.At), &h.Type, &h.Actor, &h.Attempt, &h.State, &h.Phase, &h.Message,
+			col.JSON(&h.Conditions), col.Time(&h.ReportedAt)); err != nil {
 			return nil, s.wrap(err, "read a job's history")
 		}
 		out = append(out, h)
@@ -263,7 +264,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 		}
 		if !p.NotExpiredAt.IsZero() {
 			where += " AND (expires_at IS NULL OR expires_at > ?)"
-			args = append(args, ms(p.NotExpiredAt))
+			args = append(args, col.MS(p.NotExpiredAt))
 		}
 		if p.Leased {
 			where += " AND lease_expires_at IS NOT NULL"
@@ -279,7 +280,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 		} else {
 			j = &registry.Job{}
 			err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
-				&j.ID, &j.ClusterID, &j.State, &j.Attempt, str(&j.ClaimID), tm(&j.LeaseExpiresAt), tm(&j.UpdatedAt))
+				&j.ID, &j.ClusterID, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			out, err = t.jobByID(p.ID)
@@ -314,7 +315,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 // jobSet renders a JobSet as the SET list of an UPDATE.
 func jobSet(s *registry.JobSet) (string, []any) {
 	sets := []string{"updated_at = ?"}
-	args := []any{ms(s.Now)}
+	args := []any{col.MS(s.Now)}
 	add := func(col string, v any) {
 		sets = append(sets, col+" = ?")
 		args = append(args, v)
@@ -331,21 +332,21 @@ func jobSet(s *registry.JobSet) (string, []any) {
 			"result = NULL", "finished_at = NULL")
 	}
 	if c := s.Claim; c != nil {
-		add("claim_id", nullIfEmpty(c.ClaimID))
-		add("claimed_at", ms(c.ClaimedAt))
-		add("claimed_by", nullIfEmpty(c.ClaimedBy))
+		add("claim_id", col.NullIfEmpty(c.ClaimID))
+		add("claimed_at", col.MS(c.ClaimedAt))
+		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
 		add("lease_seconds", c.LeaseSeconds)
-		add("lease_expires_at", ms(c.LeaseExpiresAt))
+		add("lease_expires_at", col.MS(c.LeaseExpiresAt))
 	}
 	if s.LeaseExpiresAt != nil {
-		add("lease_expires_at", ms(*s.LeaseExpiresAt))
+		add("lease_expires_at", col.MS(*s.LeaseExpiresAt))
 	}
 	if s.RenewLease {
 		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE ? + lease_seconds * 1000 END")
-		args = append(args, ms(s.Now))
+		args = append(args, col.MS(s.Now))
 	}
 	if !s.LastActivityAt.IsZero() {
-		add("last_activity_at", ms(s.LastActivityAt))
+		add("last_activity_at", col.MS(s.LastActivityAt))
 	}
 	if s.Phase != nil {
 		add("phase", *s.Phase)
@@ -360,7 +361,7 @@ func jobSet(s *registry.JobSet) (string, []any) {
 		add("result", s.Result)
 	}
 	if !s.FinishedAt.IsZero() {
-		add("finished_at", ms(s.FinishedAt))
+		add("finished_at", col.MS(s.FinishedAt))
 	}
 	return strings.Join(sets, ", "), args
 }
@@ -376,7 +377,7 @@ type reclaimed struct {
 func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (registry.ReclaimCounts, error) {
 	var counts registry.ReclaimCounts
 	err := s.write(ctx, func(t *txn) error {
-		now := ms(p.Now)
+		now := col.MS(p.Now)
 		// Pick the batch once, oldest lease first, and split it by the
 		// cluster's policy: below max attempts it goes back to queued as a
 		// new attempt, else it fails with lease_expired. (Picking each kind
@@ -413,7 +414,7 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (int, error) {
 	n := 0
 	err := s.write(ctx, func(t *txn) error {
-		now := ms(p.Now)
+		now := col.MS(p.Now)
 		due, _, err := t.pick(`SELECT id, 1 FROM jobs INDEXED BY jobs_expiry
 			WHERE state = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?`, now, p.Limit)
 		if err != nil {
@@ -459,7 +460,7 @@ func (t *txn) endBatch(ids []string, set string, setArgs []any, typ registry.His
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	list := jsonText(ids)
+	list := col.JSONText(ids)
 	res, err := t.exec(`UPDATE jobs SET `+set+` WHERE id IN (SELECT value FROM json_each(?))`, append(setArgs, list)...)
 	if err != nil {
 		return 0, err
@@ -467,6 +468,6 @@ func (t *txn) endBatch(ids []string, set string, setArgs []any, typ registry.His
 	n, _ := res.RowsAffected()
 	_, err = t.exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
 		SELECT id, ?, ?, ?, attempt, state, `+message+` FROM jobs WHERE id IN (SELECT value FROM json_each(?))`,
-		ms(now), typ, actor, list)
+		col.MS(now), typ, actor, list)
 	return int(n), err
 }

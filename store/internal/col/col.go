@@ -1,4 +1,7 @@
-package sqlite
+// Package col holds how both stores put tether's values in SQL columns and
+// read them back: times as Unix milliseconds (NULL for the zero time), lists
+// and conditions as JSON text, nullable text and bytes.
+package col
 
 import (
 	"database/sql"
@@ -7,15 +10,17 @@ import (
 	"time"
 )
 
-// ms stores a time as Unix milliseconds, and the zero time as NULL.
-func ms(t time.Time) any {
+// MS stores a time as Unix milliseconds, and the zero time as NULL.
+func MS(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
 	return t.UnixMilli()
 }
 
-// msTime scans Unix milliseconds (or NULL, as the zero time).
+// Time scans Unix milliseconds (or NULL, as the zero time) into t.
+func Time(t *time.Time) sql.Scanner { return msTime{t} }
+
 type msTime struct{ t *time.Time }
 
 func (m msTime) Scan(v any) error {
@@ -24,16 +29,16 @@ func (m msTime) Scan(v any) error {
 		*m.t = time.Time{}
 	case int64:
 		*m.t = time.UnixMilli(x).UTC()
+	case int32:
+		*m.t = time.UnixMilli(int64(x)).UTC()
 	default:
 		return fmt.Errorf("time column holds %T", v)
 	}
 	return nil
 }
 
-func tm(t *time.Time) sql.Scanner { return msTime{t} }
-
-// jsonText encodes a list or object column; nil lists are stored as [].
-func jsonText(v any) string {
+// JSONText encodes a list or object column; nil lists are stored as [].
+func JSONText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("encode %T: %v", v, err)) // only tether's own types are stored
@@ -44,7 +49,9 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// jsonCol scans a JSON text column into dst; NULL leaves dst as it is.
+// JSON scans a JSON text column into dst; NULL leaves dst as it is.
+func JSON(dst any) sql.Scanner { return jsonCol{dst} }
+
 type jsonCol struct{ dst any }
 
 func (j jsonCol) Scan(v any) error {
@@ -65,9 +72,9 @@ func (j jsonCol) Scan(v any) error {
 	return json.Unmarshal(b, j.dst)
 }
 
-func js(dst any) sql.Scanner { return jsonCol{dst} }
+// String scans a nullable text column into s ("" for NULL).
+func String(s *string) sql.Scanner { return nullStr{s} }
 
-// nullStr scans a nullable text column into a string.
 type nullStr struct{ s *string }
 
 func (n nullStr) Scan(v any) error {
@@ -84,9 +91,9 @@ func (n nullStr) Scan(v any) error {
 	return nil
 }
 
-func str(s *string) sql.Scanner { return nullStr{s} }
+// Bytes scans a nullable binary or text column into a copy of its bytes.
+func Bytes(b *[]byte) sql.Scanner { return blob{b} }
 
-// blob scans a nullable BLOB or text column into a copy of its bytes.
 type blob struct{ b *[]byte }
 
 func (n blob) Scan(v any) error {
@@ -98,14 +105,13 @@ func (n blob) Scan(v any) error {
 	case string:
 		*n.b = []byte(x)
 	default:
-		return fmt.Errorf("blob column holds %T", v)
+		return fmt.Errorf("binary column holds %T", v)
 	}
 	return nil
 }
 
-func bytesCol(b *[]byte) sql.Scanner { return blob{b} }
-
-func nullIfEmpty(s string) any {
+// NullIfEmpty stores "" as NULL.
+func NullIfEmpty(s string) any {
 	if s == "" {
 		return nil
 	}
