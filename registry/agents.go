@@ -45,11 +45,14 @@ func errTokenInvalid(reason string) error {
 
 // Register redeems a one-time registration token and issues the cluster's
 // credential. Of concurrent redemptions of one token exactly one succeeds.
+// A refusal that names an existing token (used, expired, revoked, wrong
+// secret, cluster disabled) is audited with its reason; a malformed or
+// unknown token is not, so that anonymous callers cannot fill the trail.
 func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCredential, error) {
 	caps := negotiate(p.Capabilities)
 	tokenID, ok := parseBearer(registrationTokenPrefix, "rt-", strings.TrimSpace(p.Token))
 	if !ok {
-		return nil, r.refuseRegistration(ctx, "", "", "malformed token", errTokenInvalid("malformed token"))
+		return nil, errTokenInvalid("malformed token")
 	}
 	hash := hashSecret(strings.TrimSpace(p.Token))
 	now := r.Now()
@@ -82,7 +85,9 @@ func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCrede
 		Audit:      r.auditEntry(ctx, AuditRegister, "", "credential", cred.ID, "capabilities: "+strings.Join(caps, ",")),
 	})
 	if ErrorCode(err) == CodeNotFound {
-		err = errTokenInvalid("unknown token id")
+		// Nothing of ours was named: not worth an audit entry (anyone can
+		// send these; the server counts them in its metrics).
+		return nil, errTokenInvalid("unknown token id")
 	}
 	if err != nil {
 		clusterID := ""

@@ -22,6 +22,9 @@ type hub struct {
 	advanced  chan struct{}              // closed and replaced whenever last moves
 	waiters   map[string][]chan struct{} // per cluster: usually one poll, a slice is the cheapest set
 	followErr error
+	// notifierErr is set while the store's notifier is down and restarting:
+	// changes may then go unnoticed.
+	notifierErr error
 	// evict, when set, is told of every change (the record cache).
 	evict func(Change)
 }
@@ -92,7 +95,7 @@ func (h *hub) follow(ctx context.Context) {
 	notifying := make(chan struct{})
 	go func() {
 		defer close(notifying)
-		_ = h.store.NotifyChanges(ctx, signal)
+		h.notify(ctx, signal)
 	}()
 	defer func() { <-notifying }()
 	for {
@@ -128,6 +131,33 @@ func (h *hub) follow(ctx context.Context) {
 	}
 }
 
+// notify keeps the store's change notifier running: if it stops (a lost
+// connection, a read error), the hub reports itself not following (so caches
+// stop trusting it) and starts it again after a pause. A restarted notifier
+// signals once it listens, and the follower then catches up from where it was.
+func (h *hub) notify(ctx context.Context, signal chan<- struct{}) {
+	for {
+		err := h.store.NotifyChanges(ctx, signal)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = Errorf(CodeUnavailable, "change notifier stopped")
+		}
+		h.mu.Lock()
+		h.notifierErr = err
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(feedRetryBackoff):
+		}
+		h.mu.Lock()
+		h.notifierErr = nil
+		h.mu.Unlock()
+	}
+}
+
 func (h *hub) position() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -139,14 +169,14 @@ func (h *hub) position() int64 {
 func (h *hub) following() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.started && !h.closed && h.followErr == nil
+	return h.started && !h.closed && h.followErr == nil && h.notifierErr == nil
 }
 
 // positionIfFollowing returns the hub's position and whether it is following.
 func (h *hub) positionIfFollowing() (int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.last, h.started && !h.closed && h.followErr == nil
+	return h.last, h.started && !h.closed && h.followErr == nil && h.notifierErr == nil
 }
 
 // ifUnchangedSince runs fn if the hub has dispatched nothing after seq and
@@ -155,7 +185,7 @@ func (h *hub) positionIfFollowing() (int64, bool) {
 func (h *hub) ifUnchangedSince(seq int64, fn func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last == seq && h.started && !h.closed && h.followErr == nil {
+	if h.last == seq && h.started && !h.closed && h.followErr == nil && h.notifierErr == nil {
 		fn()
 	}
 }

@@ -234,8 +234,18 @@ type JobListParams struct {
 	// FinishedAfter: only jobs that finished after it.
 	FinishedAfter time.Time
 	OldestFirst   bool
-	Limit         int
-	Offset        int
+	// After, when set, lists only the jobs that come after this one in the
+	// list's order: keyset paging, which costs the same however deep the
+	// page and never skips a job when earlier ones change meanwhile.
+	After  *JobCursor
+	Limit  int
+	Offset int
+}
+
+// JobCursor is a position in a list of jobs: the last job of a page.
+type JobCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 type JobCount struct {

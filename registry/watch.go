@@ -123,8 +123,18 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 				break
 			}
 			if len(changes) > 0 {
-				if !r.emit(ctx, changes, wants, send) {
+				ok, complete := r.emit(ctx, changes, wants, send)
+				if !ok {
 					return ctx.Err()
+				}
+				if !complete {
+					// An entity could not be read: rather than skip a change,
+					// start over from a snapshot.
+					if !send(WatchEvent{Type: WatchReset, Seq: cursor}) {
+						return ctx.Err()
+					}
+					needSnapshot = true
+					break
 				}
 				cursor = changes[len(changes)-1].Seq
 				continue
@@ -162,11 +172,19 @@ func (r *Registry) snapshot(ctx context.Context, wants func(EntityKind) bool, se
 		}
 	}
 	if wants(EntityJob) {
+		// Keyset paging: with OFFSET, a job leaving the open states while the
+		// snapshot is read would shift the next page and skip a job that
+		// never changes again (so the feed would never bring it back).
 		const page = 1000
-		for offset := 0; ; offset += page {
-			jobs, err := r.store.JobList(ctx, JobListParams{States: []JobState{JobQueued, JobInProgress}, OldestFirst: true, Limit: page, Offset: offset})
+		var after *JobCursor
+		for {
+			jobs, err := r.store.JobList(ctx, JobListParams{States: []JobState{JobQueued, JobInProgress}, OldestFirst: true, Limit: page, After: after})
 			if err != nil {
 				return 0, err
+			}
+			if len(jobs) > 0 {
+				last := jobs[len(jobs)-1]
+				after = &JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 			}
 			for i := range jobs {
 				j := &jobs[i]
@@ -183,8 +201,10 @@ func (r *Registry) snapshot(ctx context.Context, wants func(EntityKind) bool, se
 }
 
 // emit loads the entity of each change and sends it. An entity that no longer
-// exists is skipped: its delete follows in the feed, or its cluster's did.
-func (r *Registry) emit(ctx context.Context, changes []Change, wants func(EntityKind) bool, send func(WatchEvent) bool) bool {
+// exists is skipped: its delete follows in the feed, or its cluster's did. ok
+// is false when the watcher went away; complete is false when an entity could
+// not be read (the changes from that one on were not sent).
+func (r *Registry) emit(ctx context.Context, changes []Change, wants func(EntityKind) bool, send func(WatchEvent) bool) (ok, complete bool) {
 	for _, c := range changes {
 		if !wants(c.Kind) {
 			continue
@@ -193,7 +213,7 @@ func (r *Registry) emit(ctx context.Context, changes []Change, wants func(Entity
 		if c.Op == OpDelete {
 			ev.Type = WatchDelete
 			if !send(ev) {
-				return false
+				return false, false
 			}
 			continue
 		}
@@ -214,20 +234,17 @@ func (r *Registry) emit(ctx context.Context, changes []Change, wants func(Entity
 		default:
 			continue // bookkeeping entries (the feed's first row) carry no entity
 		}
-		if err != nil {
-			if ErrorCode(err) == CodeNotFound {
-				continue
-			}
-			if ctx.Err() != nil {
-				return false
-			}
-			continue // a read error on one entity must not stop the stream
+		switch {
+		case ErrorCode(err) == CodeNotFound:
+			continue
+		case err != nil:
+			return ctx.Err() == nil, false
 		}
 		if !send(ev) {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, true
 }
 
 func (r *Registry) oneEvent(ctx context.Context, id string) (*Event, error) {

@@ -16,7 +16,22 @@ const (
 	DefaultRateBurst = 200 // requests at once
 )
 
-// limiters holds one token bucket per cluster, created on first use and
+// Registration attempts per client address.
+const (
+	RegisterRateLimit = 5  // per second, sustained
+	RegisterRateBurst = 50 // at once (a fleet behind one address starting together)
+)
+
+// registerLimit turns registration limits off when the per-cluster ones are
+// (a negative rate).
+func registerLimit(clusterRate float64) float64 {
+	if clusterRate < 0 {
+		return -1
+	}
+	return RegisterRateLimit
+}
+
+// limiters holds one token bucket per key (a cluster, or a client address), created on first use and
 // forgotten once idle and full again (so a fleet that churns does not grow the
 // map forever).
 type limiters struct {

@@ -69,10 +69,13 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	limits  *limiters
-	replays *replayCache
-	routes  map[string][]*route // by exact path
-	jobs    map[string][]*route // /api/agent/jobs/{id}/{action}, by action
-	promh   http.Handler
+	// addrLimits bounds registration attempts per client address, so that
+	// guessing tokens (or filling the audit trail) is slow.
+	addrLimits *limiters
+	replays    *replayCache
+	routes     map[string][]*route // by exact path
+	jobs       map[string][]*route // /api/agent/jobs/{id}/{action}, by action
+	promh      http.Handler
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when shutdown begins: held long-polls answer at once
@@ -98,9 +101,12 @@ func New(reg *registry.Registry, cfg Config) *Server {
 	}
 	s := &Server{
 		reg: reg, cfg: cfg, log: cfg.Logger,
-		limits:   newLimiters(cfg.RateLimit, cfg.RateBurst),
-		replays:  newReplayCache(cfg.ReplayCacheSize),
-		draining: make(chan struct{}),
+		limits: newLimiters(cfg.RateLimit, cfg.RateBurst),
+		// A fleet behind one NAT registers through one address: generous,
+		// but far below what guessing needs. Off with the other limits.
+		addrLimits: newLimiters(registerLimit(cfg.RateLimit), RegisterRateBurst),
+		replays:    newReplayCache(cfg.ReplayCacheSize),
+		draining:   make(chan struct{}),
 	}
 	s.metrics = newMetrics(reg, s.log)
 	s.promh = promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
@@ -184,13 +190,16 @@ type route struct {
 	signed   bool     // writes that hmac credentials must sign
 	maxBody  int64    // 0: the body is not read
 	quiet    bool     // log at debug (probes and scrapes)
-	serve    func(*call) error
+	// perAddress limits the route per client address: registration, whose
+	// caller has no cluster yet to be limited by.
+	perAddress bool
+	serve      func(*call) error
 }
 
 func (s *Server) buildRoutes() {
 	body, events := s.cfg.MaxBodyBytes, s.cfg.MaxEventsBodyBytes
 	fixed := []*route{
-		{pattern: "/api/agent/register", method: http.MethodPost, agentAPI: true, maxBody: body, serve: s.handleRegister},
+		{pattern: "/api/agent/register", method: http.MethodPost, agentAPI: true, maxBody: body, perAddress: true, serve: s.handleRegister},
 		{pattern: "/api/agent/credentials/rotate", method: http.MethodPost, agentAPI: true, auth: authRotate, signed: true, maxBody: body, serve: s.handleRotate},
 		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handlePoll},
 		{pattern: "/api/agent/events", method: http.MethodPost, agentAPI: true, auth: authAgent, signed: true, maxBody: events, serve: s.handleEvents},
@@ -341,6 +350,16 @@ func (s *Server) prepare(c *call) error {
 	if rt.agentAPI {
 		if err := checkAccept(c.r.Header.Get("Accept")); err != nil {
 			return err
+		}
+	}
+	if rt.perAddress {
+		host, _, err := net.SplitHostPort(c.r.RemoteAddr)
+		if err != nil {
+			host = c.r.RemoteAddr
+		}
+		if ok, wait := s.addrLimits.allow(host, time.Now()); !ok {
+			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
+			return errf(registry.CodeRateLimited, "too many registration attempts from %s; retry after %d s", host, retryAfterSeconds(wait))
 		}
 	}
 	if rt.auth != authNone {

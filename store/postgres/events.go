@@ -222,13 +222,16 @@ func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err er
 	return max(latest, through), through + 1, nil
 }
 
-// ChangesPrune deletes old entries and records the highest seq it deleted
-// (see changes_pruned), in one statement.
+// ChangesPrune deletes a prefix of old entries (at is not monotonic in seq:
+// a credential's change carries the time it names, so "older than" alone
+// would cut holes) and records the highest seq it deleted (see
+// changes_pruned), in one statement.
 func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
 	var n int
 	err := s.stmt(ctx, "prune the change feed", func(ctx context.Context, q db) error {
 		return q.QueryRow(ctx, `WITH d AS (
-				DELETE FROM changes WHERE at < $1 AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - $2
+				DELETE FROM changes WHERE seq < COALESCE((SELECT MIN(seq) FROM changes WHERE at >= $1), (SELECT MAX(seq) FROM changes) + 1)
+					AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - $2
 				RETURNING seq),
 			m AS (SELECT MAX(seq) AS through, count(*) AS n FROM d),
 			u AS (UPDATE changes_pruned SET through = GREATEST(changes_pruned.through, m.through) FROM m WHERE m.through IS NOT NULL)

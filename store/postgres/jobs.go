@@ -165,6 +165,14 @@ func jobFilter(a *args, p registry.JobListParams) string {
 	if !p.FinishedAfter.IsZero() {
 		where = append(where, "finished_at > "+a.add(col.MS(p.FinishedAfter)))
 	}
+	if c := p.After; c != nil {
+		op := "<"
+		if p.OldestFirst {
+			op = ">"
+		}
+		at := a.add(col.MS(c.CreatedAt))
+		where = append(where, "(created_at "+op+" "+at+" OR (created_at = "+at+" AND id "+op+" "+a.add(c.ID)+"))")
+	}
 	if len(where) == 0 {
 		return ""
 	}

@@ -43,7 +43,7 @@ func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, 
 }
 
 func (t *txn) clusterByID(id string) (*registry.Cluster, error) {
-	c, err := scanCluster(t.queryRow("SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
+	c, err := scanCluster(t.selectRow("SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 	}
@@ -202,7 +202,7 @@ func (t *txn) insertToken(tk *registry.RegistrationToken) error {
 func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) error {
 	return s.write(ctx, func(t *txn) error {
 		var one int
-		if err := t.queryRow("SELECT 1 FROM clusters WHERE id = ?", p.Token.ClusterID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		if err := t.selectRow("SELECT 1 FROM clusters WHERE id = ?", p.Token.ClusterID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.Token.ClusterID)
 		}
 		if err := t.insertToken(&p.Token); err != nil {
@@ -245,7 +245,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 		if err != nil {
 			return err
 		}
-		tk, err := scanToken(t.queryRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.ID))
+		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.ID)
 		}
@@ -268,7 +268,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (*registry.Cluster, error) {
 	var out *registry.Cluster
 	err := s.write(ctx, func(t *txn) error {
-		tk, err := scanToken(t.queryRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.TokenID))
+		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.TokenID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.TokenID)
 		}

@@ -10,8 +10,9 @@ import (
 func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams) (int, error) {
 	stored := 0
 	err := s.write(ctx, func(t *txn) error {
+		stored = 0 // a batch may run its requests twice (see commit)
 		var one int
-		if err := t.queryRow("SELECT 1 FROM clusters WHERE id = ?", p.ClusterID).Scan(&one); err != nil {
+		if err := t.selectRow("SELECT 1 FROM clusters WHERE id = ?", p.ClusterID).Scan(&one); err != nil {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ClusterID)
 		}
 		for i := range p.Events {
@@ -116,6 +117,7 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (int, error) {
 	var deleted int64
 	err := s.write(ctx, func(t *txn) error {
+		deleted = 0
 		res, err := t.exec("DELETE FROM events WHERE received_at < ?", col.MS(p.OlderThan))
 		if err != nil {
 			return err
@@ -176,7 +178,11 @@ func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams)
 	err := s.write(ctx, func(t *txn) error {
 		// Keep at least the newest entry: the next seq is the largest plus
 		// one, so deleting it would hand its number out again.
-		res, err := t.exec(`DELETE FROM changes WHERE at < ? AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - ?`,
+		// Only a prefix: at is not monotonic in seq (a credential's change
+		// carries the time it names), and watchers detect pruning by the
+		// feed's first seq, so a hole in the middle would go unnoticed.
+		res, err := t.exec(`DELETE FROM changes WHERE seq < COALESCE((SELECT MIN(seq) FROM changes WHERE at >= ?), (SELECT MAX(seq) FROM changes) + 1)
+			AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - ?`,
 			col.MS(p.Before), max(p.Keep, 1))
 		if err != nil {
 			return err

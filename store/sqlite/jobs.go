@@ -46,7 +46,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*registry.Job, error) {
 }
 
 func (t *txn) jobByID(id string) (*registry.Job, error) {
-	j, err := scanJob(t.queryRow("SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	j, err := scanJob(t.selectRow("SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -57,6 +57,7 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	var out *registry.Job
 	created := false
 	err := s.write(ctx, func(t *txn) error {
+		out, created = nil, false // a batch may run its requests twice (see commit)
 		j := &p.Job
 		res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
 			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
@@ -71,7 +72,7 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			existing, err := scanJob(t.queryRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
+			existing, err := scanJob(t.selectRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
 				AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
 			if err != nil {
 				return t.s.wrap(err, "read the job with the same idempotency key")
@@ -150,6 +151,14 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 	if !p.FinishedAfter.IsZero() {
 		where = append(where, "finished_at > ?")
 		args = append(args, col.MS(p.FinishedAfter))
+	}
+	if c := p.After; c != nil {
+		op := "<"
+		if p.OldestFirst {
+			op = ">"
+		}
+		where = append(where, "(created_at "+op+" ? OR (created_at = ? AND id "+op+" ?))")
+		args = append(args, col.MS(c.CreatedAt), col.MS(c.CreatedAt), c.ID)
 	}
 	if len(where) == 0 {
 		return "", nil
@@ -245,6 +254,7 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 	var out *registry.Job
 	applied := false
 	err := s.write(ctx, func(t *txn) error {
+		out, applied = nil, false // a batch may run its requests twice (see commit)
 		set, args := jobSet(&p.Set)
 		where := " WHERE id = ?"
 		args = append(args, p.ID)
@@ -285,6 +295,10 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 		if errors.Is(err, sql.ErrNoRows) {
 			out, err = t.jobByID(p.ID)
 			return err
+		}
+		if isUniqueViolation(err) {
+			// Reopening a job whose idempotency key another open job now has.
+			return registry.Errorf(registry.CodeConflict, "job %s cannot be reopened: another open job of its cluster has the same idempotency key", p.ID)
 		}
 		if err != nil {
 			return t.s.wrap(err, "update a job")
@@ -377,6 +391,7 @@ type reclaimed struct {
 func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (registry.ReclaimCounts, error) {
 	var counts registry.ReclaimCounts
 	err := s.write(ctx, func(t *txn) error {
+		counts = registry.ReclaimCounts{}
 		now := col.MS(p.Now)
 		// Pick the batch once, oldest lease first, and split it by the
 		// cluster's policy: below max attempts it goes back to queued as a

@@ -454,6 +454,16 @@ func (t *txn) exec(q string, args ...any) (sql.Result, error) {
 	return res, nil
 }
 
+// selectRow runs a query that only reads: it does not mark the request as
+// having written (a refusal after it needs no rollback).
+func (t *txn) selectRow(q string, args ...any) *sql.Row {
+	st, err := t.stmt(q)
+	if err != nil {
+		return t.s.wconn.QueryRowContext(t.ctx, q, args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
 // query and queryRow run statements that may write (UPDATE ... RETURNING):
 // they mark the request as having written, to be safe.
 func (t *txn) query(q string, args ...any) (*sql.Rows, error) {

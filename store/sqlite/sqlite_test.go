@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,6 +406,61 @@ func TestRevocationReachesOtherProcesses(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("a cluster disabled by another process still authenticates: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// failingNotifier is a store whose change notifier fails on its first start.
+type failingNotifier struct {
+	*sqlite.Store
+	failed atomic.Bool
+}
+
+func (f *failingNotifier) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
+	if f.failed.CompareAndSwap(false, true) {
+		return errors.New("injected: lost the connection")
+	}
+	return f.Store.NotifyChanges(ctx, ch)
+}
+
+// TestNotifierFailureRecovers: when the store's notifier fails, the hub starts
+// it again; wake-ups and revocations by another process still arrive.
+func TestNotifierFailureRecovers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tether.db")
+	serving := newRegistry(t, &failingNotifier{Store: openAt(t, path)}, dir)
+	other := newRegistry(t, openAt(t, path), dir)
+	c, tok, err := other.CreateCluster(admin, registry.ClusterSpec{Name: "prod", AllowedNamespaces: []string{"team-a"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := serving.Register(admin, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake, stop, err := serving.SubscribeJobs(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, _, err := other.SubmitJob(admin, registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindDelete,
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","name":"c","namespace":"team-a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up after the notifier failed once")
+	}
+	serving.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny) // cache it
+	if _, err := other.RevokeCredentials(admin, c.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for registry.ErrorCode(func() error { _, err := serving.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny); return err }()) != registry.CodeUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatal("a revoked credential still authenticates after the notifier recovered")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

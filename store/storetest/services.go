@@ -69,6 +69,22 @@ func testReaper(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("RequeueWhenTheKeyIsTaken", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, tok := e.cluster("prod", func(s *registry.ClusterSpec) { s.Policy.MaxAttempts = 1 })
+		a, _ := e.register(tok, registry.CapabilityLease)
+		key := func(s *registry.JobSubmission) { s.IdempotencyKey = "app/team-a/nc@3" }
+		j := e.submit(a.Cluster.ID, key)
+		_, err := e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		e.clock.Advance(2 * time.Minute)
+		_, err = registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		e.submit(a.Cluster.ID, key) // the producer tried again meanwhile
+		_, err = e.reg.RequeueJob(e.ctx, j.ID, "")
+		wantCode(t, err, registry.CodeConflict)
+	})
+
 	t.Run("UnleasedJobsAreNeverReclaimed", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		a, _ := e.agent("prod")
@@ -350,6 +366,29 @@ func testWatch(t *testing.T, newStore NewStore) {
 		ev = next(t, ch)
 		if ev.Audit == nil || ev.Audit.Action != registry.AuditTokenIssue {
 			t.Fatalf("audit change = %+v", ev)
+		}
+	})
+
+	t.Run("PruneOnlyAPrefix", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		e.clock.Advance(2 * time.Hour)
+		e.submit(a.Cluster.ID, nil)
+		// A forced rotation's feed entry carries the credential's (old) time:
+		// pruning by age must not cut it out of the middle of the feed.
+		_, err := e.reg.ForceRotation(e.ctx, a.Cluster.ID, "test")
+		wantNoErr(t, err)
+		e.submit(a.Cluster.ID, nil)
+		_, err = registry.NewPruner(e.reg, registry.PrunerConfig{ChangesKept: 1}).RunOnce(e.ctx)
+		wantNoErr(t, err)
+		changes, err := e.store.ChangesSince(e.ctx, 0, 100)
+		wantNoErr(t, err)
+		found := false
+		for _, c := range changes {
+			found = found || (c.Kind == registry.EntityCredential && c.ID == a.Credential.ID)
+		}
+		if !found {
+			t.Fatalf("the forced rotation's entry was pruned from the middle of the feed: %+v", changes)
 		}
 	})
 
