@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 
@@ -60,7 +61,11 @@ with --token - (so that it does not appear in the process list).`,
 					return usagef("capability %q is not one of hmac, lease", c)
 				}
 			}
-			clusterID, err := agent.Register(cmd.Context(), server, token, stateDir, caps, apiclient.RetryPolicy{MaxAttempts: 5})
+			clusterID, err := agent.Register(cmd.Context(), server, token, stateDir, caps, apiclient.RetryPolicy{MaxAttempts: 3})
+			var netErr *url.Error // the HTTP client's: tether was not reached
+			if errors.As(err, &netErr) && cmd.Context().Err() == nil {
+				return failf("cannot reach tether at %s (%v): check --server, and that tether serve is running there", server, netErr.Err)
+			}
 			if err != nil {
 				return agentError(err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,19 @@ func TestAgentRegisterAndRun(t *testing.T) {
 	if strings.Contains(out.stderr, "tether_cred_") {
 		t.Fatalf("the agent logged its credential:\n%s", out.stderr)
 	}
+}
+
+// TestAgentRegisterUnreachable: a wrong --server says which address failed
+// and what to check, after a few quick tries.
+func TestAgentRegisterUnreachable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	res := cliIn(t, newDB(t), "tether_reg_01m7yb88dgj37z87j21jv895nr_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+		"agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", filepath.Join(t.TempDir(), "agent"))
+	wantError(t, res, exitError, "cannot reach tether at http://"+addr, "check --server")
 }

@@ -58,13 +58,6 @@ type Fleet struct {
 	submitted atomicCounter
 }
 
-// ClusterInfo describes a simulated cluster.
-type ClusterInfo struct {
-	ID        string
-	Name      string
-	Behaviour Behaviour
-}
-
 // New creates the fleet's clusters (with real registration tokens); Run
 // starts its agents and producer.
 func New(ctx context.Context, cfg Config) (*Fleet, error) {
@@ -113,15 +106,6 @@ func New(ctx context.Context, cfg Config) (*Fleet, error) {
 		f.agents = append(f.agents, &simAgent{fleet: f, cluster: c, behaviour: b, token: tok.Secret.Reveal()})
 	}
 	return f, nil
-}
-
-// Clusters lists the simulated clusters.
-func (f *Fleet) Clusters() []ClusterInfo {
-	out := make([]ClusterInfo, len(f.agents))
-	for i, a := range f.agents {
-		out[i] = ClusterInfo{ID: a.cluster.ID, Name: a.cluster.Name, Behaviour: a.behaviour}
-	}
-	return out
 }
 
 // Submitted is how many jobs the producer has submitted.

@@ -102,16 +102,6 @@ func (e *env) register(tok *registry.IssuedToken, caps ...string) (*registry.Age
 	return a, cred
 }
 
-// refresh re-authenticates an agent, picking up cluster changes.
-func (e *env) refresh(a *registry.Agent, cred *registry.IssuedCredential) *registry.Agent {
-	e.t.Helper()
-	a2, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
-	if err != nil {
-		e.t.Fatalf("Authenticate: %v", err)
-	}
-	return a2
-}
-
 const applyPayload = `{"apiVersion":"apps.vworkspace.io/v1alpha1","kind":"ApplicationInstance",
 	"metadata":{"name":"nc","namespace":"team-a"},"spec":{"appRef":{"catalogId":"nextcloud"}}}`
 
