@@ -277,6 +277,9 @@ func (r *Registry) ListCredentials(ctx context.Context, clusterIDOrName string) 
 // call gets 401, it rotates, and carries on with a new credential. It returns
 // how many credentials it changed.
 func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason string) (int, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return 0, err
+	}
 	c, err := r.GetCluster(ctx, clusterIDOrName)
 	if err != nil {
 		return 0, err
@@ -292,6 +295,9 @@ func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason st
 // RevokeCredentials revokes a cluster's live credentials at once: its agent
 // must re-register with a new one-time token. It returns how many it revoked.
 func (r *Registry) RevokeCredentials(ctx context.Context, clusterIDOrName, reason string) (int, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return 0, err
+	}
 	c, err := r.GetCluster(ctx, clusterIDOrName)
 	if err != nil {
 		return 0, err

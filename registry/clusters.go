@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -11,6 +12,12 @@ import (
 // registration token (valid for tokenTTL, or the default when zero). A spec
 // whose policy is entirely zero gets DefaultPolicy.
 func (r *Registry) CreateCluster(ctx context.Context, spec ClusterSpec, tokenTTL time.Duration) (*Cluster, *IssuedToken, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, nil, err
+	}
+	if err := checkOrgScope(ctx, &spec); err != nil {
+		return nil, nil, err
+	}
 	if spec.Policy.LeaseSeconds == 0 && spec.Policy.MaxAttempts == 0 && len(spec.Policy.RequiredCapabilities) == 0 {
 		spec.Policy = DefaultPolicy()
 	}
@@ -44,14 +51,37 @@ func (r *Registry) GetCluster(ctx context.Context, idOrName string) (*Cluster, e
 	if ref == "" {
 		return nil, Errorf(CodeInvalid, "a cluster id or name is required")
 	}
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
 	c, err := r.store.ClusterGet(ctx, ref)
 	if ErrorCode(err) == CodeNotFound {
 		c, err = r.store.ClusterGetByName(ctx, ref)
-		if ErrorCode(err) == CodeNotFound {
-			return nil, Errorf(CodeNotFound, "no cluster has the id or name %q (tether cluster list shows them)", ref)
-		}
+	}
+	if ErrorCode(err) == CodeNotFound || (err == nil && !inScope(ctx, c)) {
+		return nil, errNoCluster(ref)
 	}
 	return c, err
+}
+
+// errNoCluster is the answer for a cluster that does not exist, or that the
+// actor may not see: the two are indistinguishable on purpose.
+func errNoCluster(ref string) error {
+	return Errorf(CodeNotFound, "no cluster has the id or name %q (tether cluster list shows them)", ref)
+}
+
+// checkOrgScope keeps an org-scoped actor's clusters in its organization: a
+// spec without one gets it, a spec naming another is refused.
+func checkOrgScope(ctx context.Context, spec *ClusterSpec) error {
+	org := orgScope(ctx)
+	switch {
+	case org == "":
+	case strings.TrimSpace(spec.Organization) == "":
+		spec.Organization = org
+	case strings.TrimSpace(spec.Organization) != org:
+		return Errorf(CodeForbidden, "%s may only manage clusters of organization %q, not %q", ActorFrom(ctx), org, strings.TrimSpace(spec.Organization))
+	}
+	return nil
 }
 
 // clusterForSubmit returns the cluster a submission names: by id through
@@ -60,6 +90,9 @@ func (r *Registry) GetCluster(ctx context.Context, idOrName string) (*Cluster, e
 func (r *Registry) clusterForSubmit(ctx context.Context, idOrName string) (*Cluster, error) {
 	if r.hub.start() == nil {
 		if c, err := r.cache.cluster(ctx, r.store, idOrName); err == nil {
+			if !inScope(ctx, c) {
+				return nil, errNoCluster(idOrName)
+			}
 			return c, nil
 		}
 	}
@@ -68,6 +101,15 @@ func (r *Registry) clusterForSubmit(ctx context.Context, idOrName string) (*Clus
 
 // ListClusters returns clusters ordered by name.
 func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Cluster, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
+	if org := orgScope(ctx); org != "" {
+		if p.Organization != "" && p.Organization != org {
+			return []Cluster{}, nil
+		}
+		p.Organization = org
+	}
 	return r.store.ClusterList(ctx, p)
 }
 
@@ -75,6 +117,12 @@ func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Clu
 // (compare-and-swap). When someone else changed it first, the CodeConflict
 // error names the current version; nothing is overwritten.
 func (r *Registry) UpdateCluster(ctx context.Context, id string, version int64, spec ClusterSpec) (*Cluster, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
+	if err := checkOrgScope(ctx, &spec); err != nil {
+		return nil, err
+	}
 	if err := spec.Normalize(); err != nil {
 		return nil, err
 	}
@@ -128,6 +176,9 @@ func (r *Registry) ModifyCluster(ctx context.Context, idOrName string, edit func
 // gets 403 cluster_disabled on every call; enabling returns it to Active (or
 // Pending if it never registered).
 func (r *Registry) SetClusterEnabled(ctx context.Context, idOrName string, enabled bool, reason string) (*Cluster, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
 	c, err := r.GetCluster(ctx, idOrName)
 	if err != nil {
 		return nil, err
@@ -145,6 +196,9 @@ func (r *Registry) SetClusterEnabled(ctx context.Context, idOrName string, enabl
 
 // DeleteCluster deletes a cluster and everything it owns.
 func (r *Registry) DeleteCluster(ctx context.Context, idOrName, reason string) (*Cluster, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
 	c, err := r.GetCluster(ctx, idOrName)
 	if err != nil {
 		return nil, err
@@ -188,6 +242,9 @@ func describeSpecChange(old, new *ClusterSpec) string {
 // for ttl, or the default when zero), voiding its older unused ones. The
 // secret is in the result and nowhere else.
 func (r *Registry) IssueToken(ctx context.Context, clusterIDOrName string, ttl time.Duration) (*IssuedToken, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
 	c, err := r.GetCluster(ctx, clusterIDOrName)
 	if err != nil {
 		return nil, err
@@ -227,8 +284,19 @@ func (r *Registry) newToken(clusterID string, ttl time.Duration, now time.Time, 
 // ListTokens returns a cluster's registration tokens (all clusters' when
 // clusterIDOrName is empty), newest first.
 func (r *Registry) ListTokens(ctx context.Context, clusterIDOrName string) ([]RegistrationToken, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
 	if clusterIDOrName == "" {
-		return r.store.TokenList(ctx, "")
+		all, err := r.store.TokenList(ctx, "")
+		if err != nil || orgScope(ctx) == "" {
+			return all, err
+		}
+		visible, _, err := r.scopedClusterIDs(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(all, func(t RegistrationToken) bool { return !slices.Contains(visible, t.ClusterID) }), nil
 	}
 	c, err := r.GetCluster(ctx, clusterIDOrName)
 	if err != nil {
@@ -239,11 +307,19 @@ func (r *Registry) ListTokens(ctx context.Context, clusterIDOrName string) ([]Re
 
 // RevokeToken revokes an unused registration token.
 func (r *Registry) RevokeToken(ctx context.Context, tokenID, reason string) (*RegistrationToken, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
 	tokenID = strings.TrimSpace(tokenID)
 	if id, ok := parseBearer(registrationTokenPrefix, "rt-", tokenID); ok {
 		tokenID = id // accept the token itself; only its public id is used
 	}
 	t, err := r.store.TokenGet(ctx, tokenID)
+	if err == nil {
+		if _, err = r.GetCluster(ctx, t.ClusterID); ErrorCode(err) == CodeNotFound {
+			err = Errorf(CodeNotFound, "token of a cluster out of scope") // answered as missing, below
+		}
+	}
 	if ErrorCode(err) == CodeNotFound {
 		return nil, Errorf(CodeNotFound, "no registration token has the id %q (tether token list shows them)", tokenID)
 	}

@@ -51,6 +51,9 @@ func (r *Registry) AppendEvents(ctx context.Context, a *Agent, clusterHint strin
 
 // ListEvents returns events matching p, newest first.
 func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, error) {
+	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
+		return nil, err
+	}
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
@@ -59,8 +62,28 @@ func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, 
 
 // ListAudit returns audit entries matching p, newest first.
 func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEntry, error) {
+	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
+		return nil, err
+	}
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
 	return r.store.AuditList(ctx, p)
+}
+
+// authorizeClusterList checks a read of one cluster's records (or of every
+// cluster's, when clusterID is empty). An org-scoped actor must name a
+// cluster it may see: the stores filter these lists by one cluster only.
+func (r *Registry) authorizeClusterList(ctx context.Context, clusterID string) error {
+	if err := authorize(ctx, PermRead); err != nil {
+		return err
+	}
+	if orgScope(ctx) == "" {
+		return nil
+	}
+	if clusterID == "" {
+		return Errorf(CodeForbidden, "%s is confined to organization %q: name one of its clusters", ActorFrom(ctx), orgScope(ctx))
+	}
+	_, err := r.GetCluster(ctx, clusterID)
+	return err
 }

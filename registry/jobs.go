@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,6 +20,9 @@ const (
 // queues it. If the cluster has an open job with the same idempotency key,
 // that job is returned instead, with created=false.
 func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, created bool, err error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, false, err
+	}
 	c, err := r.clusterForSubmit(ctx, s.ClusterID)
 	if err != nil {
 		return nil, false, err
@@ -59,7 +63,15 @@ func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, cr
 
 // GetJob returns a job.
 func (r *Registry) GetJob(ctx context.Context, id string) (*Job, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
 	j, err := r.store.JobGet(ctx, strings.TrimSpace(id))
+	if err == nil && orgScope(ctx) != "" {
+		if _, cerr := r.GetCluster(ctx, j.ClusterID); cerr != nil {
+			j, err = nil, cerr
+		}
+	}
 	if ErrorCode(err) == CodeNotFound {
 		return nil, Errorf(CodeNotFound, "no job has the id %q", id)
 	}
@@ -68,11 +80,27 @@ func (r *Registry) GetJob(ctx context.Context, id string) (*Job, error) {
 
 // JobHistory returns a job's timeline, oldest first.
 func (r *Registry) JobHistory(ctx context.Context, id string) ([]JobHistoryEntry, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
+	if orgScope(ctx) != "" { // the job's cluster must be visible
+		if _, err := r.GetJob(ctx, id); err != nil {
+			return nil, err
+		}
+	}
 	return r.store.JobHistory(ctx, id)
 }
 
 // ListJobs returns jobs matching p, newest first unless p.OldestFirst.
 func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
+	ids, visible, err := r.scopedClusterIDs(ctx, p.ClusterIDs)
+	if err != nil || !visible {
+		return []Job{}, err
+	}
+	p.ClusterIDs = ids
 	for _, s := range p.States {
 		if !s.Valid() {
 			return nil, Errorf(CodeInvalid, "job state %q is not one of %v", s, JobStates)
@@ -86,11 +114,32 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 
 // CountJobs counts jobs matching p.
 func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return 0, err
+	}
+	ids, visible, err := r.scopedClusterIDs(ctx, p.ClusterIDs)
+	if err != nil || !visible {
+		return 0, err
+	}
+	p.ClusterIDs = ids
 	return r.store.JobCount(ctx, p)
 }
 
 // JobCounts returns the number of jobs per cluster and state.
-func (r *Registry) JobCounts(ctx context.Context) ([]JobCount, error) { return r.store.JobCounts(ctx) }
+func (r *Registry) JobCounts(ctx context.Context) ([]JobCount, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
+	counts, err := r.store.JobCounts(ctx)
+	if err != nil || orgScope(ctx) == "" {
+		return counts, err
+	}
+	visible, _, err := r.scopedClusterIDs(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(counts, func(c JobCount) bool { return !slices.Contains(visible, c.ClusterID) }), nil
+}
 
 // PollJobs returns what a poll hands out: the cluster's queued, unexpired
 // jobs, oldest first. clusterID must be the agent's own cluster.
@@ -273,6 +322,9 @@ func ptr[T any](v T) *T { return &v }
 // job (whose holder is fenced off: its claim no longer matches), or one that
 // failed because its attempts ran out.
 func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, err
+	}
 	j, err := r.GetJob(ctx, id)
 	if err != nil {
 		return nil, err
@@ -303,6 +355,9 @@ func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, err
 // CancelJob ends a queued or in_progress job as canceled. Its holder's next
 // status, heartbeat or result gets job_canceled, which tells it to stop.
 func (r *Registry) CancelJob(ctx context.Context, id, reason string) (*Job, error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, err
+	}
 	j, err := r.GetJob(ctx, id)
 	if err != nil {
 		return nil, err
@@ -328,6 +383,9 @@ func (r *Registry) CancelJob(ctx context.Context, id, reason string) (*Job, erro
 // ExtendLease gives a leased in_progress job's holder more time: the lease
 // ends by after the later of now and its current end.
 func (r *Registry) ExtendLease(ctx context.Context, id string, by time.Duration) (*Job, error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, err
+	}
 	if by <= 0 || by > MaxLeaseSeconds*time.Second {
 		return nil, Errorf(CodeInvalid, "lease extension %s must be positive and at most 24h", by)
 	}

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore) })
+	t.Run("Authz", func(t *testing.T) { testAuthz(t, newStore) })
 }
 
 // env is a registry over a fresh store on a fake clock.
