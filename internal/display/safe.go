@@ -1,0 +1,82 @@
+// Package display holds what the CLI and the console both need to show
+// tether's data to a person: text made safe for a terminal (and, as the
+// console grows them, the shared formatters of times and ages).
+package display
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Safe returns s with everything that could act on a terminal made visible
+// instead: C0 and C1 control characters (escape sequences, carriage
+// returns, backspaces, bells), DEL, Unicode bidirectional overrides and
+// isolates (which reorder what follows them on screen), and invalid UTF-8.
+// Tabs and newlines become "\t" and "\n" too: one value stays on one line.
+// Text that came from an agent is data, never terminal input: every view and
+// every table passes it through Safe.
+func Safe(s string) string {
+	if isPlain(s) {
+		return s // the common case costs one scan and no allocation
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unsafeRune(r):
+			if r <= 0xff {
+				fmt.Fprintf(&b, `\x%02x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || c >= 0x80 {
+			return isPlainUnicode(s[i:])
+		}
+	}
+	return true
+}
+
+func isPlainUnicode(s string) bool {
+	for _, r := range s { // invalid UTF-8 decodes as utf8.RuneError
+		if r == utf8.RuneError || r < 0x20 || unsafeRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// unsafeRune reports control characters and the bidi formatting characters.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f: // C0, DEL, C1
+		return true
+	case r >= 0x202a && r <= 0x202e: // LRE, RLE, PDF, LRO, RLO
+		return true
+	case r >= 0x2066 && r <= 0x2069: // LRI, RLI, FSI, PDI
+		return true
+	case r == 0x200e || r == 0x200f || r == 0x061c: // LRM, RLM, ALM
+		return true
+	}
+	return false
+}
