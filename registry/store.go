@@ -16,6 +16,14 @@ import (
 // compare-and-swap or a broken uniqueness rule, CodeUnavailable after Close,
 // CodeInternal for anything else. Methods document other codes they return.
 type Store interface {
+	// Areas added after the first release each have their own file
+	// (store_<area>.go), so that they are read and grown on their own.
+	AdminTokenStore
+	WebhookStore
+	KeyStore
+	RetentionStore
+	RolloutStore
+
 	// ClusterCreate inserts a cluster, its first registration token (optional)
 	// and audit entries. CodeConflict if the name is taken.
 	ClusterCreate(ctx context.Context, p ClusterCreateParams) error

@@ -8,3 +8,6 @@ func ListenerPID(s *Store) uint32 { return s.listenerPID.Load() }
 // (deadlock, serialization failure) or failed on a broken connection before
 // anything was sent.
 func Retried(s *Store) int64 { return s.retried.Load() }
+
+// SchemaVersion is the schema version this build migrates to.
+func SchemaVersion() int { return len(migrationNames()) }
