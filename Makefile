@@ -2,7 +2,10 @@
 GO      ?= go
 BIN     := bin/tether
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BI      := github.com/tetherhq/tether/internal/buildinfo
+LDFLAGS := -s -w -X $(BI).Version=$(VERSION) -X $(BI).Commit=$(COMMIT) -X $(BI).Date=$(DATE)
 DB      ?= ./tether.db
 # The race detector needs cgo and a C compiler; without them tests run without it.
 RACE    ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null 2>&1 && echo -race)
@@ -29,8 +32,9 @@ test:
 bench:
 	$(GO) run ./bench
 
-## lint: formatting and vet
+## lint: formatting, vet, and go.mod/go.sum exactly as `go mod tidy` leaves them
 lint:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...

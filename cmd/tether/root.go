@@ -124,6 +124,7 @@ CLI or from the console (tether console).`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		Version:           versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if g.output != "table" && g.output != "json" {
 				return usagef("output format %q is not one of table, json", g.output)
@@ -131,6 +132,13 @@ CLI or from the console (tether console).`,
 			return nil
 		},
 	}
+	// --version prints what `tether version` prints.
+	cobra.AddTemplateFunc("tetherVersion", func() string {
+		var b strings.Builder
+		printVersion(&b)
+		return b.String()
+	})
+	root.SetVersionTemplate("{{tetherVersion}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.db, "db", defaultDB(), "SQLite database file, or a postgres:// URL (env TETHER_DB)")
