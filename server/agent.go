@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -28,8 +27,7 @@ func (s *Server) handleRegister(c *call) error {
 	}
 	// Nobody is authenticated yet: the audit trail names where the attempt
 	// came from.
-	host, _, _ := net.SplitHostPort(c.r.RemoteAddr)
-	ctx := registry.WithActor(c.ctx, registry.Actor{Kind: registry.ActorAgent, Name: "unregistered@" + host})
+	ctx := registry.WithActor(c.ctx, registry.Actor{Kind: registry.ActorAgent, Name: "unregistered@" + s.clientAddr(c.r)})
 	issued, err := s.reg.Register(ctx, p)
 	if err != nil {
 		s.metrics.registrationFailed(err)
@@ -218,7 +216,7 @@ func (s *Server) handleHealth(c *call) error {
 // handleReady says whether this process should get traffic: the store answers
 // with its schema current, and shutdown has not begun.
 func (s *Server) handleReady(c *call) error {
-	if s.isDraining() {
+	if s.leaving.Load() || s.isDraining() {
 		return errf(registry.CodeUnavailable, "shutting down")
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)

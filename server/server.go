@@ -16,9 +16,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -50,6 +52,15 @@ type Config struct {
 	// ReplayCacheSize bounds the signatures remembered to refuse replays
 	// (default DefaultReplayCacheSize).
 	ReplayCacheSize int
+	// TrustedProxies are the load balancers and proxies whose
+	// X-Forwarded-For is believed (see clientAddr); none by default, so
+	// that the connection's peer is the client.
+	TrustedProxies []netip.Prefix
+	// ShutdownDelay is how long Serve keeps answering normally once its
+	// context ends, with /readyz failing, so that a load balancer notices
+	// and stops sending new requests before the server stops accepting.
+	// Zero (the default) shuts down at once.
+	ShutdownDelay time.Duration
 }
 
 // Defaults of Config.
@@ -77,8 +88,13 @@ type Server struct {
 	jobs       map[string][]*route // /api/agent/jobs/{id}/{action}, by action
 	promh      http.Handler
 
+	trusted []netip.Prefix // Config.TrustedProxies
+
 	drainOnce sync.Once
 	draining  chan struct{} // closed when shutdown begins: held long-polls answer at once
+	// leaving is set when the context ends, ShutdownDelay before draining:
+	// /readyz fails while everything else still answers.
+	leaving atomic.Bool
 }
 
 // New returns a server over reg.
@@ -107,6 +123,7 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		addrLimits: newLimiters(registerLimit(cfg.RateLimit), RegisterRateBurst),
 		replays:    newReplayCache(cfg.ReplayCacheSize),
 		draining:   make(chan struct{}),
+		trusted:    cfg.TrustedProxies,
 	}
 	s.metrics = newMetrics(reg, s.log)
 	s.promh = promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
@@ -144,6 +161,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.drain()
 		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
+	}
+	s.leaving.Store(true)
+	if d := s.cfg.ShutdownDelay; d > 0 {
+		// Keep serving while the load balancer sees /readyz fail and takes
+		// this replica out; only then stop accepting.
+		s.log.Info("shutting down after the shutdown delay: /readyz fails meanwhile so that load balancers stop sending requests", "delay", d)
+		select {
+		case err := <-errc:
+			s.drain()
+			return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+		case <-time.After(d):
+		}
 	}
 	s.log.Info("shutting down: answering held long-polls and finishing in-flight requests", "timeout", s.cfg.ShutdownTimeout)
 	s.drain()
@@ -353,10 +382,7 @@ func (s *Server) prepare(c *call) error {
 		}
 	}
 	if rt.perAddress {
-		host, _, err := net.SplitHostPort(c.r.RemoteAddr)
-		if err != nil {
-			host = c.r.RemoteAddr
-		}
+		host := s.clientAddr(c.r)
 		if ok, wait := s.addrLimits.allow(host, time.Now()); !ok {
 			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
 			return errf(registry.CodeRateLimited, "too many registration attempts from %s; retry after %d s", host, retryAfterSeconds(wait))
@@ -500,6 +526,9 @@ func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time)
 		slog.Int("status", status),
 		slog.Float64("ms", float64(elapsed.Microseconds())/1000),
 		slog.String("remote", c.r.RemoteAddr),
+	}
+	if client := s.clientAddr(c.r); client != remoteHost(c.r.RemoteAddr) {
+		attrs = append(attrs, slog.String("client", client))
 	}
 	if c.err != nil {
 		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))

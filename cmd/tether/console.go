@@ -85,6 +85,7 @@ selectedForeground, marked, header, good, warning, danger, info; each
 	f.StringVar(&opts.listen, "listen", defaultListen, "with --serve: address to listen on (host:port; port 0 picks a free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "hide and refuse every change")
 	f.StringVar(&opts.theme, "theme", "", "theme: auto, dark, light, high-contrast, mono or a user theme name (env TETHER_THEME)")
+	_ = f.SetAnnotation("theme", ownEnvAnnotation, []string{"true"}) // NO_COLOR comes between --theme and $TETHER_THEME
 	f.StringVar(&opts.start, "view", "overview", "first screen: overview, clusters, jobs, events or audit")
 	return cmd
 }

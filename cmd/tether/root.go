@@ -47,13 +47,8 @@ type globals struct {
 	stderr  io.Writer
 }
 
-// defaultDB is $TETHER_DB, or tether.db in the working directory.
-func defaultDB() string {
-	if v := os.Getenv("TETHER_DB"); v != "" {
-		return v
-	}
-	return "tether.db"
-}
+// defaultDB is the database when neither --db nor $TETHER_DB names one.
+const defaultDB = "tether.db"
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -113,6 +108,9 @@ func sentence(s string) string {
 }
 
 func newRoot(g *globals) *cobra.Command {
+	// The root's PersistentPreRunE (environment and config file) runs for
+	// every command, even one that defines its own persistent hook.
+	cobra.EnableTraverseRunHooks = true
 	root := &cobra.Command{
 		Use:   "tether",
 		Short: "Control plane for pull-mode agents",
@@ -120,12 +118,23 @@ func newRoot(g *globals) *cobra.Command {
 
 Agents register with a one-time token, long-poll for jobs, claim them and
 report results. Admins manage clusters, tokens, credentials and jobs from this
-CLI or from the console (tether console).`,
+CLI or from the console (tether console).
+
+Every flag can also be set in the environment as TETHER_<FLAG>: --db is
+TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 		Version:           versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// Flags the command line left alone come from TETHER_<FLAG>,
+			// then from --config (config.go).
+			if err := applyEnvironment(cmd, os.LookupEnv); err != nil {
+				return err
+			}
+			if err := applyConfigFile(cmd); err != nil {
+				return err
+			}
 			if g.output != "table" && g.output != "json" {
 				return usagef("output format %q is not one of table, json", g.output)
 			}
@@ -141,8 +150,8 @@ CLI or from the console (tether console).`,
 	root.SetVersionTemplate("{{tetherVersion}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.db, "db", defaultDB(), "SQLite database file, or a postgres:// URL (env TETHER_DB)")
-	pf.StringVar(&g.keyFile, "key-file", os.Getenv("TETHER_KEY_FILE"), "file of the key that seals HMAC keys; with PostgreSQL every replica must use the same one (env TETHER_KEY_FILE; default for SQLite: the database's path + .key)")
+	pf.StringVar(&g.db, "db", defaultDB, "SQLite database file, or a postgres:// URL (env TETHER_DB)")
+	pf.StringVar(&g.keyFile, "key-file", "", "file of the key that seals HMAC keys; with PostgreSQL every replica must use the same one (env TETHER_KEY_FILE; default for SQLite: the database's path + .key)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	for _, add := range commandGroups {
 		root.AddCommand(add(g))

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,6 +43,11 @@ type serveOptions struct {
 	// default; negative: no limit); burst its bucket size (0: default).
 	rate  float64
 	burst int
+	// trustedProxies are --trusted-proxies: whose X-Forwarded-For to believe.
+	trustedProxies []string
+	// shutdownDelay keeps answering (with /readyz failing) this long after
+	// the signal, before draining.
+	shutdownDelay time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -52,12 +60,25 @@ func newServeCmd(g *globals) *cobra.Command {
 /healthz, /readyz and Prometheus /metrics, on the --db database. The reaper
 (expired leases and jobs) and the pruner (old events) run inside it.
 
-SIGINT or SIGTERM shuts it down gracefully: it stops accepting, answers held
-long-polls with an empty job list, finishes in-flight requests, and closes
-the database.`,
+SIGINT or SIGTERM shuts it down gracefully: after --shutdown-delay (during
+which it answers as usual but /readyz fails, so that a load balancer takes it
+out), it stops accepting, answers held long-polls with an empty job list,
+finishes in-flight requests, and closes the database.
+
+Behind a load balancer or reverse proxy, --trusted-proxies names the proxies
+whose X-Forwarded-For header is believed: per-address limits and logs then
+use the client's address rather than the proxy's. Nobody else's header is.
+
+With --tls-cert and --tls-key, a renewed certificate is picked up without a
+restart: within seconds of the files changing, or at once on SIGHUP. A
+certificate that does not load is logged and the previous one kept.
+
+` + precedenceHelp,
 		Example: `  tether serve
   tether serve --listen 0.0.0.0:7070 --tls-cert server.pem --tls-key server-key.pem
-  tether serve --log-format json --rate 100 --burst 500`,
+  tether serve --log-format json --rate 100 --burst 500
+  tether serve --config /etc/tether/serve.yaml
+  TETHER_DB=postgres://tether@db/tether tether serve --trusted-proxies 10.0.0.0/8 --shutdown-delay 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (opts.tlsCert == "") != (opts.tlsKey == "") {
@@ -71,6 +92,9 @@ the database.`,
 			}
 			if _, err := parseLogLevel(opts.logLevel); err != nil {
 				return usagef("%v", err)
+			}
+			if _, err := server.ParseTrustedProxies(opts.trustedProxies); err != nil {
+				return usagef("--trusted-proxies: %v", err)
 			}
 			if rate < 0 || opts.burst < 0 {
 				return usagef("--rate and --burst must not be negative")
@@ -107,6 +131,9 @@ the database.`,
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
+	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
+	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
+	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
 	return cmd
 }
 
@@ -145,9 +172,14 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	if listen == "" {
 		listen = defaultListen
 	}
+	trusted, err := server.ParseTrustedProxies(opts.trustedProxies)
+	if err != nil {
+		return "", nil, usagef("--trusted-proxies: %v", err)
+	}
 	var tlsConfig *tls.Config
+	var certs *certReloader
 	if opts.tlsCert != "" || opts.tlsKey != "" {
-		if tlsConfig, err = serverTLS(opts); err != nil {
+		if tlsConfig, certs, err = serverTLS(opts, log); err != nil {
 			return "", nil, err
 		}
 	}
@@ -162,9 +194,28 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 	addr = ln.Addr().String()
 
-	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst})
+	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
+		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay})
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
+	if certs != nil {
+		// SIGHUP reloads the certificate at once (a renewal hook sends it).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		services.Add(1)
+		go func() {
+			defer services.Done()
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					certs.reload("SIGHUP")
+				}
+			}
+		}()
+	}
 	services.Add(2)
 	go func() {
 		defer services.Done()
@@ -192,7 +243,8 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		rateDesc = fmt.Sprintf("%g/s burst %d per cluster", r, b)
 	}
 	log.Info("tether serve listening", "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
-		"tls", tlsConfig != nil, "mtls", opts.tlsClientCA != "", "rate_limit", rateDesc)
+		"tls", tlsConfig != nil, "mtls", opts.tlsClientCA != "", "rate_limit", rateDesc,
+		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay)
 
 	var once sync.Once
 	var result error
@@ -206,31 +258,31 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	return addr, wait, nil
 }
 
-func serverTLS(opts serveOptions) (*tls.Config, error) {
+func serverTLS(opts serveOptions, log *slog.Logger) (*tls.Config, *certReloader, error) {
 	if opts.tlsCert == "" || opts.tlsKey == "" {
-		return nil, usagef("--tls-cert and --tls-key go together")
+		return nil, nil, usagef("--tls-cert and --tls-key go together")
 	}
-	cert, err := tls.LoadX509KeyPair(opts.tlsCert, opts.tlsKey)
+	certs, err := newCertReloader(opts.tlsCert, opts.tlsKey, log)
 	if err != nil {
-		return nil, registry.Errorf(registry.CodeInvalid, "cannot load the TLS certificate %s and key %s: %v", opts.tlsCert, opts.tlsKey, err)
+		return nil, nil, registry.Errorf(registry.CodeInvalid, "%v", err)
 	}
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"h2", "http/1.1"},
+		GetCertificate: certs.getCertificate,
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
 	}
 	if opts.tlsClientCA != "" {
 		pem, err := os.ReadFile(opts.tlsClientCA)
 		if err != nil {
-			return nil, registry.Errorf(registry.CodeInvalid, "cannot read the client CA file: %v", err)
+			return nil, nil, registry.Errorf(registry.CodeInvalid, "cannot read the client CA file: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, registry.Errorf(registry.CodeInvalid, "client CA file %s holds no PEM certificate", opts.tlsClientCA)
+			return nil, nil, registry.Errorf(registry.CodeInvalid, "client CA file %s holds no PEM certificate", opts.tlsClientCA)
 		}
 		// Agents without a certificate still connect and sign with HMAC
 		// (or are bearer-only); a certificate, when given, must verify.
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
-	return cfg, nil
+	return cfg, certs, nil
 }

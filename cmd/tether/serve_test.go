@@ -45,9 +45,17 @@ type serveProc struct {
 // once it logged its start line, with the address it logged.
 func startServe(t *testing.T, db string, args ...string) (*serveProc, string, string) {
 	t.Helper()
+	return startServeEnv(t, db, nil, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startServeEnv is startServe with extra environment variables (NAME=value)
+// and without a --listen of its own.
+func startServeEnv(t *testing.T, db string, env []string, args ...string) (*serveProc, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	t.Cleanup(cancel)
-	cmd := command(ctx, db, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := command(ctx, db, append([]string{"serve"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
