@@ -65,6 +65,7 @@ type Policy struct {
 type ClusterSpec struct {
 	Name                      string           `json:"name"`
 	Organization              string           `json:"organization"`
+	Labels                    Labels           `json:"labels,omitempty"`
 	PublicKey                 string           `json:"publicKey,omitempty"`
 	AllowedNamespaces         []string         `json:"allowedNamespaces"`
 	AllowedCatalogEntries     []string         `json:"allowedCatalogEntries"`
@@ -162,6 +163,11 @@ func (s *ClusterSpec) Normalize() error {
 	if len(s.Organization) > 100 || strings.ContainsFunc(s.Organization, isControl) {
 		return Errorf(CodeInvalid, "organization %q must be at most 100 printable characters", s.Organization)
 	}
+	labels, err := normalizeLabels(s.Labels)
+	if err != nil {
+		return err
+	}
+	s.Labels = labels
 	if s.Mode == "" {
 		s.Mode = ModePull
 	}
@@ -170,7 +176,6 @@ func (s *ClusterSpec) Normalize() error {
 	default:
 		return Errorf(CodeInvalid, "connectivity mode %q is not one of pull, push, gitops", s.Mode)
 	}
-	var err error
 	if s.AllowedNamespaces, err = normalizeList("allowed namespace", s.AllowedNamespaces, func(v string) bool {
 		return len(v) <= 63 && dns1123Label.MatchString(v)
 	}, "a Kubernetes namespace name (lowercase letters, digits and '-', at most 63 characters)"); err != nil {

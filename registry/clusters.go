@@ -104,13 +104,27 @@ func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Clu
 	if err := authorize(ctx, PermRead); err != nil {
 		return nil, err
 	}
+	sel, err := ParseSelector(p.Selector)
+	if err != nil {
+		return nil, err
+	}
 	if org := orgScope(ctx); org != "" {
 		if p.Organization != "" && p.Organization != org {
 			return []Cluster{}, nil
 		}
 		p.Organization = org
 	}
-	return r.store.ClusterList(ctx, p)
+	clusters, err := r.store.ClusterList(ctx, p)
+	if err != nil || sel.Empty() {
+		return clusters, err
+	}
+	matching := clusters[:0]
+	for _, c := range clusters {
+		if sel.Matches(c.Labels) {
+			matching = append(matching, c)
+		}
+	}
+	return matching, nil
 }
 
 // UpdateCluster replaces a cluster's spec if its version is still version
@@ -224,6 +238,7 @@ func describeSpecChange(old, new *ClusterSpec) string {
 	}
 	diff("name", old.Name, new.Name)
 	diff("organization", old.Organization, new.Organization)
+	diff("labels", "{"+old.Labels.String()+"}", "{"+new.Labels.String()+"}")
 	diff("mode", old.Mode, new.Mode)
 	diff("namespaces", old.AllowedNamespaces, new.AllowedNamespaces)
 	diff("catalog", old.AllowedCatalogEntries, new.AllowedCatalogEntries)

@@ -159,6 +159,10 @@ type ClusterCreateParams struct {
 type ClusterListParams struct {
 	State        ClusterState
 	Organization string
+	// Selector is a label selector (ParseSelector). The registry applies it;
+	// stores ignore it (a fleet's clusters fit in memory, and label matching
+	// is the Kubernetes library's, not SQL's).
+	Selector string
 }
 
 type ClusterUpdateParams struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ func newClusterCreateCmd(g *globals) *cobra.Command {
 		spec     registry.ClusterSpec
 		mode     string
 		caps     []string
+		labels   []string
 		tokenTTL time.Duration
 	)
 	cmd := &cobra.Command{
@@ -43,7 +45,8 @@ func newClusterCreateCmd(g *globals) *cobra.Command {
 one-time registration token. The token is printed once and cannot be shown
 again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 		Example: `  tether cluster create --name prod-eu --org payments --namespaces apps,monitoring \
-    --catalog postgres,redis --templates backup.velero --require-capability lease`,
+    --catalog postgres,redis --templates backup.velero --require-capability lease \
+    --label env=prod --label region=eu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(spec.Name) == "" {
@@ -55,6 +58,9 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 			}
 			if spec.Policy.RequiredCapabilities, err = parseCapabilities(caps); err != nil {
 				return err
+			}
+			if spec.Labels, err = registry.ParseLabelAssignments(labels); err != nil {
+				return usagef("--label: %s", registry.ErrorMessage(err))
 			}
 			ctx := cmd.Context()
 			a, err := openApp(ctx, g, registry.Config{})
@@ -78,6 +84,7 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	f := cmd.Flags()
 	f.StringVar(&spec.Name, "name", "", "display name (required, unique)")
 	f.StringVar(&spec.Organization, "org", "", "owning organization")
+	f.StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE in Kubernetes syntax (repeat for more), for selectors and rollouts")
 	f.StringSliceVar(&spec.AllowedNamespaces, "namespaces", nil, "allowed namespaces (comma-separated; * allows all, including cluster-scoped objects)")
 	f.StringSliceVar(&spec.AllowedCatalogEntries, "catalog", nil, "allowed catalog entries (comma-separated; * allows all)")
 	f.StringSliceVar(&spec.AllowedOperationTemplates, "templates", nil, "allowed operation templates such as backup.velero (comma-separated; * allows all)")
@@ -150,13 +157,16 @@ func parseCapabilities(in []string) ([]string, error) {
 }
 
 func newClusterListCmd(g *globals) *cobra.Command {
-	var state, org string
+	var state, org, selector string
+	var showLabels bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List clusters with their state, health and open jobs",
-		Args:  cobra.NoArgs,
+		Example: `  tether cluster list --state active
+  tether cluster list -l 'env=prod,region in (eu,us),!canary' --show-labels`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := registry.ClusterListParams{State: registry.ClusterState(state), Organization: org}
+			p := registry.ClusterListParams{State: registry.ClusterState(state), Organization: org, Selector: selector}
 			switch p.State {
 			case "", registry.ClusterPending, registry.ClusterActive, registry.ClusterDisabled:
 			default:
@@ -183,18 +193,28 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			now := a.reg.Now()
-			t := newTable(g.stdout, "ID", "NAME", "ORG", "STATE", "HEALTH", "LAST HEARTBEAT", "QUEUED", "IN PROGRESS")
+			headers := []string{"ID", "NAME", "ORG", "STATE", "HEALTH", "LAST HEARTBEAT", "QUEUED", "IN PROGRESS"}
+			if showLabels {
+				headers = append(headers, "LABELS")
+			}
+			t := newTable(g.stdout, headers...)
 			for i := range clusters {
 				c := &clusters[i]
 				n := counts[c.ID]
-				t.row(c.ID, c.Name, orDash(c.Organization), string(c.State), health(now, c), ago(now, c.Status.LastHeartbeatAt),
-					strconv.FormatInt(n[registry.JobQueued], 10), strconv.FormatInt(n[registry.JobInProgress], 10))
+				row := []string{c.ID, c.Name, orDash(c.Organization), string(c.State), health(now, c), ago(now, c.Status.LastHeartbeatAt),
+					strconv.FormatInt(n[registry.JobQueued], 10), strconv.FormatInt(n[registry.JobInProgress], 10)}
+				if showLabels {
+					row = append(row, orDash(c.Labels.String()))
+				}
+				t.row(row...)
 			}
 			return t.flush()
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only clusters in this state: pending, active or disabled")
 	cmd.Flags().StringVar(&org, "org", "", "only clusters of this organization")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only clusters whose labels match this selector, e.g. 'env=prod,region in (eu,us),!canary'")
+	cmd.Flags().BoolVar(&showLabels, "show-labels", false, "add a LABELS column")
 	return cmd
 }
 
@@ -326,7 +346,7 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 	if err := kv.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nAllowlists and policy:")
+	fmt.Fprintln(w, "\nLabels, allowlists and policy:")
 	if err := printSpec(w, &c.ClusterSpec); err != nil {
 		return err
 	}
@@ -390,6 +410,7 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 // printSpec shows a cluster's allowlists and policy.
 func printSpec(w io.Writer, s *registry.ClusterSpec) error {
 	kv := newKV(w)
+	kv.row("  Labels:", orDash(s.Labels.String()))
 	kv.row("  Namespaces:", list(s.AllowedNamespaces))
 	kv.row("  Catalog entries:", list(s.AllowedCatalogEntries))
 	kv.row("  Operation templates:", list(s.AllowedOperationTemplates))
@@ -465,6 +486,8 @@ func newClusterEditCmd(g *globals) *cobra.Command {
 		lease     int
 		attempts  int
 		caps      []string
+		setLabels []string
+		delLabels []string
 		ifVersion int64
 	)
 	cmd := &cobra.Command{
@@ -479,7 +502,8 @@ the cluster is still at version N (the version 'tether cluster get' showed);
 otherwise it fails and names the current version.`,
 		Example: `  tether cluster edit prod-eu --add-namespace billing --remove-namespace legacy
   tether cluster edit prod-eu --set-catalog postgres,redis --lease-seconds 120
-  tether cluster edit prod-eu --templates backup.velero,runCommand.job --if-version 4`,
+  tether cluster edit prod-eu --templates backup.velero,runCommand.job --if-version 4
+  tether cluster edit prod-eu --label tier=gold --remove-label canary`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
@@ -503,11 +527,15 @@ otherwise it fails and names the current version.`,
 					return err
 				}
 			}
+			addLabels, err := registry.ParseLabelAssignments(setLabels)
+			if err != nil {
+				return usagef("--label: %s", registry.ErrorMessage(err))
+			}
 			if fl.Changed("if-version") && ifVersion < 1 {
 				return usagef("--if-version %d is not a version: versions start at 1", ifVersion)
 			}
 			changes := ns.changes() || catalog.changes() || templates.changes()
-			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability"} {
+			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "label", "remove-label"} {
 				changes = changes || fl.Changed(f)
 			}
 			if !changes {
@@ -541,6 +569,20 @@ otherwise it fails and names the current version.`,
 				}
 				if fl.Changed("require-capability") {
 					s.Policy.RequiredCapabilities = newCaps
+				}
+				if len(addLabels) > 0 || len(delLabels) > 0 {
+					labels := maps.Clone(s.Labels)
+					if labels == nil {
+						labels = registry.Labels{}
+					}
+					for _, k := range delLabels {
+						if _, ok := labels[k]; !ok {
+							return usagef("cluster %s has no label %q to remove", s.Name, k)
+						}
+						delete(labels, k)
+					}
+					maps.Copy(labels, addLabels)
+					s.Labels = labels
 				}
 				return nil
 			}
@@ -596,6 +638,8 @@ otherwise it fails and names the current version.`,
 	f.IntVar(&lease, "lease-seconds", 0, "lease of a lease client's claim; 0 disables automatic reclaim")
 	f.IntVar(&attempts, "max-attempts", 0, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "replace the required capabilities: hmac, lease (\"\" for none)")
+	f.StringArrayVarP(&setLabels, "label", "l", nil, "set a label KEY=VALUE (repeat for more)")
+	f.StringArrayVar(&delLabels, "remove-label", nil, "remove the label KEY (repeat for more)")
 	f.Int64Var(&ifVersion, "if-version", 0, "write only if the cluster is still at this version")
 	return cmd
 }

@@ -149,7 +149,7 @@ func parseLogLevel(s string) (slog.Level, error) {
 }
 
 // startAgentAPI listens, then serves the agent API over a's registry and runs
-// the reaper and the pruner beside it, until ctx ends. It returns the bound
+// the reaper, the pruner and the rollouts service beside it, until ctx ends. It returns the bound
 // address at once; wait blocks until the server has shut down gracefully and
 // the services have stopped, and returns the server's error (nil after a clean
 // shutdown). Closing a stays with the caller, after wait.
@@ -216,7 +216,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		}()
 	}
-	services.Add(2)
+	services.Add(3)
 	go func() {
 		defer services.Done()
 		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
@@ -224,6 +224,14 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	go func() {
 		defer services.Done()
 		registry.NewPruner(a.reg, registry.PrunerConfig{}).Run(ctx, srv.RecordPrune)
+	}()
+	go func() {
+		defer services.Done()
+		registry.NewRolloutService(a.reg, 0).Run(ctx, func(_ int, err error) {
+			if err != nil {
+				log.Warn("advancing rollouts failed; retrying", "err", registry.ErrorMessage(err))
+			}
+		})
 	}()
 	served := make(chan error, 1)
 	go func() {

@@ -86,50 +86,55 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	var out *registry.Job
 	created := false
 	err := s.stmt(ctx, "submit a job", func(ctx context.Context, q db) error {
-		j := &p.Job
-		for range jobInsertAttempts {
-			var a args
-			cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-				j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy}
-			values := list(&a, cols)
-			h := p.History
-			sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
-					idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
-					VALUES (` + values + `)
-					ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
-					RETURNING id, cluster_id, attempt, state),
-				h AS (` + historyFrom(&a, &h, "j") + `),
-				a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
-				SELECT count(*) FROM j`
-			var n int
-			err := q.QueryRow(ctx, sql, a...).Scan(&n)
-			if isForeignKeyViolation(err) {
-				return errNoCluster(j.ClusterID)
-			}
-			if err != nil {
-				return err
-			}
-			if n == 1 {
-				out, created = j, true
-				return nil
-			}
-			existing, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND idempotency_key = $2
-				AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // the open job ended in between: insert again
-			}
-			if err != nil {
-				return err
-			}
-			out = existing
-			return nil
-		}
-		return registry.Errorf(registry.CodeConflict, "jobs with idempotency key %q keep opening and closing on cluster %s; try again", j.IdempotencyKey, j.ClusterID)
+		var err error
+		out, created, err = insertJob(ctx, q, p)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// insertJob is JobInsert's statement on q (a connection or a transaction).
+func insertJob(ctx context.Context, q db, p registry.JobInsertParams) (*registry.Job, bool, error) {
+	j := &p.Job
+	for range jobInsertAttempts {
+		var a args
+		cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+			j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy}
+		values := list(&a, cols)
+		h := p.History
+		sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+				idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
+				VALUES (` + values + `)
+				ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
+				RETURNING id, cluster_id, attempt, state),
+			h AS (` + historyFrom(&a, &h, "j") + `),
+			a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
+			SELECT count(*) FROM j`
+		var n int
+		err := q.QueryRow(ctx, sql, a...).Scan(&n)
+		if isForeignKeyViolation(err) {
+			return nil, false, errNoCluster(j.ClusterID)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if n == 1 {
+			return j, true, nil
+		}
+		existing, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND idempotency_key = $2
+			AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the open job ended in between: insert again
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return existing, false, nil
+	}
+	return nil, false, registry.Errorf(registry.CodeConflict, "jobs with idempotency key %q keep opening and closing on cluster %s; try again", j.IdempotencyKey, j.ClusterID)
 }
 
 // jobFilter renders p's filters as a WHERE clause.
@@ -252,53 +257,59 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 	var out *registry.Job
 	applied := false
 	err := s.stmt(ctx, "update a job", func(ctx context.Context, q db) error {
-		var a args
-		set := jobSet(&a, &p.Set)
-		where := " WHERE id = " + a.add(p.ID)
-		if p.ClusterID != "" {
-			where += " AND cluster_id = " + a.add(p.ClusterID)
-		}
-		if len(p.FromStates) > 0 {
-			where += " AND state IN (" + list(&a, states(p.FromStates)) + ")"
-		}
-		if p.ClaimID != "" {
-			where += " AND claim_id = " + a.add(p.ClaimID)
-		}
-		if !p.NotExpiredAt.IsZero() {
-			where += " AND (expires_at IS NULL OR expires_at > " + a.add(col.MS(p.NotExpiredAt)) + ")"
-		}
-		if p.Leased {
-			where += " AND lease_expires_at IS NOT NULL"
-		}
-		if p.Error != "" {
-			where += " AND error = " + a.add(p.Error)
-		}
-		sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobCols + ")"
-		if p.History != nil {
-			sql += ", h AS (" + historyFrom(&a, p.History, "u") + ")"
-		}
-		if p.Audit != nil {
-			sql += ", a AS (" + auditFrom(&a, *p.Audit, "u", "u.cluster_id") + ")"
-		}
-		sql += " SELECT " + jobCols + " FROM u"
-		j, err := scanJob(q.QueryRow(ctx, sql, a...))
-		if errors.Is(err, pgx.ErrNoRows) {
-			out, err = jobByID(ctx, q, p.ID)
-			return err
-		}
-		if isUniqueViolation(err, "jobs_idempotency") {
-			return registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", p.ID)
-		}
-		if err != nil {
-			return err
-		}
-		out, applied = j, true
-		return nil
+		var err error
+		out, applied, err = updateJob(ctx, q, p)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, applied, nil
+}
+
+// updateJob is JobUpdate's statement on q (a connection or a transaction).
+func updateJob(ctx context.Context, q db, p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	var a args
+	set := jobSet(&a, &p.Set)
+	where := " WHERE id = " + a.add(p.ID)
+	if p.ClusterID != "" {
+		where += " AND cluster_id = " + a.add(p.ClusterID)
+	}
+	if len(p.FromStates) > 0 {
+		where += " AND state IN (" + list(&a, states(p.FromStates)) + ")"
+	}
+	if p.ClaimID != "" {
+		where += " AND claim_id = " + a.add(p.ClaimID)
+	}
+	if !p.NotExpiredAt.IsZero() {
+		where += " AND (expires_at IS NULL OR expires_at > " + a.add(col.MS(p.NotExpiredAt)) + ")"
+	}
+	if p.Leased {
+		where += " AND lease_expires_at IS NOT NULL"
+	}
+	if p.Error != "" {
+		where += " AND error = " + a.add(p.Error)
+	}
+	sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobCols + ")"
+	if p.History != nil {
+		sql += ", h AS (" + historyFrom(&a, p.History, "u") + ")"
+	}
+	if p.Audit != nil {
+		sql += ", a AS (" + auditFrom(&a, *p.Audit, "u", "u.cluster_id") + ")"
+	}
+	sql += " SELECT " + jobCols + " FROM u"
+	j, err := scanJob(q.QueryRow(ctx, sql, a...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, err := jobByID(ctx, q, p.ID)
+		return cur, false, err
+	}
+	if isUniqueViolation(err, "jobs_idempotency") {
+		return nil, false, registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", p.ID)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return j, true, nil
 }
 
 // jobSet renders a JobSet as the SET list of an UPDATE.

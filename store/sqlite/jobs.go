@@ -57,44 +57,48 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	var out *registry.Job
 	created := false
 	err := s.write(ctx, func(t *txn) error {
-		out, created = nil, false // a batch may run its requests twice (see commit)
-		j := &p.Job
-		res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
-			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
-			j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-			j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy)
-		if isForeignKeyViolation(err) {
-			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
-		}
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			existing, err := scanJob(t.selectRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
-				AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
-			if err != nil {
-				return t.s.wrap(err, "read the job with the same idempotency key")
-			}
-			out = existing
-			return nil
-		}
-		h := p.History
-		h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
-		if err := t.history(&h); err != nil {
-			return err
-		}
-		if err := t.audit(p.Audit); err != nil {
-			return err
-		}
-		out, created = j, true
-		return nil
+		var err error
+		out, created, err = t.insertJob(p) // a batch may run its requests twice (see commit): set both every time
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// insertJob is JobInsert inside a transaction.
+func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error) {
+	j := &p.Job
+	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
+		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy)
+	if isForeignKeyViolation(err) {
+		return nil, false, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		existing, err := scanJob(t.selectRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
+			AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
+		if err != nil {
+			return nil, false, t.s.wrap(err, "read the job with the same idempotency key")
+		}
+		return existing, false, nil
+	}
+	h := p.History
+	h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
+	if err := t.history(&h); err != nil {
+		return nil, false, err
+	}
+	if err := t.audit(p.Audit); err != nil {
+		return nil, false, err
+	}
+	return j, true, nil
 }
 
 func (t *txn) history(h *registry.JobHistoryEntry) error {
@@ -254,76 +258,81 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 	var out *registry.Job
 	applied := false
 	err := s.write(ctx, func(t *txn) error {
-		out, applied = nil, false // a batch may run its requests twice (see commit)
-		set, args := jobSet(&p.Set)
-		where := " WHERE id = ?"
-		args = append(args, p.ID)
-		if p.ClusterID != "" {
-			where += " AND cluster_id = ?"
-			args = append(args, p.ClusterID)
-		}
-		if len(p.FromStates) > 0 {
-			where += " AND state IN (" + placeholders(len(p.FromStates)) + ")"
-			for _, st := range p.FromStates {
-				args = append(args, st)
-			}
-		}
-		if p.ClaimID != "" {
-			where += " AND claim_id = ?"
-			args = append(args, p.ClaimID)
-		}
-		if !p.NotExpiredAt.IsZero() {
-			where += " AND (expires_at IS NULL OR expires_at > ?)"
-			args = append(args, col.MS(p.NotExpiredAt))
-		}
-		if p.Leased {
-			where += " AND lease_expires_at IS NOT NULL"
-		}
-		if p.Error != "" {
-			where += " AND error = ?"
-			args = append(args, p.Error)
-		}
-		var j *registry.Job
 		var err error
-		if p.FullJob {
-			j, err = scanJob(t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobCols, args...))
-		} else {
-			j = &registry.Job{}
-			err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
-				&j.ID, &j.ClusterID, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
-		}
-		if errors.Is(err, sql.ErrNoRows) {
-			out, err = t.jobByID(p.ID)
-			return err
-		}
-		if isUniqueViolation(err) {
-			// Reopening a job whose idempotency key another open job now has.
-			return registry.Errorf(registry.CodeConflict, "job %s cannot be reopened: another open job of its cluster has the same idempotency key", p.ID)
-		}
-		if err != nil {
-			return t.s.wrap(err, "update a job")
-		}
-		if p.History != nil {
-			h := *p.History
-			h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
-			if err := t.history(&h); err != nil {
-				return err
-			}
-		}
-		if p.Audit != nil {
-			a := *p.Audit
-			a.ClusterID = j.ClusterID
-			if err := t.audit(a); err != nil {
-				return err
-			}
-		}
-		out, applied = j, true
-		return nil
+		out, applied, err = t.updateJob(p) // a batch may run its requests twice (see commit): set both every time
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, applied, nil
+}
+
+// updateJob is JobUpdate inside a transaction.
+func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	set, args := jobSet(&p.Set)
+	where := " WHERE id = ?"
+	args = append(args, p.ID)
+	if p.ClusterID != "" {
+		where += " AND cluster_id = ?"
+		args = append(args, p.ClusterID)
+	}
+	if len(p.FromStates) > 0 {
+		where += " AND state IN (" + placeholders(len(p.FromStates)) + ")"
+		for _, st := range p.FromStates {
+			args = append(args, st)
+		}
+	}
+	if p.ClaimID != "" {
+		where += " AND claim_id = ?"
+		args = append(args, p.ClaimID)
+	}
+	if !p.NotExpiredAt.IsZero() {
+		where += " AND (expires_at IS NULL OR expires_at > ?)"
+		args = append(args, col.MS(p.NotExpiredAt))
+	}
+	if p.Leased {
+		where += " AND lease_expires_at IS NOT NULL"
+	}
+	if p.Error != "" {
+		where += " AND error = ?"
+		args = append(args, p.Error)
+	}
+	var j *registry.Job
+	var err error
+	if p.FullJob {
+		j, err = scanJob(t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobCols, args...))
+	} else {
+		j = &registry.Job{}
+		err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
+			&j.ID, &j.ClusterID, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, err := t.jobByID(p.ID)
+		return cur, false, err
+	}
+	if isUniqueViolation(err) {
+		// Reopening a job whose idempotency key another open job now has.
+		return nil, false, registry.Errorf(registry.CodeConflict, "job %s cannot be reopened: another open job of its cluster has the same idempotency key", p.ID)
+	}
+	if err != nil {
+		return nil, false, t.s.wrap(err, "update a job")
+	}
+	if p.History != nil {
+		h := *p.History
+		h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
+		if err := t.history(&h); err != nil {
+			return nil, false, err
+		}
+	}
+	if p.Audit != nil {
+		a := *p.Audit
+		a.ClusterID = j.ClusterID
+		if err := t.audit(a); err != nil {
+			return nil, false, err
+		}
+	}
+	return j, true, nil
 }
 
 // jobSet renders a JobSet as the SET list of an UPDATE.

@@ -49,6 +49,14 @@ func JSONText(v any) string {
 	return string(b)
 }
 
+// JSONObject is JSONText for maps: a nil map is stored as {}.
+func JSONObject(v any) string {
+	if s := JSONText(v); s != "[]" {
+		return s
+	}
+	return "{}"
+}
+
 // JSON scans a JSON text column into dst; NULL leaves dst as it is.
 func JSON(dst any) sql.Scanner { return jsonCol{dst} }
 
