@@ -10,7 +10,9 @@ DB      ?= ./tether.db
 # The race detector needs cgo and a C compiler; without them tests run without it.
 RACE    ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build run test bench lint clean
+HELM_VERSION ?= v3.22.0
+
+.PHONY: all build run test bench lint clean tools image
 
 all: lint test build
 
@@ -24,8 +26,18 @@ run: build
 
 ## test: every test, with the race detector where cgo is available
 ## (PostgreSQL tests run when TETHER_TEST_POSTGRES_DSN is set, else skip)
-test:
+test: tools
 	$(GO) test -count=1 $(RACE) ./...
+
+## tools: helm in bin/tools, for the Helm chart's tests (deploy/). Built with
+## the Go toolchain; where it cannot be fetched the chart's tests skip.
+tools:
+	@[ -x bin/tools/helm ] || GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
+		|| echo "helm could not be installed: the Helm chart's tests will skip"
+
+## image: the container image (Dockerfile), stamped like `make build`
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t tether:$(VERSION) .
 
 ## bench: the benchmarks that check tether's speed and memory goals: one table
 ## of medians next to their targets, also written to bench/results/latest.json

@@ -29,6 +29,7 @@ func newAgentCmd(g *globals) *cobra.Command {
 func newAgentRegisterCmd(g *globals) *cobra.Command {
 	var server, token, stateDir string
 	var caps []string
+	var keepExisting bool
 	cmd := &cobra.Command{
 		Use:   "register --server URL --token TOKEN --state-dir DIR",
 		Short: "Redeem a one-time registration token and store the credential",
@@ -39,9 +40,20 @@ mode 0600. The credential is never printed.
 The token may also come from $TETHER_REGISTRATION_TOKEN, or from standard input
 with --token - (so that it does not appear in the process list).`,
 		Args: cobra.NoArgs,
+		Example: `  tether agent register --server https://tether.example:7070 --token - --state-dir /var/lib/tether-agent < token.txt
+  TETHER_REGISTRATION_TOKEN=... tether agent register --server http://127.0.0.1:7070 --state-dir ./agent --keep-existing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" || stateDir == "" {
 				return usagef("--server and --state-dir are required")
+			}
+			if keepExisting {
+				if st, err := agent.LoadState(stateDir); err == nil {
+					if g.output == "json" {
+						return printJSON(g.stdout, map[string]string{"clusterId": st.Credential.ClusterID, "stateDir": stateDir})
+					}
+					fmt.Fprintf(g.stdout, "Already registered as cluster %s (%s); the token was not used.\n", st.Credential.ClusterID, stateDir+"/credential.json")
+					return nil
+				}
 			}
 			switch {
 			case token == "-":
@@ -82,6 +94,7 @@ with --token - (so that it does not appear in the process list).`,
 	f.StringVar(&token, "token", "", "one-time registration token (- reads it from stdin)")
 	f.StringVar(&stateDir, "state-dir", "", "directory for the credential (created with mode 0700)")
 	f.StringSliceVar(&caps, "capabilities", nil, "capabilities to negotiate: hmac (signed writes), lease (leases and fencing)")
+	f.BoolVar(&keepExisting, "keep-existing", false, "when --state-dir already holds a credential, keep it and exit 0 without using the token (for a start script that runs every time)")
 	return cmd
 }
 

@@ -39,6 +39,13 @@ func TestAgentRegisterAndRun(t *testing.T) {
 		}
 	}
 
+	// A start script that registers every time keeps the credential it has
+	// (the Helm chart's init container), even with a spent token.
+	again := cliIn(t, db, c.RegistrationToken+"\n", "agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", state, "--keep-existing")
+	if again.code != exitOK || !strings.Contains(again.stdout, "Already registered as cluster "+c.ClusterID) {
+		t.Fatalf("register --keep-existing with a credential: %s", again)
+	}
+
 	marker := filepath.Join(t.TempDir(), "finished")
 	agent := start(t, db, "agent", "run", "--state-dir", state, "--drain", "30s",
 		"--exec", `echo "::status Applying"; sleep 1; touch `+marker)

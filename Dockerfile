@@ -1,0 +1,63 @@
+# syntax=docker/dockerfile:1
+#
+# tether's container image: the static binary (CGO_ENABLED=0; the SQLite
+# driver is pure Go) on a distroless, non-root base. Build it with
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) \
+#     --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t tether .
+#
+# and run the server on a volume:
+#
+#   docker run -p 7070:7070 -v tether-data:/var/lib/tether tether
+#
+# The "agent" target is the reference agent on a small base with a shell,
+# since `tether agent run --exec` runs its command with /bin/sh:
+#
+#   docker build --target agent -t tether-agent .
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS
+ARG TARGETARCH
+ARG VERSION=dev
+ARG COMMIT=unknown
+ARG DATE=unknown
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
+      -ldflags "-s -w \
+        -X github.com/tetherhq/tether/internal/buildinfo.Version=${VERSION} \
+        -X github.com/tetherhq/tether/internal/buildinfo.Commit=${COMMIT} \
+        -X github.com/tetherhq/tether/internal/buildinfo.Date=${DATE}" \
+      -o /out/tether ./cmd/tether \
+ && mkdir -p /out/data
+
+# The reference agent: tether plus a shell for --exec. Add the tools your
+# jobs need (kubectl, helm, ...) in an image built FROM this one.
+FROM alpine:3.22 AS agent
+RUN apk add --no-cache ca-certificates && adduser -D -u 65532 -h /var/lib/tether-agent nonroot
+COPY --from=build /out/tether /usr/local/bin/tether
+USER 65532:65532
+WORKDIR /var/lib/tether-agent
+ENTRYPOINT ["/usr/local/bin/tether"]
+CMD ["agent", "run", "--help"]
+
+# The server (the default target).
+FROM gcr.io/distroless/static-debian12:nonroot AS server
+COPY --from=build /out/tether /usr/local/bin/tether
+COPY --from=build --chown=65532:65532 /out/data /var/lib/tether
+# The database (and its sealing key, unless --key-file names another) live
+# on the volume. Every flag can be set as TETHER_<FLAG>.
+ENV TETHER_DB=/var/lib/tether/tether.db
+VOLUME ["/var/lib/tether"]
+# 7070: the agent API, /healthz, /readyz and /metrics.
+# 9090: --diag-listen (metrics and pprof), when enabled.
+EXPOSE 7070 9090
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/tether"]
+CMD ["serve", "--listen", "0.0.0.0:7070"]
