@@ -228,12 +228,16 @@ func isRolloutState(s registry.RolloutState) bool {
 
 // progress renders "[####------] 4/10".
 func progress(ro *registry.Rollout, width int) string {
-	total, done := ro.Total(), ro.Done()
+	return bar(ro, width) + " " + strconv.Itoa(ro.Done()) + "/" + strconv.Itoa(ro.Total())
+}
+
+// bar renders the share of a rollout's targets that are done: "[####------]".
+func bar(ro *registry.Rollout, width int) string {
 	filled := 0
-	if total > 0 {
-		filled = done * width / total
+	if total := ro.Total(); total > 0 {
+		filled = ro.Done() * width / total
 	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", width-filled) + "] " + strconv.Itoa(done) + "/" + strconv.Itoa(total)
+	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", width-filled) + "]"
 }
 
 func newRolloutGetCmd(g *globals) *cobra.Command {
@@ -268,7 +272,7 @@ func printRollout(w io.Writer, now time.Time, ro *registry.Rollout) error {
 	}
 	kv.row("Name:", ro.Name)
 	kv.row("State:", string(ro.State))
-	kv.row("Progress:", progress(ro, 20)+"  "+ro.Summary())
+	kv.row("Progress:", bar(ro, 20)+" "+ro.Summary())
 	kv.row("Selector:", ro.Selector)
 	kv.row("Job:", string(ro.Kind))
 	limits := fmt.Sprintf("max parallel %d, max failures %d", ro.MaxParallel, ro.MaxFailures)

@@ -86,6 +86,7 @@ func New(ctx context.Context, cfg Config) (*Fleet, error) {
 		spec := registry.ClusterSpec{
 			Name:                      clusterNames[i],
 			Organization:              []string{"acme", "globex", "initech"}[i%3],
+			Labels:                    labelsFor(clusterNames[i]),
 			AllowedNamespaces:         []string{"team-a", "team-b", "shared"},
 			AllowedCatalogEntries:     catalogIDs(),
 			AllowedOperationTemplates: []string{"backup.velero", "restore.velero"},
@@ -121,10 +122,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 			a.run(ctx)
 		}()
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		f.produce(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		f.rollout(ctx)
 	}()
 	wg.Wait()
 	return nil
