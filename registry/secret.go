@@ -102,5 +102,5 @@ func parseBearer(prefix, idPrefix, token string) (id string, ok bool) {
 // LooksLikeSecret reports whether s is shaped like a tether bearer secret. The
 // server's log redaction uses it as a last line of defence.
 func LooksLikeSecret(s string) bool {
-	return strings.Contains(s, registrationTokenPrefix) || strings.Contains(s, credentialTokenPrefix)
+	return strings.Contains(s, registrationTokenPrefix) || strings.Contains(s, credentialTokenPrefix) || strings.Contains(s, adminTokenPrefix)
 }
