@@ -189,6 +189,7 @@ func (s *Server) handleResult(c *call) error {
 	if err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res); err != nil {
 		return err
 	}
+	s.jobFinished(c.jobID, res.Outcome)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

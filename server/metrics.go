@@ -25,6 +25,7 @@ type metrics struct {
 	reaperErrors prometheus.Counter
 	pruned       *prometheus.CounterVec
 	registerFail *prometheus.CounterVec
+	finished     *prometheus.CounterVec
 }
 
 func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
@@ -64,13 +65,17 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 			Name: "tether_registration_failures_total",
 			Help: "Refused agent registrations, by error code and reason.",
 		}, []string{"code", "reason"}),
+		finished: newFinished(),
 	}
 	for _, a := range []string{"requeued", "failed", "expired"} {
 		m.reaped.WithLabelValues(a) // present at zero, so rate() works from the start
 	}
 	m.registry.MustRegister(
 		m.requests, m.latency, m.heldPolls, m.reaped, m.leaseExpired, m.reaperErrors, m.pruned, m.registerFail,
+		m.finished,
 		&jobsCollector{reg: reg, log: log},
+		&fleetCollector{reg: reg, log: log},
+		newBuildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -48,6 +48,9 @@ type serveOptions struct {
 	// shutdownDelay keeps answering (with /readyz failing) this long after
 	// the signal, before draining.
 	shutdownDelay time.Duration
+	// diagListen, when set, serves /metrics and pprof on an address of its
+	// own.
+	diagListen string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -133,6 +136,7 @@ certificate that does not load is logged and the previous one kept.
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
+	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
 	return cmd
 }
@@ -193,6 +197,13 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		scheme = "https"
 	}
 	addr = ln.Addr().String()
+	var diagLn net.Listener
+	if opts.diagListen != "" {
+		if diagLn, err = net.Listen("tcp", opts.diagListen); err != nil {
+			ln.Close()
+			return "", nil, registry.Errorf(registry.CodeUnavailable, "cannot listen on %s (--diag-listen): %v", opts.diagListen, err)
+		}
+	}
 
 	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
 		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay})
@@ -233,6 +244,16 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		})
 	}()
+	if diagLn != nil {
+		services.Add(1)
+		go func() {
+			defer services.Done()
+			if err := srv.ServeDiag(ctx, diagLn); err != nil {
+				log.Error("diagnostics listener stopped", "err", err)
+			}
+		}()
+		log.Info("diagnostics listening", "addr", diagLn.Addr().String(), "paths", "/metrics /debug/pprof/")
+	}
 	served := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ctx, ln)

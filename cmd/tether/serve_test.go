@@ -353,3 +353,23 @@ func writeServerCert(t *testing.T, dir string) (string, string, *x509.CertPool) 
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
 }
+
+// --diag-listen serves /metrics and pprof on a port of its own.
+func TestServeDiagListen(t *testing.T) {
+	t.Parallel()
+	p, _, _ := startServe(t, newDB(t), "--diag-listen", "127.0.0.1:0")
+	// Logged before the start line startServe waited for.
+	m := regexp.MustCompile(`diagnostics listening"? addr=([0-9.]+:[0-9]+)`).FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no diagnostics line with an address in the log:\n%s", p.log())
+	}
+	for path, want := range map[string]string{"/metrics": "tether_build_info", "/debug/pprof/": "goroutine"} {
+		code, body := httpGet(t, "http://"+m[1]+path)
+		if code != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s on --diag-listen: %d, want 200 with %q", path, code, want)
+		}
+	}
+	if code, log := p.stop(t); code != 0 {
+		t.Errorf("exit %d\n%s", code, log)
+	}
+}

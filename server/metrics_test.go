@@ -1,0 +1,166 @@
+package server_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape fetches /metrics and parses it with Prometheus' own text parser.
+func scrape(t *testing.T, e *env) map[string]*dto.MetricFamily {
+	t.Helper()
+	r := e.do(http.MethodGet, "/metrics", withHeader("Accept", "text/plain"))
+	r.want(t, http.StatusOK)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, r.body)
+	}
+	// What `promtool check metrics` checks.
+	problems, err := promlint.New(bytes.NewReader(r.body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promtool check metrics: %s: %s", p.Metric, p.Text)
+	}
+	return families
+}
+
+// value returns the sample of family name whose labels include want.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Errorf("no %s in /metrics", name)
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if labels[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func TestMetricsOperatorsAlertOn(t *testing.T) {
+	e := newEnv(t)
+	busy := e.newAgent("busy")
+	e.newAgent("idle")
+	e.cluster("waiting") // pending: never registered
+	first := e.submit(busy.clusterID)
+	e.clock.Advance(90 * time.Second)
+	e.submit(busy.clusterID)
+	e.submit(busy.clusterID)
+	busy.events(heartbeatBody(busy.clusterID)).wantNoContent(t)
+
+	// One claimed and finished, one claimed and still running.
+	busy.ack(first).wantNoContent(t)
+	busy.result(first, `{"outcome":"succeeded"}`).wantNoContent(t)
+	ids := busy.poll(0).jobIDs(t)
+	if len(ids) == 0 {
+		t.Fatal("no job to claim")
+	}
+	busy.ack(ids[0]).wantNoContent(t)
+
+	e.clock.Advance(30 * time.Second)
+	fams := scrape(t, e)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"tether_queue_depth", map[string]string{"cluster": "busy"}, 1},
+		{"tether_queue_depth", map[string]string{"cluster": "idle"}, 0},
+		{"tether_queue_oldest_job_age_seconds", map[string]string{"cluster": "idle"}, 0},
+		{"tether_jobs_in_flight", map[string]string{"cluster": "busy"}, 1},
+		{"tether_jobs_finished_total", map[string]string{"outcome": "succeeded", "kind": "apply"}, 1},
+		{"tether_jobs_finished_total", map[string]string{"outcome": "failed", "kind": "apply"}, 0},
+		{"tether_clusters", map[string]string{"state": "active"}, 2},
+		{"tether_clusters", map[string]string{"state": "pending"}, 1},
+		{"tether_cluster_heartbeat_age_seconds", map[string]string{"cluster": "busy"}, 30},
+		{"tether_build_info", nil, 1},
+		{"tether_agent_longpolls_held", nil, 0},
+		{"tether_metrics_scrape_errors", nil, 0},
+	} {
+		if got, ok := value(t, fams, tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+	// The oldest queued job was submitted 120 s ago (the second of three;
+	// the first was claimed).
+	if got, _ := value(t, fams, "tether_queue_oldest_job_age_seconds", map[string]string{"cluster": "busy"}); got != 30 && got != 120 {
+		t.Errorf("oldest queued job age %v s, want 30 (third job) or 120 (second job), whichever the poll left", got)
+	}
+	if bi := fams["tether_build_info"]; bi != nil {
+		labels := map[string]bool{}
+		for _, l := range bi.Metric[0].Label {
+			labels[l.GetName()] = l.GetValue() != ""
+		}
+		if !labels["version"] || !labels["commit"] || !labels["goversion"] {
+			t.Errorf("tether_build_info labels %v, want version, commit and goversion", bi.Metric[0].Label)
+		}
+	}
+	// The idle agent never sent a heartbeat: no age rather than a huge one.
+	if _, ok := value(t, fams, "tether_cluster_heartbeat_age_seconds", map[string]string{"cluster": "idle"}); ok {
+		t.Error("a heartbeat age for a cluster that never sent one")
+	}
+	// Bounded cardinality: no series is labelled by anything unbounded.
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if v := l.GetValue(); strings.HasPrefix(v, "j_") || strings.Contains(v, "job") && l.GetName() != "route" || l.GetName() == "job_id" || l.GetName() == "request_id" {
+					t.Errorf("%s has a per-job or per-request label %s=%q", name, l.GetName(), v)
+				}
+			}
+		}
+	}
+}
+
+// --diag-listen's handler: the same metrics, and pprof.
+func TestDiagHandler(t *testing.T) {
+	e := newEnv(t)
+	h := e.srv.DiagHandler()
+	for path, want := range map[string]string{"/metrics": "tether_build_info", "/debug/pprof/": "goroutine", "/healthz": "ok"} {
+		rec := httptestRecorder()
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		h.ServeHTTP(rec, req)
+		if rec.code != http.StatusOK || !strings.Contains(rec.body.String(), want) {
+			t.Errorf("GET %s on the diagnostics port: %d, want 200 with %q", path, rec.code, want)
+		}
+	}
+}
+
+type recorder struct {
+	code   int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func httptestRecorder() *recorder { return &recorder{code: http.StatusOK, header: http.Header{}} }
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(code int)        { r.code = code }
