@@ -75,8 +75,14 @@ func newJobSubmitCmd(g *globals) *cobra.Command {
 		Long: `Submit a job to a cluster's agent. The payload is checked against the
 cluster's allowlists (namespaces, catalog entries, operation templates).
 
-With --wait the command blocks until the job ends, prints it, and exits 0 if
-it succeeded or was a no-op, 1 otherwise.`,
+With --wait the command blocks until the job ends, prints it, and exits
+with a code a script can act on:
+
+  0  the job succeeded, or was a no-op
+  1  an error: the job could not be submitted, or waiting failed
+  2  the command line was wrong
+  3  the job ended unsuccessfully: failed, conflict, canceled or expired
+  4  --timeout passed before the job ended (the job carries on)`,
 		Example: `  tether job submit --cluster prod-eu --kind apply -f deployment.json
   tether job submit --cluster prod-eu --kind delete --payload '{"apiVersion":"v1","kind":"ConfigMap","name":"x","namespace":"apps"}'
   tether job submit --cluster prod-eu --kind intent -f backup.json --idempotency-key nightly-2024-05-01 --wait --timeout 10m`,
@@ -134,7 +140,7 @@ it succeeded or was a no-op, 1 otherwise.`,
 	f.StringVar(&payload, "payload", "", "the JSON payload")
 	f.StringVar(&key, "idempotency-key", "", "return the cluster's open job with this key instead of submitting another")
 	f.Var(newDuration(&expiresIn, 0), "expires-in", "how long the job may wait to be claimed before it expires")
-	f.BoolVar(&wait, "wait", false, "wait until the job ends; exit 0 if it succeeded or was a no-op, 1 otherwise")
+	f.BoolVar(&wait, "wait", false, "wait until the job ends; exit 0 if it succeeded or was a no-op, 3 if it ended otherwise, 4 on --timeout")
 	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (the job carries on)")
 	return cmd
 }
@@ -170,7 +176,8 @@ func printSubmitted(g *globals, j *registry.Job, created bool) error {
 }
 
 // waitJob blocks until the job ends, prints it, and turns its outcome into
-// the exit code: 0 for succeeded and noop, 1 for anything else.
+// the exit code: 0 for succeeded and noop, 3 for another end, 4 when
+// --timeout passed first.
 func waitJob(ctx context.Context, g *globals, reg *registry.Registry, j *registry.Job, created bool, timeout time.Duration) error {
 	wctx := ctx
 	if timeout > 0 {
@@ -190,7 +197,7 @@ func waitJob(ctx context.Context, g *globals, reg *registry.Registry, j *registr
 		if perr := printSubmitted(g, j, created); perr != nil {
 			return perr
 		}
-		return failf("timed out after %s waiting for job %s, which is still %s and carries on; look at it with: tether job get %s", timeout, j.ID, j.State, j.ID)
+		return &exitCodeError{code: exitWaitTimeout, msg: sentence(fmt.Sprintf("timed out after %s waiting for job %s, which is still %s and carries on; look at it with: tether job get %s", timeout, j.ID, j.State, j.ID))}
 	default:
 		return err
 	}
@@ -204,7 +211,7 @@ func waitJob(ctx context.Context, g *globals, reg *registry.Registry, j *registr
 	if final.State == registry.JobSucceeded || final.State == registry.JobNoop {
 		return nil
 	}
-	return failf("job %s ended %s", final.ID, describeEnd(final))
+	return &exitCodeError{code: exitJobUnsuccessful, msg: sentence(fmt.Sprintf("job %s ended %s", final.ID, describeEnd(final)))}
 }
 
 // describeEnd says how a finished job ended, with the error that ended it.

@@ -326,8 +326,8 @@ func TestJobSubmitWait(t *testing.T) {
 			t.Fatalf("result: %v", err)
 		}
 		res := p.wait(t)
-		if res.code != exitError {
-			t.Fatalf("got exit %d, want 1\n%s", res.code, res)
+		if res.code != exitJobUnsuccessful {
+			t.Fatalf("got exit %d, want 3\n%s", res.code, res)
 		}
 		if !strings.Contains(res.stdout, "ended failed") {
 			t.Errorf("got stdout %q, want the job's end", res.stdout)
@@ -344,8 +344,8 @@ func TestJobSubmitWait(t *testing.T) {
 		p, id := submitWait(t, db, reg, "waiter", "doomed-job", "-o", "json")
 		ok(t, db, "job", "cancel", id)
 		res := p.wait(t)
-		if res.code != exitError {
-			t.Fatalf("got exit %d, want 1\n%s", res.code, res)
+		if res.code != exitJobUnsuccessful {
+			t.Fatalf("got exit %d, want 3\n%s", res.code, res)
 		}
 		if got := decode[submittedJob](t, res); got.State != registry.JobCanceled {
 			t.Errorf("got %s, want canceled", got.State)
@@ -357,8 +357,8 @@ func TestJobSubmitWait(t *testing.T) {
 
 	t.Run("timeout", func(t *testing.T) {
 		res := cli(t, db, "job", "submit", "--cluster", "waiter", "--kind", "apply", "--payload", configMap("apps", "slow-job"), "--wait", "--timeout", "1s", "-o", "json")
-		if res.code != exitError {
-			t.Fatalf("got exit %d, want 1\n%s", res.code, res)
+		if res.code != exitWaitTimeout {
+			t.Fatalf("got exit %d, want 4\n%s", res.code, res)
 		}
 		got := decode[submittedJob](t, res)
 		if got.State != registry.JobQueued {

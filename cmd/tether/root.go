@@ -14,11 +14,18 @@ import (
 	"github.com/tetherhq/tether/registry"
 )
 
-// Exit codes.
+// Exit codes. job submit --wait adds two, so that a script can tell a job
+// that ran and failed from a wait that gave up (docs/configuration.md):
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK    = 0 // done (with --wait: the job succeeded or was a no-op)
+	exitError = 1 // an error: tether could not do what was asked
+	exitUsage = 2 // the command line was wrong
+	// exitJobUnsuccessful: job submit --wait saw the job end failed,
+	// conflict, canceled or expired.
+	exitJobUnsuccessful = 3
+	// exitWaitTimeout: job submit --wait --timeout gave up; the job carries
+	// on.
+	exitWaitTimeout = 4
 )
 
 // usageError is a mistake in how a command was called: exit code 2.
