@@ -56,9 +56,9 @@ type IssuedAdminToken struct {
 
 // Admin token limits.
 const (
-	adminTokenPrefix     = "tether_adm_"
-	MaxAdminTokenTTL     = 5 * 365 * 24 * time.Hour
-	AuditAdminTokenIssue = "admin_token.create"
+	adminTokenPrefix      = "tether_adm_"
+	MaxAdminTokenTTL      = 5 * 365 * 24 * time.Hour
+	AuditAdminTokenIssue  = "admin_token.create"
 	AuditAdminTokenRevoke = "admin_token.revoke"
 )
 

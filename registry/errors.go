@@ -35,7 +35,23 @@ const (
 	CodeResultAlreadyRecorded    Code = "result_already_recorded"
 	CodeInvalidOutcome           Code = "invalid_outcome"
 	CodeErrorRequired            Code = "error_required"
+
+	// Policy codes: a job refused by its cluster's allowlists, naming the
+	// rule (seed 001's RPC error). IsPolicyRefusal recognizes them.
+	CodeNamespaceNotAllowed         Code = "namespace_not_allowed"
+	CodeCatalogEntryNotAllowed      Code = "catalog_entry_not_allowed"
+	CodeOperationTemplateNotAllowed Code = "operation_template_not_allowed"
 )
+
+// IsPolicyRefusal reports whether err is a refusal by a cluster's
+// allowlists (as opposed to a malformed payload).
+func IsPolicyRefusal(err error) bool {
+	switch ErrorCode(err) {
+	case CodeNamespaceNotAllowed, CodeCatalogEntryNotAllowed, CodeOperationTemplateNotAllowed:
+		return true
+	}
+	return false
+}
 
 // Error is the error type of the domain: a code, and a message meant for the
 // person or program that made the request. Messages never contain secrets.

@@ -72,7 +72,7 @@ func (r *Registry) CreateRollout(ctx context.Context, spec RolloutSpec) (*Rollou
 		c := &clusters[i]
 		t := RolloutTarget{Position: i, ClusterID: c.ID, ClusterName: c.Name, State: TargetPending}
 		if _, err := checkPayload(c, spec.Kind, spec.Payload); err != nil {
-			if ErrorCode(err) != CodeForbidden {
+			if !IsPolicyRefusal(err) {
 				return nil, err // the payload's shape: wrong for every cluster alike
 			}
 			t.State, t.Reason = TargetRefused, ErrorMessage(err)

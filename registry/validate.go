@@ -62,7 +62,8 @@ type checkedPayload struct {
 }
 
 // checkPayload validates a job's payload against its kind's shape and the
-// cluster's allowlists. Errors are CodeInvalid (bad shape) or CodeForbidden
+// cluster's allowlists. Errors are CodeInvalid (bad shape) or a policy code
+// (IsPolicyRefusal)
 // (allowlist), and name the field or the rule.
 func checkPayload(c *Cluster, kind JobKind, payload json.RawMessage) (checkedPayload, error) {
 	if len(payload) == 0 {
@@ -158,7 +159,7 @@ func checkIntent(c *Cluster, env *intentEnvelope) (checkedPayload, error) {
 		}
 		template := OperationTemplate(spec.Type, spec.Engine)
 		if !allows(c.AllowedOperationTemplates, template) {
-			return out, Errorf(CodeForbidden, "operation template %q is not in cluster %s's allowed operation templates %s", template, c.Name, listOrNone(c.AllowedOperationTemplates))
+			return out, Errorf(CodeOperationTemplateNotAllowed, "operation template %q is not in cluster %s's allowed operation templates %s", template, c.Name, listOrNone(c.AllowedOperationTemplates))
 		}
 		kind := op.Kind
 		if kind == "" {
@@ -215,12 +216,12 @@ func (m *manifest) target() Target {
 func checkNamespace(c *Cluster, field, ns string) error {
 	if ns == "" {
 		if !slices.Contains(c.AllowedNamespaces, Wildcard) { // only "*" admits cluster-scoped objects
-			return Errorf(CodeForbidden, "%s is empty (a cluster-scoped object), which needs * in cluster %s's allowed namespaces %s", field, c.Name, listOrNone(c.AllowedNamespaces))
+			return Errorf(CodeNamespaceNotAllowed, "%s is empty (a cluster-scoped object), which needs * in cluster %s's allowed namespaces %s", field, c.Name, listOrNone(c.AllowedNamespaces))
 		}
 		return nil
 	}
 	if !allows(c.AllowedNamespaces, ns) {
-		return Errorf(CodeForbidden, "namespace %q (%s) is not in cluster %s's allowed namespaces %s", ns, field, c.Name, listOrNone(c.AllowedNamespaces))
+		return Errorf(CodeNamespaceNotAllowed, "namespace %q (%s) is not in cluster %s's allowed namespaces %s", ns, field, c.Name, listOrNone(c.AllowedNamespaces))
 	}
 	return nil
 }
@@ -237,7 +238,7 @@ func checkCatalog(c *Cluster, what string, spec json.RawMessage) error {
 		return Errorf(CodeInvalid, "%s spec.appRef.catalogId is required for an ApplicationInstance", what)
 	}
 	if !allows(c.AllowedCatalogEntries, id) {
-		return Errorf(CodeForbidden, "catalog entry %q is not in cluster %s's allowed catalog entries %s", id, c.Name, listOrNone(c.AllowedCatalogEntries))
+		return Errorf(CodeCatalogEntryNotAllowed, "catalog entry %q is not in cluster %s's allowed catalog entries %s", id, c.Name, listOrNone(c.AllowedCatalogEntries))
 	}
 	return nil
 }

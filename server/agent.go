@@ -241,7 +241,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 		return registry.Internal(err, "encode the answer")
 	}
 	h := w.Header()
-	h.Set("Content-Type", mediaTypeV1)
+	h.Set("Content-Type", mediaTypeOf(w))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))

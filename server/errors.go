@@ -51,6 +51,10 @@ var statusOf = map[registry.Code]int{
 	registry.CodeJobCanceled:           http.StatusConflict,
 	registry.CodeResultAlreadyRecorded: http.StatusConflict,
 
+	registry.CodeNamespaceNotAllowed:         http.StatusUnprocessableEntity,
+	registry.CodeCatalogEntryNotAllowed:      http.StatusUnprocessableEntity,
+	registry.CodeOperationTemplateNotAllowed: http.StatusUnprocessableEntity,
+
 	registry.CodeTooLarge:    http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	registry.CodeRateLimited: http.StatusTooManyRequests,
@@ -81,7 +85,7 @@ func writeError(w http.ResponseWriter, err error) {
 	code := registry.ErrorCode(err)
 	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: w.Header().Get(headerRequestID)})
 	h := w.Header()
-	h.Set("Content-Type", mediaTypeV1)
+	h.Set("Content-Type", mediaTypeOf(w))
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
 	status := HTTPStatus(code)
@@ -95,4 +99,12 @@ func writeError(w http.ResponseWriter, err error) {
 // errf is registry.Errorf, for brevity in handlers.
 func errf(code registry.Code, format string, args ...any) error {
 	return registry.Errorf(code, format, args...)
+}
+
+// mediaTypeOf is the media type of the API that w answers for.
+func mediaTypeOf(w http.ResponseWriter) string {
+	if rec, ok := w.(*recorder); ok && rec.mediaType != "" {
+		return rec.mediaType
+	}
+	return mediaTypeV1
 }

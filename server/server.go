@@ -85,6 +85,7 @@ type Server struct {
 	addrLimits *limiters
 	replays    *replayCache
 	routes     map[string][]*route // by exact path
+	admin      []*adminRoute       // /api/admin/v1
 	jobs       map[string][]*route // /api/agent/jobs/{id}/{action}, by action
 	promh      http.Handler
 
@@ -208,6 +209,7 @@ const (
 	authNone   authMode = iota
 	authAgent           // a credential with full access
 	authRotate          // a credential that may at least rotate
+	authAdmin           // an admin token (the admin API)
 )
 
 // route is one method on one path.
@@ -251,6 +253,7 @@ func (s *Server) buildRoutes() {
 		action := rt.pattern[strings.LastIndexByte(rt.pattern, '/')+1:]
 		s.jobs[action] = append(s.jobs[action], rt)
 	}
+	s.buildAdminRoutes()
 }
 
 const jobsPrefix = "/api/agent/jobs/"
@@ -290,7 +293,10 @@ type call struct {
 	agent *registry.Agent
 	body  []byte
 	jobID string
-	err   error // the refusal, for the access log
+	// params are an admin route's path parameters, actor its caller.
+	params map[string]string
+	actor  string
+	err    error // the refusal, for the access log
 
 	s         *Server
 	requestID string
@@ -315,7 +321,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := newRequestID()
 	w.Header().Set(headerRequestID, id)
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, mediaType: mediaTypeV1}
+	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
+		rec.mediaType = mediaTypeAdmin
+	}
 	c := &call{s: s, w: rec, raw: w, r: r, ctx: r.Context(), requestID: id}
 	pattern := "unmatched"
 	defer func() {
@@ -332,6 +341,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	routes, jobID := s.match(r.URL.Path)
+	if len(routes) == 0 {
+		routes, c.params = s.matchAdmin(r.URL.Path)
+	}
 	if len(routes) == 0 {
 		c.err = errf(registry.CodeNotFound, "no such endpoint: %s %s", r.Method, truncate(r.URL.Path, 200))
 		writeError(rec, c.err)
@@ -388,7 +400,11 @@ func (s *Server) prepare(c *call) error {
 			return errf(registry.CodeRateLimited, "too many registration attempts from %s; retry after %d s", host, retryAfterSeconds(wait))
 		}
 	}
-	if rt.auth != authNone {
+	if rt.auth == authAdmin {
+		if err := s.authenticateAdmin(c); err != nil {
+			return err
+		}
+	} else if rt.auth != authNone {
 		purpose := registry.AuthAny
 		if rt.auth == authRotate {
 			purpose = registry.AuthRotate
@@ -396,6 +412,9 @@ func (s *Server) prepare(c *call) error {
 		bearer, ok := bearerToken(c.r)
 		if !ok {
 			return errf(registry.CodeUnauthorized, "a bearer credential is required: Authorization: Bearer <token>")
+		}
+		if registry.IsAdminToken(bearer) {
+			return errf(registry.CodeUnauthorized, "an admin token is not an agent credential: the agent API takes the credential a cluster's agent got at registration")
 		}
 		a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearer, purpose) })
 		if err != nil {
@@ -487,6 +506,9 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	// mediaType is the API's: the agent API's vendor type, or plain JSON
+	// for the admin API. writeJSON and writeError use it.
+	mediaType string
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -529,6 +551,9 @@ func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time)
 	}
 	if client := s.clientAddr(c.r); client != remoteHost(c.r.RemoteAddr) {
 		attrs = append(attrs, slog.String("client", client))
+	}
+	if c.actor != "" {
+		attrs = append(attrs, slog.String("actor", c.actor))
 	}
 	if c.err != nil {
 		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))

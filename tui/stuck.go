@@ -18,7 +18,7 @@ import (
 // without an ack, status or heartbeat before the console calls it stuck. Such
 // a job is never reclaimed automatically (seed 004: reclaim is opt-in), so a
 // person has to decide.
-const NoLeaseStuckAfter = 10 * time.Minute
+const NoLeaseStuckAfter = registry.NoLeaseStuckAfter
 
 // StuckReason is why a job is not making progress.
 type StuckReason int

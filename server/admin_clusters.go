@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// The admin API's clusters: the identity records, their registration tokens
+// and credentials. A cluster is named by id or name in the path.
+
+type clusterCursor struct {
+	Name string `json:"n"`
+	ID   string `json:"i"`
+}
+
+func (s *Server) adminListClusters(c *call) error {
+	q := c.r.URL.Query()
+	limit, cursor, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	p := registry.ClusterListParams{State: registry.ClusterState(q.Get("state")), Organization: q.Get("org"), Selector: q.Get("selector")}
+	switch p.State {
+	case "", registry.ClusterPending, registry.ClusterActive, registry.ClusterDisabled:
+	default:
+		return errf(registry.CodeInvalid, "state %q is not one of pending, active, disabled", p.State)
+	}
+	clusters, err := s.reg.ListClusters(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	// Clusters come ordered by name; the cursor is the last one a page held.
+	if cursor != "" {
+		var after clusterCursor
+		if err := decodeCursor(cursor, &after); err != nil {
+			return err
+		}
+		i := 0
+		for i < len(clusters) && compareCluster(&clusters[i], after) <= 0 {
+			i++
+		}
+		clusters = clusters[i:]
+	}
+	out := list[registry.Cluster]{Items: clusters}
+	if len(clusters) > limit {
+		last := &clusters[limit-1]
+		out.Items, out.NextCursor = clusters[:limit], encodeCursor(clusterCursor{last.Name, last.ID})
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+func compareCluster(c *registry.Cluster, pos clusterCursor) int {
+	if a, b := strings.ToLower(c.Name), strings.ToLower(pos.Name); a != b {
+		return strings.Compare(a, b)
+	}
+	return strings.Compare(c.ID, pos.ID)
+}
+
+// clusterCreateBody is a cluster spec, and the lifetime of its first
+// registration token.
+type clusterCreateBody struct {
+	registry.ClusterSpec
+	RegistrationTokenTTL string `json:"registrationTokenTtl,omitempty"`
+}
+
+// issuedTokenJSON is how a registration token is answered: the one time its
+// secret is shown.
+type issuedTokenJSON struct {
+	ID        string    `json:"id"`
+	ClusterID string    `json:"clusterId"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func tokenJSON(t *registry.IssuedToken) issuedTokenJSON {
+	return issuedTokenJSON{ID: t.Token.ID, ClusterID: t.Token.ClusterID, Token: t.Secret.Reveal(), ExpiresAt: t.Token.ExpiresAt.UTC()}
+}
+
+func (s *Server) adminCreateCluster(c *call) error {
+	body := clusterCreateBody{ClusterSpec: registry.ClusterSpec{Policy: registry.DefaultPolicy()}}
+	if err := decodeAdmin(c, &body, true); err != nil {
+		return err
+	}
+	ttl, err := parseDurationField("registrationTokenTtl", body.RegistrationTokenTTL)
+	if err != nil {
+		return err
+	}
+	cl, issued, err := s.reg.CreateCluster(c.ctx, body.ClusterSpec, ttl)
+	if err != nil {
+		return err
+	}
+	setVersion(c.w, cl.Version)
+	return writeJSON(c.w, http.StatusCreated, struct {
+		Cluster           *registry.Cluster `json:"cluster"`
+		RegistrationToken issuedTokenJSON   `json:"registrationToken"`
+	}{cl, tokenJSON(issued)})
+}
+
+func (s *Server) adminGetCluster(c *call) error {
+	cl, err := s.reg.GetCluster(c.ctx, c.params["c"])
+	if err != nil {
+		return err
+	}
+	setVersion(c.w, cl.Version)
+	return writeJSON(c.w, http.StatusOK, cl)
+}
+
+// adminPatchCluster applies a JSON merge patch of the spec (fields present
+// replace the current ones) with compare-and-swap on If-Match.
+func (s *Server) adminPatchCluster(c *call) error {
+	match := strings.Trim(strings.TrimPrefix(strings.TrimSpace(c.r.Header.Get("If-Match")), "W/"), `"`)
+	if match == "" {
+		return errf(registry.CodeInvalid, "PATCH needs If-Match: <version>, the version you read (the ETag of GET %s/clusters/{cluster}), so that a concurrent change is not overwritten", adminPrefix)
+	}
+	version, err := strconv.ParseInt(match, 10, 64)
+	if err != nil || version < 1 {
+		return errf(registry.CodeInvalid, "If-Match %q is not a version: versions are whole numbers from 1", match)
+	}
+	cur, err := s.reg.GetCluster(c.ctx, c.params["c"])
+	if err != nil {
+		return err
+	}
+	spec := cur.ClusterSpec
+	if err := decodeAdmin(c, &spec, true); err != nil {
+		return err
+	}
+	cl, err := s.reg.UpdateCluster(c.ctx, cur.ID, version, spec)
+	if err != nil {
+		return err
+	}
+	setVersion(c.w, cl.Version)
+	return writeJSON(c.w, http.StatusOK, cl)
+}
+
+func setVersion(w http.ResponseWriter, v int64) {
+	w.Header().Set("ETag", `"`+strconv.FormatInt(v, 10)+`"`)
+}
+
+func (s *Server) adminDeleteCluster(c *call) error {
+	cl, err := s.reg.DeleteCluster(c.ctx, c.params["c"], c.r.URL.Query().Get("reason"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, cl)
+}
+
+func (s *Server) adminSetEnabled(enabled bool) func(*call) error {
+	return func(c *call) error {
+		reason, err := readReason(c)
+		if err != nil {
+			return err
+		}
+		cl, err := s.reg.SetClusterEnabled(c.ctx, c.params["c"], enabled, reason)
+		if err != nil {
+			return err
+		}
+		setVersion(c.w, cl.Version)
+		return writeJSON(c.w, http.StatusOK, cl)
+	}
+}
+
+func (s *Server) adminIssueToken(c *call) error {
+	var body struct {
+		TTL string `json:"ttl"`
+	}
+	if err := decodeAdmin(c, &body, false); err != nil {
+		return err
+	}
+	ttl, err := parseDurationField("ttl", body.TTL)
+	if err != nil {
+		return err
+	}
+	issued, err := s.reg.IssueToken(c.ctx, c.params["c"], ttl)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusCreated, tokenJSON(issued))
+}
+
+// credentialJSONView is a credential as admins see it: its state, never its
+// secrets.
+type credentialJSONView struct {
+	registry.Credential
+	State registry.CredentialState `json:"state"`
+}
+
+func (s *Server) adminListCredentials(c *call) error {
+	creds, err := s.reg.ListCredentials(c.ctx, c.params["c"])
+	if err != nil {
+		return err
+	}
+	now := s.reg.Now()
+	items := make([]credentialJSONView, len(creds))
+	for i := range creds {
+		items[i] = credentialJSONView{Credential: creds[i], State: creds[i].State(now)}
+	}
+	return writeJSON(c.w, http.StatusOK, list[credentialJSONView]{Items: items})
+}
+
+func (s *Server) adminForceRotation(c *call) error {
+	return s.credentialAction(c, s.reg.ForceRotation)
+}
+
+func (s *Server) adminRevokeCredentials(c *call) error {
+	return s.credentialAction(c, s.reg.RevokeCredentials)
+}
+
+func (s *Server) credentialAction(c *call, act func(ctx context.Context, cluster, reason string) (int, error)) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	n, err := act(c.ctx, c.params["c"], reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, map[string]int{"credentials": n})
+}
+
+// parseDurationField reads a duration given as Go syntax or whole days
+// ("90s", "15m", "24h", "7d"); empty is zero (the default).
+func parseDurationField(field, v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errf(registry.CodeInvalid, "%s %q is not a positive duration such as 90s, 15m, 24h or 7d", field, v)
+	}
+	return d, nil
+}

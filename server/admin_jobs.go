@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// The admin API's jobs: what producers submit and on-call steers.
+
+// MaxAdminWait bounds ?wait= on job submission and job reads.
+const MaxAdminWait = 300 * time.Second
+
+type jobCursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"i"`
+}
+
+func (s *Server) adminListJobs(c *call) error {
+	q := c.r.URL.Query()
+	limit, cursor, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	var p registry.JobListParams
+	for _, ref := range splitList(q["cluster"]) {
+		cl, err := s.reg.GetCluster(c.ctx, ref)
+		if err != nil {
+			return err
+		}
+		p.ClusterIDs = append(p.ClusterIDs, cl.ID)
+	}
+	for _, st := range splitList(q["state"]) {
+		state := registry.JobState(strings.ReplaceAll(st, "-", "_"))
+		if !state.Valid() {
+			return errf(registry.CodeInvalid, "state %q is not a job state (queued, in_progress, succeeded, failed, noop, conflict, canceled, expired)", st)
+		}
+		p.States = append(p.States, state)
+	}
+	if k := q.Get("kind"); k != "" {
+		p.Kind = registry.JobKind(k)
+		if p.Kind != registry.KindApply && p.Kind != registry.KindDelete && p.Kind != registry.KindIntent {
+			return errf(registry.CodeInvalid, "kind %q is not one of apply, delete, intent", k)
+		}
+	}
+	p.Search = q.Get("search")
+	if stuck := q.Get("stuck"); stuck == "true" || stuck == "1" {
+		return s.adminListStuck(c, p, limit)
+	} else if stuck != "" && stuck != "false" && stuck != "0" {
+		return errf(registry.CodeInvalid, "stuck %q is not true or false", stuck)
+	}
+	if cursor != "" {
+		var after jobCursor
+		if err := decodeCursor(cursor, &after); err != nil {
+			return err
+		}
+		p.After = &registry.JobCursor{CreatedAt: after.CreatedAt, ID: after.ID}
+	}
+	p.Limit = limit + 1
+	jobs, err := s.reg.ListJobs(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	out := list[registry.Job]{Items: jobs}
+	if len(jobs) > limit {
+		last := &jobs[limit-1]
+		out.Items, out.NextCursor = jobs[:limit], encodeCursor(jobCursor{last.CreatedAt, last.ID})
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// adminListStuck lists stuck jobs (registry.StuckFilters), newest first, in
+// one page: stuck jobs are what on-call reads, never a long list.
+func (s *Server) adminListStuck(c *call, p registry.JobListParams, limit int) error {
+	var jobs []registry.Job
+	seen := map[string]bool{}
+	for _, f := range registry.StuckFilters(s.reg.Now()) {
+		f.ClusterIDs, f.Kind, f.Search, f.Limit = p.ClusterIDs, p.Kind, p.Search, limit
+		if len(p.States) > 0 && !slices.Contains(p.States, registry.JobInProgress) {
+			continue // stuck jobs are in progress
+		}
+		found, err := s.reg.ListJobs(c.ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, j := range found {
+			if !seen[j.ID] {
+				seen[j.ID] = true
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	slices.SortFunc(jobs, func(a, b registry.Job) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+	}
+	if jobs == nil {
+		jobs = []registry.Job{}
+	}
+	return writeJSON(c.w, http.StatusOK, list[registry.Job]{Items: jobs})
+}
+
+// splitList flattens repeated and comma-separated query values.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// submitBody is a job submission.
+type submitBody struct {
+	Cluster        string           `json:"cluster"`
+	Kind           registry.JobKind `json:"kind"`
+	Payload        json.RawMessage  `json:"payload"`
+	IdempotencyKey string           `json:"idempotencyKey"`
+	ExpiresIn      string           `json:"expiresIn"`
+}
+
+// adminSubmitJob queues a job: 202 with the job at once, or with ?wait=N
+// 200 with the job once it has ended (202 with it as it stands if N seconds
+// pass first). A producer retrying a submission sends the same idempotency
+// key and gets the open job back (Idempotent-Replayed: true).
+func (s *Server) adminSubmitJob(c *call) error {
+	wait, err := waitParam(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	var b submitBody
+	if err := decodeAdmin(c, &b, true); err != nil {
+		return err
+	}
+	if h := strings.TrimSpace(c.r.Header.Get("Idempotency-Key")); h != "" {
+		if b.IdempotencyKey != "" && b.IdempotencyKey != h {
+			return errf(registry.CodeInvalid, "the Idempotency-Key header %q and the body's idempotencyKey %q differ; send one, or the same in both", truncate(h, 100), truncate(b.IdempotencyKey, 100))
+		}
+		b.IdempotencyKey = h
+	}
+	switch {
+	case strings.TrimSpace(b.Cluster) == "":
+		return errf(registry.CodeInvalid, "field cluster is required: the id or name of the cluster to run the job")
+	case b.Kind == "":
+		return errf(registry.CodeInvalid, "field kind is required: apply, delete or intent")
+	}
+	expires, err := parseDurationField("expiresIn", b.ExpiresIn)
+	if err != nil {
+		return err
+	}
+	j, created, err := s.reg.SubmitJob(c.ctx, registry.JobSubmission{
+		ClusterID: b.Cluster, Kind: b.Kind, Payload: b.Payload, IdempotencyKey: b.IdempotencyKey, ExpiresIn: expires,
+	})
+	if err != nil {
+		return err
+	}
+	if !created {
+		c.w.Header().Set("Idempotent-Replayed", "true")
+	}
+	c.w.Header().Set("Location", adminPrefix+"/jobs/"+j.ID)
+	return s.answerJob(c, j, wait, false)
+}
+
+func (s *Server) adminGetJob(c *call) error {
+	wait, err := waitParam(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	j, err := s.reg.GetJob(c.ctx, c.params["id"])
+	if err != nil {
+		return err
+	}
+	return s.answerJob(c, j, wait, true)
+}
+
+// jobDetail is a job with its timeline.
+type jobDetail struct {
+	*registry.Job
+	Timeline []registry.JobHistoryEntry `json:"timeline,omitempty"`
+}
+
+// answerJob writes a job, after waiting up to wait for it to end: 200 when
+// it has ended (or nobody waited on a read), 202 while it is still open.
+func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail bool) error {
+	if wait > 0 && !j.State.Terminal() {
+		ctx, cancel := context.WithTimeout(c.ctx, wait)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.draining: // shutting down: answer now with the job as it is
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		done, err := s.reg.WaitJob(ctx, j.ID)
+		switch {
+		case err == nil:
+			j = done
+		case ctx.Err() != nil && c.r.Context().Err() == nil:
+			if cur, err := s.reg.GetJob(c.ctx, j.ID); err == nil {
+				j = cur
+			}
+		default:
+			return err
+		}
+	}
+	status := http.StatusOK
+	if !j.State.Terminal() && (wait > 0 || !detail) {
+		status = http.StatusAccepted
+	}
+	out := jobDetail{Job: j}
+	if detail {
+		h, err := s.reg.JobHistory(c.ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		out.Timeline = h
+	}
+	return writeJSON(c.w, status, out)
+}
+
+func waitParam(q map[string][]string) (time.Duration, error) {
+	v := ""
+	if w := q["wait"]; len(w) > 0 {
+		v = w[0]
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || time.Duration(n)*time.Second > MaxAdminWait {
+		return 0, errf(registry.CodeInvalid, "wait %q must be a whole number of seconds from 0 to %d", v, int(MaxAdminWait/time.Second))
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func (s *Server) adminRequeueJob(c *call) error {
+	return s.jobAction(c, s.reg.RequeueJob)
+}
+
+func (s *Server) adminCancelJob(c *call) error {
+	return s.jobAction(c, s.reg.CancelJob)
+}
+
+func (s *Server) jobAction(c *call, act func(ctx context.Context, id, reason string) (*registry.Job, error)) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	j, err := act(c.ctx, c.params["id"], reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, j)
+}
+
+func (s *Server) adminExtendLease(c *call) error {
+	var b struct {
+		By string `json:"by"`
+	}
+	if err := decodeAdmin(c, &b, true); err != nil {
+		return err
+	}
+	by, err := parseDurationField("by", b.By)
+	if err != nil {
+		return err
+	}
+	if by == 0 {
+		return errf(registry.CodeInvalid, "field by is required: how much longer the lease runs, such as 10m")
+	}
+	j, err := s.reg.ExtendLease(c.ctx, c.params["id"], by)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, j)
+}

@@ -1,0 +1,227 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// The admin API's rollouts, events, audit trail, statistics and admin tokens.
+
+func (s *Server) adminListRollouts(c *call) error {
+	q := c.r.URL.Query()
+	limit, _, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	p := registry.RolloutListParams{Limit: limit}
+	for _, st := range splitList(q["state"]) {
+		p.States = append(p.States, registry.RolloutState(st))
+	}
+	rollouts, err := s.reg.ListRollouts(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, list[registry.Rollout]{Items: rollouts})
+}
+
+// rolloutBody is a rollout's creation.
+type rolloutBody struct {
+	Name         string           `json:"name"`
+	Selector     string           `json:"selector"`
+	Kind         registry.JobKind `json:"kind"`
+	Payload      json.RawMessage  `json:"payload"`
+	MaxParallel  int              `json:"maxParallel"`
+	MaxFailures  int              `json:"maxFailures"`
+	PauseBetween string           `json:"pauseBetween"`
+	Order        string           `json:"order"`
+	DryRun       bool             `json:"dryRun"`
+}
+
+func (s *Server) adminCreateRollout(c *call) error {
+	var b rolloutBody
+	if err := decodeAdmin(c, &b, true); err != nil {
+		return err
+	}
+	pause, err := parseDurationField("pauseBetween", b.PauseBetween)
+	if err != nil {
+		return err
+	}
+	if b.Kind == "" {
+		return errf(registry.CodeInvalid, "field kind is required: apply, delete or intent")
+	}
+	ro, err := s.reg.CreateRollout(c.ctx, registry.RolloutSpec{
+		Name: b.Name, Selector: b.Selector, Kind: b.Kind, Payload: b.Payload, MaxParallel: b.MaxParallel,
+		MaxFailures: b.MaxFailures, PauseBetween: pause, Order: b.Order, DryRun: b.DryRun,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if b.DryRun {
+		status = http.StatusOK
+	}
+	return writeJSON(c.w, status, ro)
+}
+
+func (s *Server) adminGetRollout(c *call) error {
+	ro, err := s.reg.GetRollout(c.ctx, c.params["r"])
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, ro)
+}
+
+func (s *Server) adminRolloutAction(act func(*registry.Registry, context.Context, string, string) (*registry.Rollout, error)) func(*call) error {
+	return func(c *call) error {
+		reason, err := readReason(c)
+		if err != nil {
+			return err
+		}
+		ro, err := act(s.reg, c.ctx, c.params["r"], reason)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c.w, http.StatusOK, ro)
+	}
+}
+
+// idCursor pages lists ordered by a numeric id, newest first.
+type idCursor struct {
+	ID int64 `json:"i"`
+}
+
+func (s *Server) adminListEvents(c *call) error {
+	q := c.r.URL.Query()
+	limit, cursor, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	p := registry.EventListParams{Kinds: splitList(q["kind"]), Limit: limit + 1}
+	if ref := q.Get("cluster"); ref != "" {
+		cl, err := s.reg.GetCluster(c.ctx, ref)
+		if err != nil {
+			return err
+		}
+		p.ClusterID = cl.ID
+	}
+	if cursor != "" {
+		var after idCursor
+		if err := decodeCursor(cursor, &after); err != nil {
+			return err
+		}
+		p.BeforeID = after.ID
+	}
+	events, err := s.reg.ListEvents(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	out := list[registry.Event]{Items: events}
+	if len(events) > limit {
+		out.Items, out.NextCursor = events[:limit], encodeCursor(idCursor{events[limit-1].ID})
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+func (s *Server) adminListAudit(c *call) error {
+	q := c.r.URL.Query()
+	limit, cursor, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	p := registry.AuditListParams{Action: q.Get("action"), Limit: limit + 1}
+	if ref := q.Get("cluster"); ref != "" {
+		cl, err := s.reg.GetCluster(c.ctx, ref)
+		if err != nil {
+			return err
+		}
+		p.ClusterID = cl.ID
+	}
+	if cursor != "" {
+		var after idCursor
+		if err := decodeCursor(cursor, &after); err != nil {
+			return err
+		}
+		p.BeforeID = after.ID
+	}
+	entries, err := s.reg.ListAudit(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	out := list[registry.AuditEntry]{Items: entries}
+	if len(entries) > limit {
+		out.Items, out.NextCursor = entries[:limit], encodeCursor(idCursor{entries[limit-1].ID})
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// statsJSON counts jobs per state, overall and per cluster.
+type statsJSON struct {
+	Jobs     map[registry.JobState]int64            `json:"jobs"`
+	Clusters map[string]map[registry.JobState]int64 `json:"clusters"`
+	At       time.Time                              `json:"at"`
+}
+
+func (s *Server) adminStats(c *call) error {
+	counts, err := s.reg.JobCounts(c.ctx)
+	if err != nil {
+		return err
+	}
+	out := statsJSON{Jobs: map[registry.JobState]int64{}, Clusters: map[string]map[registry.JobState]int64{}, At: s.reg.Now()}
+	for _, st := range registry.JobStates {
+		out.Jobs[st] = 0
+	}
+	for _, n := range counts {
+		out.Jobs[n.State] += n.Count
+		if out.Clusters[n.ClusterID] == nil {
+			out.Clusters[n.ClusterID] = map[registry.JobState]int64{}
+		}
+		out.Clusters[n.ClusterID][n.State] += n.Count
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+func (s *Server) adminListAdminTokens(c *call) error {
+	tokens, err := s.reg.ListAdminTokens(c.ctx)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, list[registry.AdminToken]{Items: tokens})
+}
+
+func (s *Server) adminCreateAdminToken(c *call) error {
+	var b struct {
+		Name    string        `json:"name"`
+		Role    registry.Role `json:"role"`
+		Org     string        `json:"org"`
+		Expires string        `json:"expires"`
+	}
+	if err := decodeAdmin(c, &b, true); err != nil {
+		return err
+	}
+	ttl, err := parseDurationField("expires", b.Expires)
+	if err != nil {
+		return err
+	}
+	issued, err := s.reg.CreateAdminToken(c.ctx, b.Name, b.Role, b.Org, ttl)
+	if err != nil {
+		return err
+	}
+	t := issued.Token
+	out := map[string]any{"id": t.ID, "name": t.Name, "role": t.Role, "org": t.Org, "token": issued.Secret.Reveal(), "expiresAt": nil}
+	if !t.ExpiresAt.IsZero() {
+		out["expiresAt"] = t.ExpiresAt
+	}
+	return writeJSON(c.w, http.StatusCreated, out)
+}
+
+func (s *Server) adminRevokeAdminToken(c *call) error {
+	t, err := s.reg.RevokeAdminToken(c.ctx, c.params["name"], c.r.URL.Query().Get("reason"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, t)
+}
