@@ -194,7 +194,10 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			}
 			now := a.reg.Now()
 			headers := []string{"ID", "NAME", "ORG", "STATE", "HEALTH", "LAST HEARTBEAT", "QUEUED", "IN PROGRESS"}
-			if showLabels {
+			if g.wide { // -o wide
+				headers = append(headers, "MODE", "CAPABILITIES", "NAMESPACES", "CREATED")
+			}
+			if showLabels || g.wide {
 				headers = append(headers, "LABELS")
 			}
 			t := newTable(g.stdout, headers...)
@@ -203,7 +206,10 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				n := counts[c.ID]
 				row := []string{c.ID, c.Name, orDash(c.Organization), string(c.State), health(now, c), ago(now, c.Status.LastHeartbeatAt),
 					strconv.FormatInt(n[registry.JobQueued], 10), strconv.FormatInt(n[registry.JobInProgress], 10)}
-				if showLabels {
+				if g.wide {
+					row = append(row, string(c.Mode), list(c.Status.Capabilities), list(c.AllowedNamespaces), ago(now, c.CreatedAt))
+				}
+				if showLabels || g.wide {
 					row = append(row, orDash(c.Labels.String()))
 				}
 				t.row(row...)

@@ -282,11 +282,20 @@ func newJobListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			now := a.reg.Now()
-			t := newTable(g.stdout, "ID", "CLUSTER", "KIND", "TARGET", "STATE", "ATTEMPT", "CREATED", "UPDATED", "NOTE")
+			headers := []string{"ID", "CLUSTER", "KIND", "TARGET", "STATE", "ATTEMPT", "CREATED", "UPDATED", "NOTE"}
+			if g.wide { // -o wide
+				headers = append(headers, "IDEMPOTENCY KEY", "SUBMITTED BY", "CLAIMED BY", "PHASE", "FINISHED")
+			}
+			t := newTable(g.stdout, headers...)
 			for i := range jobs {
 				j := &jobs[i]
-				t.row(j.ID, nameOf(names, j.ClusterID), describeKind(j), orDash(j.Target.String()), string(j.State),
-					strconv.Itoa(j.Attempt), ago(now, j.CreatedAt), ago(now, j.UpdatedAt), jobNote(now, j))
+				row := []string{j.ID, nameOf(names, j.ClusterID), describeKind(j), orDash(j.Target.String()), string(j.State),
+					strconv.Itoa(j.Attempt), ago(now, j.CreatedAt), ago(now, j.UpdatedAt), jobNote(now, j)}
+				if g.wide {
+					row = append(row, orDash(oneLine(j.IdempotencyKey, 40)), orDash(j.SubmittedBy), orDash(j.ClaimedBy),
+						orDash(oneLine(j.Phase, 30)), ago(now, j.FinishedAt))
+				}
+				t.row(row...)
 			}
 			return t.flush()
 		},

@@ -49,9 +49,15 @@ type globals struct {
 	db      string
 	keyFile string
 	output  string
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	// wide is -o wide: tables show their extra columns.
+	wide bool
+	// jq is --jq: a jq expression over the JSON output.
+	jq string
+	// finishOutput, when set, flushes an output converter (format.go).
+	finishOutput func() error
+	stdin        io.Reader
+	stdout       io.Writer
+	stderr       io.Writer
 }
 
 // defaultDB is the database when neither --db nor $TETHER_DB names one.
@@ -66,6 +72,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if g.finishOutput != nil {
+		if ferr := g.finishOutput(); ferr != nil && err == nil {
+			err = &exitCodeError{code: exitError, msg: sentence(ferr.Error())}
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -142,10 +153,7 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 			if err := applyConfigFile(cmd); err != nil {
 				return err
 			}
-			if g.output != "table" && g.output != "json" {
-				return usagef("output format %q is not one of table, json", g.output)
-			}
-			return nil
+			return setupOutput(g)
 		},
 	}
 	// --version prints what `tether version` prints.
@@ -159,7 +167,8 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.db, "db", defaultDB, "SQLite database file, or a postgres:// URL (env TETHER_DB)")
 	pf.StringVar(&g.keyFile, "key-file", "", "file of the key that seals HMAC keys; with PostgreSQL every replica must use the same one (env TETHER_KEY_FILE; default for SQLite: the database's path + .key)")
-	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	pf.StringVarP(&g.output, "output", "o", "table", outputHelp)
+	pf.StringVar(&g.jq, "jq", "", "filter the JSON output with a jq expression, e.g. '.[].name' (strings print without quotes)")
 	for _, add := range commandGroups {
 		root.AddCommand(add(g))
 	}
