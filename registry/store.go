@@ -390,6 +390,7 @@ const (
 	EntityJob        EntityKind = "job"
 	EntityEvent      EntityKind = "event"
 	EntityAudit      EntityKind = "audit"
+	EntityRollout    EntityKind = "rollout"
 )
 
 // ChangeOp is what happened to the entity.

@@ -34,6 +34,7 @@ type WatchEvent struct {
 	Audit      *AuditEntry
 	Token      *RegistrationToken
 	Credential *Credential
+	Rollout    *Rollout
 }
 
 // WatchParams says what to watch and from where.
@@ -54,7 +55,14 @@ type WatchParams struct {
 // Watch streams changes: a snapshot when p.Since is zero, EndOfSnapshot with
 // the feed position, then upserts and deletes as they are committed, by this
 // process or another. The channel closes when ctx ends or the registry closes.
+//
+// An organization-scoped actor sees only its organization's clusters, what
+// they own and its rollouts; a cluster moved out of the organization is sent
+// as deleted.
 func (r *Registry) Watch(ctx context.Context, p WatchParams) (<-chan WatchEvent, error) {
+	if err := authorize(ctx, PermRead); err != nil {
+		return nil, err
+	}
 	if err := r.hub.start(); err != nil {
 		return nil, err
 	}
@@ -66,7 +74,59 @@ func (r *Registry) Watch(ctx context.Context, p WatchParams) (<-chan WatchEvent,
 		defer close(out)
 		_ = r.watch(ctx, p, out)
 	}()
+	if org := orgScope(ctx); org != "" {
+		return r.scopeWatch(ctx, org, out), nil
+	}
 	return out, nil
+}
+
+// scopeWatch passes on the events an actor confined to org may see.
+func (r *Registry) scopeWatch(ctx context.Context, org string, in <-chan WatchEvent) <-chan WatchEvent {
+	out := make(chan WatchEvent, cap(in))
+	go func() {
+		defer close(out)
+		visible := map[string]bool{} // cluster id: in org
+		inOrg := func(id string) bool {
+			v, known := visible[id]
+			if !known {
+				c, err := r.store.ClusterGet(ctx, id)
+				v = err == nil && c.Organization == org
+				visible[id] = v
+			}
+			return v
+		}
+		for ev := range in {
+			keep := false
+			switch {
+			case ev.Type == WatchEndOfSnapshot || ev.Type == WatchReset:
+				keep = true
+			case ev.Kind == EntityCluster && ev.Type == WatchUpsert:
+				was, now := visible[ev.ID], ev.Cluster.Organization == org
+				visible[ev.ID] = now
+				keep = now
+				if was && !now { // moved out of the organization: gone, as far as org can tell
+					ev = WatchEvent{Type: WatchDelete, Seq: ev.Seq, Kind: EntityCluster, ID: ev.ID, ClusterID: ev.ID}
+					keep = true
+				}
+			case ev.Kind == EntityCluster:
+				keep = visible[ev.ID]
+				delete(visible, ev.ID)
+			case ev.Kind == EntityRollout:
+				keep = ev.Rollout != nil && ev.Rollout.Organization == org
+			case ev.ClusterID != "":
+				keep = inOrg(ev.ClusterID)
+			}
+			if !keep {
+				continue
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // LatestSeq returns the current end of the change feed, to watch from.
@@ -197,6 +257,18 @@ func (r *Registry) snapshot(ctx context.Context, wants func(EntityKind) bool, se
 			}
 		}
 	}
+	if wants(EntityRollout) {
+		rollouts, err := r.store.RolloutList(ctx, RolloutListParams{States: []RolloutState{RolloutRunning, RolloutPaused, RolloutHalted}})
+		if err != nil {
+			return 0, err
+		}
+		for i := range rollouts {
+			ro := &rollouts[i]
+			if !send(WatchEvent{Type: WatchUpsert, Kind: EntityRollout, ID: ro.ID, Rollout: ro}) {
+				return 0, ctx.Err()
+			}
+		}
+	}
 	return seq, nil
 }
 
@@ -231,6 +303,8 @@ func (r *Registry) emit(ctx context.Context, changes []Change, wants func(Entity
 			ev.Event, err = r.oneEvent(ctx, c.ID)
 		case EntityAudit:
 			ev.Audit, err = r.oneAudit(ctx, c.ID)
+		case EntityRollout:
+			ev.Rollout, err = r.store.RolloutGet(ctx, c.ID)
 		default:
 			continue // bookkeeping entries (the feed's first row) carry no entity
 		}

@@ -36,7 +36,9 @@ type adminRoute struct {
 // adminRoutes lists every admin endpoint. The pattern is also the metric
 // label and the log's route field.
 func (s *Server) adminRoutes() []*route {
-	body := s.cfg.MaxBodyBytes
+	// A submission's envelope around a payload of the largest size the
+	// registry accepts must fit.
+	body := s.cfg.MaxBodyBytes + 64<<10
 	read := func(pattern string, serve func(*call) error) *route {
 		return &route{pattern: adminPrefix + pattern, method: http.MethodGet, auth: authAdmin, serve: serve}
 	}
@@ -74,6 +76,7 @@ func (s *Server) adminRoutes() []*route {
 		read("/events", s.adminListEvents),
 		read("/audit", s.adminListAudit),
 		read("/stats", s.adminStats),
+		read("/watch", s.adminWatch),
 
 		read("/admin-tokens", s.adminListAdminTokens),
 		write(http.MethodPost, "/admin-tokens", s.adminCreateAdminToken),
