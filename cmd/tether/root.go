@@ -142,7 +142,8 @@ Every flag can also be set in the environment as TETHER_<FLAG>: --db is
 TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		// tether completion bash|zsh|fish|powershell (completion.go).
+		CompletionOptions: cobra.CompletionOptions{},
 		Version:           versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			// Flags the command line left alone come from TETHER_<FLAG>,
@@ -172,6 +173,8 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 	for _, add := range commandGroups {
 		root.AddCommand(add(g))
 	}
+	addCompletions(root, g)
+	addExamples(root)
 	return root
 }
 

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Shell completion (tether completion bash|zsh|fish|powershell) completes
+// commands and flags, and these values from the database: cluster names,
+// job ids, rollout names, token ids; and the fixed sets of states, kinds,
+// views and output formats. They are attached here, by the argument names
+// in each command's Use line and by flag names, so that a new command gets
+// them by naming its arguments as the others do (CLUSTER, JOB_ID, ROLLOUT,
+// TOKEN_ID).
+
+type completer func(ctx context.Context, g *globals, toComplete string) []string
+
+// argCompleters complete a command's first argument, by its name in Use.
+var argCompleters = map[string]completer{
+	"CLUSTER":   completeClusters,
+	"[CLUSTER]": completeClusters,
+	"JOB_ID":    completeJobs,
+	"ROLLOUT":   completeRollouts,
+	"TOKEN_ID":  completeTokens,
+}
+
+// flagCompleters complete flag values, by flag name.
+var flagCompleters = map[string]completer{
+	"cluster":            completeClusters,
+	"kind":               fixed("apply", "delete", "intent"),
+	"view":               fixed("overview", "clusters", "jobs", "events", "audit"),
+	"output":             fixed("table", "wide", "json", "yaml", "jsonpath="),
+	"mode":               fixed(string(registry.ModePull), string(registry.ModePush), string(registry.ModeGitOps)),
+	"role":               fixed("viewer", "operator", "admin"),
+	"theme":              fixed("auto", "dark", "light", "high-contrast", "mono"),
+	"log-format":         fixed("text", "json"),
+	"log-level":          fixed("debug", "info", "warn", "error"),
+	"capabilities":       fixed("hmac", "lease"),
+	"require-capability": fixed("hmac", "lease"),
+}
+
+// stateCompleter completes --state with the states of what the command lists.
+func stateCompleter(cmd *cobra.Command) completer {
+	switch cmd.Parent().Name() {
+	case "job", "events", "audit":
+		states := make([]string, len(registry.JobStates))
+		for i, s := range registry.JobStates {
+			states[i] = string(s)
+		}
+		return fixed(states...)
+	case "cluster":
+		return fixed(string(registry.ClusterPending), string(registry.ClusterActive), string(registry.ClusterDisabled))
+	}
+	return nil
+}
+
+func fixed(values ...string) completer {
+	return func(context.Context, *globals, string) []string { return values }
+}
+
+// addCompletions walks the command tree and attaches the completers.
+func addCompletions(root *cobra.Command, g *globals) {
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+		if fields := strings.Fields(cmd.Use); len(fields) > 1 && cmd.ValidArgsFunction == nil {
+			if c := argCompleters[fields[1]]; c != nil {
+				cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+					if len(args) > 0 {
+						return nil, cobra.ShellCompDirectiveNoFileComp
+					}
+					return completeWith(cmd, g, c, toComplete)
+				}
+			}
+		}
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			c := flagCompleters[f.Name]
+			if f.Name == "state" {
+				c = stateCompleter(cmd)
+			}
+			if c == nil {
+				return
+			}
+			_ = cmd.RegisterFlagCompletionFunc(f.Name, func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				return completeWith(cmd, g, c, toComplete)
+			})
+		})
+	}
+	walk(root)
+}
+
+// completeWith completes with c, never failing loudly: a shell completion that
+// cannot reach the database offers nothing.
+func completeWith(cmd *cobra.Command, g *globals, c completer, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var out []cobra.Completion
+	for _, v := range c(ctx, completionGlobals(cmd, g), toComplete) {
+		if strings.HasPrefix(v, toComplete) {
+			out = append(out, v)
+		}
+	}
+	dir := cobra.ShellCompDirectiveNoFileComp
+	if len(out) == 1 && strings.HasSuffix(out[0], "=") {
+		dir |= cobra.ShellCompDirectiveNoSpace
+	}
+	return out, dir
+}
+
+// completionGlobals is g with --db and --key-file as the command line or
+// the environment set them (the hooks that read the environment do not run
+// while completing).
+func completionGlobals(cmd *cobra.Command, g *globals) *globals {
+	for _, name := range []string{"db", "key-file"} {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || f.Changed {
+			continue
+		}
+		if v := os.Getenv(envName(name)); v != "" {
+			_ = f.Value.Set(v)
+		}
+	}
+	c := *g // the flags above are g's fields
+	return &c
+}
+
+// withApp opens the database for a completion, unless it is a SQLite file
+// that does not exist (completing must not create one).
+func withApp(ctx context.Context, g *globals, f func(*app) []string) []string {
+	if !isPostgresURL(g.db) {
+		if _, err := os.Stat(g.db); err != nil {
+			return nil
+		}
+	}
+	a, err := openApp(ctx, g, registry.Config{})
+	if err != nil {
+		return nil
+	}
+	defer a.Close()
+	return f(a)
+}
+
+func completeClusters(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		clusters, err := a.reg.ListClusters(ctx, registry.ClusterListParams{})
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(clusters))
+		for _, c := range clusters {
+			out = append(out, c.Name)
+		}
+		return out
+	})
+}
+
+func completeJobs(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		// The jobs someone acts on: unfinished ones first, then recent.
+		var out []string
+		for _, states := range [][]registry.JobState{{registry.JobQueued, registry.JobInProgress}, nil} {
+			jobs, err := a.reg.ListJobs(ctx, registry.JobListParams{States: states, Limit: 200})
+			if err != nil {
+				return out
+			}
+			for _, j := range jobs {
+				out = append(out, j.ID)
+			}
+		}
+		return dedupe(out)
+	})
+}
+
+func completeRollouts(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		rs, err := a.reg.ListRollouts(ctx, registry.RolloutListParams{Limit: 200})
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(rs))
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		return out
+	})
+}
+
+func completeTokens(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		toks, err := a.reg.ListTokens(ctx, "")
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(toks))
+		for _, t := range toks {
+			out = append(out, t.ID)
+		}
+		return out
+	})
+}
+
+func dedupe(v []string) []string {
+	seen := map[string]bool{}
+	out := v[:0]
+	for _, s := range v {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
