@@ -140,8 +140,8 @@ CLI or from the console (tether console).
 
 Every flag can also be set in the environment as TETHER_<FLAG>: --db is
 TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
-		SilenceUsage:      true,
-		SilenceErrors:     true,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		// tether completion bash|zsh|fish|powershell (completion.go).
 		CompletionOptions: cobra.CompletionOptions{},
 		Version:           versionString(),
