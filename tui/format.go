@@ -8,34 +8,20 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tetherhq/tether/internal/humantime"
 	"github.com/tetherhq/tether/registry"
 )
 
-// humanDuration is a duration in its largest whole unit: 42s, 5m, 3h, 2d.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d/time.Second)) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + "h"
-	}
-	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
-}
+// humanDuration is a duration in its largest whole unit: 42s, 5m, 3h, 2d
+// (internal/humantime, shared with the CLI).
+func humanDuration(d time.Duration) string { return humantime.Duration(d) }
 
 // ago renders how long before now t was: "12s ago", or "never".
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	if t.After(now) {
-		return "in " + humanDuration(t.Sub(now))
-	}
-	return humanDuration(now.Sub(t)) + " ago"
+	return humantime.Relative(now, t)
 }
 
 // age is a compact ago for table cells: "12s", "-" for never.
@@ -51,25 +37,11 @@ func until(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	if t.Before(now) {
-		return humanDuration(now.Sub(t)) + " ago"
-	}
-	return "in " + humanDuration(roundDuration(t.Sub(now)))
+	return humantime.Relative(now, t)
 }
 
-// roundDuration rounds d to the unit humanDuration shows it in, so that a
-// 30-day credential issued a moment ago says "in 30d", not "in 29d".
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= 48*time.Hour:
-		return d.Round(24 * time.Hour)
-	case d >= time.Hour:
-		return d.Round(time.Hour)
-	case d >= time.Minute:
-		return d.Round(time.Minute)
-	}
-	return d.Round(time.Second)
-}
+// roundDuration rounds d to the unit humanDuration shows it in.
+func roundDuration(d time.Duration) time.Duration { return humantime.Round(d) }
 
 // stamp is a timestamp as the console shows it: UTC, to the second.
 func stamp(t time.Time) string {

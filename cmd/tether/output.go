@@ -13,6 +13,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/internal/humantime"
 )
 
 // printJSON writes v as indented JSON: the stable, scriptable output of -o json.
@@ -35,45 +37,22 @@ func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t"
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// ago renders how long before now t was ("-" for the zero time).
+// ago renders how long before now t was ("-" for the zero time), exactly
+// as the console does (internal/humantime).
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := now.Sub(t)
-	if d < 0 {
-		return "in " + humanDuration(-d)
-	}
-	return humanDuration(d) + " ago"
+	return humantime.Relative(now, t)
 }
 
 // until renders how long after now t is ("-" for the zero time).
-func until(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := t.Sub(now)
-	if d < 0 {
-		return humanDuration(-d) + " ago"
-	}
-	return "in " + humanDuration(d)
-}
+func until(now, t time.Time) string { return ago(now, t) }
 
-// humanDuration renders d in its largest whole unit, rounded to the nearest
-// (a token issued for 24h shows "in 24h", not "in 23h" a second later).
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Round(time.Hour)/time.Hour))
-	}
-	return fmt.Sprintf("%dd", int(d.Round(24*time.Hour)/(24*time.Hour)))
-}
+// humanDuration renders a span in its largest whole unit, rounded to the
+// nearest (a token issued for 24h shows "in 24h", not "in 23h" a second
+// later).
+func humanDuration(d time.Duration) string { return humantime.Duration(humantime.Round(d)) }
 
 // list renders a string list for a table cell.
 func list(v []string) string {
