@@ -30,6 +30,9 @@ type ReapReport struct {
 	Requeued int // lease expired, back in the queue
 	Failed   int // lease expired on the last attempt
 	Expired  int // never acked before expiresAt
+	// ByCluster splits Requeued and Failed (the expired leases) by cluster
+	// id.
+	ByCluster map[string]ClusterReclaims
 }
 
 func (r ReapReport) Total() int { return r.Requeued + r.Failed + r.Expired }
@@ -58,6 +61,15 @@ func (r *Reaper) RunOnce(ctx context.Context) (ReapReport, error) {
 		}
 		rep.Requeued += counts.Requeued
 		rep.Failed += counts.Failed
+		for id, c := range counts.ByCluster {
+			if rep.ByCluster == nil {
+				rep.ByCluster = map[string]ClusterReclaims{}
+			}
+			sum := rep.ByCluster[id]
+			sum.Requeued += c.Requeued
+			sum.Failed += c.Failed
+			rep.ByCluster[id] = sum
+		}
 		if counts.Requeued+counts.Failed < r.cfg.BatchSize {
 			break
 		}

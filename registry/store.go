@@ -329,6 +329,15 @@ type JobsReclaimParams struct {
 type ReclaimCounts struct {
 	Requeued int
 	Failed   int
+	// ByCluster is the same counts by cluster id (clusters with none are
+	// absent), for per-cluster metrics.
+	ByCluster map[string]ClusterReclaims
+}
+
+// ClusterReclaims is one cluster's share of a ReclaimCounts.
+type ClusterReclaims struct {
+	Requeued int
+	Failed   int
 }
 
 type JobsExpireParams struct {

@@ -26,6 +26,8 @@ type metrics struct {
 	pruned       *prometheus.CounterVec
 	registerFail *prometheus.CounterVec
 	finished     *prometheus.CounterVec
+	// clusterExpired is tether_cluster_lease_expirations_total.
+	clusterExpired *prometheus.CounterVec
 }
 
 func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
@@ -65,14 +67,15 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 			Name: "tether_registration_failures_total",
 			Help: "Refused agent registrations, by error code and reason.",
 		}, []string{"code", "reason"}),
-		finished: newFinished(),
+		finished:       newFinished(),
+		clusterExpired: newLeaseExpirations(),
 	}
 	for _, a := range []string{"requeued", "failed", "expired"} {
 		m.reaped.WithLabelValues(a) // present at zero, so rate() works from the start
 	}
 	m.registry.MustRegister(
 		m.requests, m.latency, m.heldPolls, m.reaped, m.leaseExpired, m.reaperErrors, m.pruned, m.registerFail,
-		m.finished,
+		m.finished, m.clusterExpired,
 		&jobsCollector{reg: reg, log: log},
 		&fleetCollector{reg: reg, log: log},
 		newBuildInfo(),
@@ -122,6 +125,7 @@ func (s *Server) RecordReap(rep registry.ReapReport, err error) {
 	s.metrics.reaped.WithLabelValues("failed").Add(float64(rep.Failed))
 	s.metrics.reaped.WithLabelValues("expired").Add(float64(rep.Expired))
 	s.metrics.leaseExpired.Add(float64(rep.Requeued + rep.Failed))
+	s.recordExpirationsByCluster(rep.ByCluster)
 	if rep.Total() > 0 {
 		s.log.Info("reaper", "requeued", rep.Requeued, "failed", rep.Failed, "expired", rep.Expired)
 	}

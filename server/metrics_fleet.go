@@ -163,3 +163,39 @@ func (s *Server) jobFinished(jobID string, outcome registry.Outcome) {
 	}
 	s.metrics.finished.WithLabelValues(string(outcome), kind).Inc()
 }
+
+// newLeaseExpirations is tether_cluster_lease_expirations_total.
+func newLeaseExpirations() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tether_cluster_lease_expirations_total",
+		Help: "Leases that expired, by cluster and what the reaper did: requeued (reclaimed for another attempt) or failed (the last attempt).",
+	}, []string{"cluster", "action"})
+}
+
+// recordExpirationsByCluster counts one reaper run's expired leases by
+// cluster name (the id when the cluster is gone).
+func (s *Server) recordExpirationsByCluster(by map[string]registry.ClusterReclaims) {
+	if len(by) == 0 {
+		return
+	}
+	names := map[string]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if clusters, err := s.reg.ListClusters(ctx, registry.ClusterListParams{}); err == nil {
+		for _, c := range clusters {
+			names[c.ID] = c.Name
+		}
+	}
+	for id, c := range by {
+		name := names[id]
+		if name == "" {
+			name = id
+		}
+		if c.Requeued > 0 {
+			s.metrics.clusterExpired.WithLabelValues(name, "requeued").Add(float64(c.Requeued))
+		}
+		if c.Failed > 0 {
+			s.metrics.clusterExpired.WithLabelValues(name, "failed").Add(float64(c.Failed))
+		}
+	}
+}

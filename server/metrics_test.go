@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/tetherhq/tether/registry"
 )
 
 // scrape fetches /metrics and parses it with Prometheus' own text parser.
@@ -164,3 +167,21 @@ func httptestRecorder() *recorder { return &recorder{code: http.StatusOK, header
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *recorder) WriteHeader(code int)        { r.code = code }
+
+// Expired leases are counted by cluster, by name.
+func TestMetricsLeaseExpirationsByCluster(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("leasy", "lease")
+	job := e.submit(a.clusterID)
+	a.ack(job).wantNoContent(t)
+	e.clock.Advance(registry.DefaultLeaseSeconds*time.Second + time.Second)
+	rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(context.Background())
+	if err != nil || rep.Requeued != 1 {
+		t.Fatalf("reaper: %+v, %v", rep, err)
+	}
+	e.srv.RecordReap(rep, nil)
+	fams := scrape(t, e)
+	if got, ok := value(t, fams, "tether_cluster_lease_expirations_total", map[string]string{"cluster": "leasy", "action": "requeued"}); !ok || got != 1 {
+		t.Errorf("tether_cluster_lease_expirations_total{cluster=leasy,action=requeued} = %v (found %v), want 1", got, ok)
+	}
+}

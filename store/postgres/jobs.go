@@ -417,8 +417,26 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 				FROM picked WHERE jobs.id = picked.id
 				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
 			` + reaperRecord(&a, p.Now, p.Actor, false) + `
-			SELECT count(*) FILTER (WHERE state = 'queued'), count(*) FILTER (WHERE state <> 'queued') FROM u`
-		return q.QueryRow(ctx, sql, a...).Scan(&counts.Requeued, &counts.Failed)
+			SELECT cluster_id, count(*) FILTER (WHERE state = 'queued'), count(*) FILTER (WHERE state <> 'queued') FROM u GROUP BY cluster_id`
+		rows, err := q.Query(ctx, sql, a...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var cluster string
+			var c registry.ClusterReclaims
+			if err := rows.Scan(&cluster, &c.Requeued, &c.Failed); err != nil {
+				return err
+			}
+			if counts.ByCluster == nil {
+				counts.ByCluster = map[string]registry.ClusterReclaims{}
+			}
+			counts.ByCluster[cluster] = c
+			counts.Requeued += c.Requeued
+			counts.Failed += c.Failed
+		}
+		return rows.Err()
 	})
 	return counts, err
 }

@@ -408,11 +408,30 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 		// with its own ordered LIMIT would scan the whole backlog of the rare
 		// kind on every batch.) INDEXED BY: left to itself the planner walks
 		// jobs_state and sorts every in_progress job on each batch.
-		retry, fail, err := t.pick(`SELECT j.id, j.attempt < c.max_attempts FROM jobs j INDEXED BY jobs_lease JOIN clusters c ON c.id = j.cluster_id
+		clusterOf := map[string]string{}
+		retry, fail, err := t.pickByCluster(clusterOf, `SELECT j.id, j.attempt < c.max_attempts, j.cluster_id FROM jobs j INDEXED BY jobs_lease JOIN clusters c ON c.id = j.cluster_id
 			WHERE j.state = 'in_progress' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at < ?
 			ORDER BY j.lease_expires_at LIMIT ?`, now, p.Limit)
 		if err != nil {
 			return err
+		}
+		// The writer is the only one: every picked job is updated below.
+		for _, group := range []struct {
+			ids   []string
+			retry bool
+		}{{retry, true}, {fail, false}} {
+			for _, id := range group.ids {
+				if counts.ByCluster == nil {
+					counts.ByCluster = map[string]registry.ClusterReclaims{}
+				}
+				c := counts.ByCluster[clusterOf[id]]
+				if group.retry {
+					c.Requeued++
+				} else {
+					c.Failed++
+				}
+				counts.ByCluster[clusterOf[id]] = c
+			}
 		}
 		if counts.Requeued, err = t.endBatch(retry, `state = 'queued', attempt = attempt + 1,
 				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
@@ -468,6 +487,30 @@ func (t *txn) pick(q string, args ...any) (keep, other []string, err error) {
 		if err := rows.Scan(&id, &k); err != nil {
 			return nil, nil, t.s.wrap(err, "pick jobs for the reaper")
 		}
+		if k {
+			keep = append(keep, id)
+		} else {
+			other = append(other, id)
+		}
+	}
+	return keep, other, t.s.wrap(rows.Err(), "pick jobs for the reaper")
+}
+
+// pickByCluster is pick for a selection whose rows are (id, keep,
+// cluster_id); clusterOf receives each id's cluster.
+func (t *txn) pickByCluster(clusterOf map[string]string, q string, args ...any) (keep, other []string, err error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, cluster string
+		var k bool
+		if err := rows.Scan(&id, &k, &cluster); err != nil {
+			return nil, nil, t.s.wrap(err, "pick jobs for the reaper")
+		}
+		clusterOf[id] = cluster
 		if k {
 			keep = append(keep, id)
 		} else {

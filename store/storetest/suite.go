@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Submit", func(t *testing.T) { testSubmit(t, newStore) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newStore) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, newStore) })
+	t.Run("ReclaimsByCluster", func(t *testing.T) { testReclaimsByCluster(t, newStore) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore) })
