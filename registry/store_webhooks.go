@@ -1,6 +1,60 @@
 package registry
 
-// WebhookStore is the part of Store that keeps webhook subscriptions and their delivery outbox (issue 9).
+import (
+	"context"
+	"time"
+)
+
+// WebhookStore is the part of Store that keeps webhook subscriptions and
+// their delivery outbox. The stores write deliveries themselves, in the
+// transaction of the change they report (see the webhooks migration).
 // Every method that writes is atomic, as Store's are.
 type WebhookStore interface {
+	// WebhookCreate inserts a subscription and p.Audit. CodeConflict if the
+	// name is taken.
+	WebhookCreate(ctx context.Context, p WebhookCreateParams) error
+	// WebhookList returns every subscription, by name.
+	WebhookList(ctx context.Context) ([]Webhook, error)
+	// WebhookDelete deletes a subscription and its deliveries.
+	WebhookDelete(ctx context.Context, p WebhookDeleteParams) error
+	// WebhookDeliveries returns a subscription's deliveries, newest first.
+	WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]WebhookDelivery, error)
+	// WebhookDeliveriesClaim takes up to p.Limit pending deliveries due at
+	// p.Now, oldest first, for one sender: it moves their next attempt to
+	// p.Until (so no other sender takes them meanwhile, and a sender that
+	// dies releases them then) and counts the attempt. Concurrent claims
+	// never return the same delivery.
+	WebhookDeliveriesClaim(ctx context.Context, p WebhookClaimParams) ([]WebhookDelivery, error)
+	// WebhookDeliveryRecord records an attempt's outcome, provided the
+	// delivery is still held by that attempt's claim (p.Attempts and
+	// p.ClaimedUntil): a sender whose claim ran out and was taken over, or
+	// that records twice, changes nothing.
+	WebhookDeliveryRecord(ctx context.Context, p WebhookRecordParams) error
+}
+
+type WebhookCreateParams struct {
+	Webhook Webhook
+	Audit   AuditEntry
+}
+
+type WebhookDeleteParams struct {
+	ID    string
+	Audit AuditEntry
+}
+
+type WebhookClaimParams struct {
+	Now   time.Time
+	Until time.Time
+	Limit int
+}
+
+type WebhookRecordParams struct {
+	ID           int64
+	Attempts     int
+	ClaimedUntil time.Time
+	State        DeliveryState
+	NextAt       time.Time // pending: the next attempt
+	Status       int
+	Error        string
+	FinishedAt   time.Time // delivered or failed
 }

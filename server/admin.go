@@ -78,6 +78,11 @@ func (s *Server) adminRoutes() []*route {
 		read("/stats", s.adminStats),
 		read("/watch", s.adminWatch),
 
+		read("/webhooks", s.adminListWebhooks),
+		write(http.MethodPost, "/webhooks", s.adminCreateWebhook),
+		write(http.MethodDelete, "/webhooks/{w}", s.adminDeleteWebhook),
+		read("/webhooks/{w}/deliveries", s.adminWebhookDeliveries),
+
 		read("/admin-tokens", s.adminListAdminTokens),
 		write(http.MethodPost, "/admin-tokens", s.adminCreateAdminToken),
 		write(http.MethodDelete, "/admin-tokens/{name}", s.adminRevokeAdminToken),

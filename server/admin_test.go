@@ -321,12 +321,19 @@ func TestAdminAPIRoleMatrix(t *testing.T) {
 		{"POST", "/clusters/prod/registration-tokens", nil, registry.RoleAdmin},
 		{"POST", "/clusters/prod/credentials/rotate", nil, registry.RoleAdmin},
 		{"GET", "/admin-tokens", nil, registry.RoleAdmin},
+		{"GET", "/webhooks", nil, registry.RoleAdmin},
+		{"POST", "/webhooks", map[string]any{"name": "hook-{role}", "url": "https://example.com/x", "events": []string{"job.finished"}}, registry.RoleAdmin},
 	} {
 		for _, role := range registry.Roles {
 			path := strings.ReplaceAll(tc.path, "{job}", job())
 			body := tc.body
 			if m, ok := body.(map[string]any); ok && m["name"] != nil {
-				body = map[string]any{"name": strings.ReplaceAll(m["name"].(string), "{role}", string(role))}
+				named := map[string]any{}
+				for k, v := range m {
+					named[k] = v
+				}
+				named["name"] = strings.ReplaceAll(m["name"].(string), "{role}", string(role))
+				body = named
 			}
 			r := e.api(tc.method, path, tokens[role], body)
 			allowed := slicesIndex(registry.Roles, role) >= slicesIndex(registry.Roles, tc.least)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
+	"github.com/tetherhq/tether/webhook"
 )
 
 func init() { register(newServeCmd) }
@@ -227,7 +228,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		}()
 	}
-	services.Add(3)
+	services.Add(4)
 	go func() {
 		defer services.Done()
 		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
@@ -235,6 +236,15 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	go func() {
 		defer services.Done()
 		registry.NewPruner(a.reg, registry.PrunerConfig{}).Run(ctx, srv.RecordPrune)
+	}()
+	go func() {
+		defer services.Done()
+		sender := webhook.New(a.reg, webhook.Config{Report: func(event string, status int, err error) {
+			if err != nil || status < 200 || status > 299 {
+				log.Warn("webhook delivery failed; it will be retried", "event", event, "status", status, "err", err)
+			}
+		}})
+		sender.Run(ctx, func(err error) { log.Warn("sending webhooks failed; retrying", "err", registry.ErrorMessage(err)) })
 	}()
 	go func() {
 		defer services.Done()

@@ -198,23 +198,6 @@ func (s *Store) RolloutApply(ctx context.Context, p registry.RolloutApplyParams)
 				return err
 			}
 		}
-		var a args
-		sets := []string{"version = version + 1", "updated_at = " + a.add(col.MS(p.Now))}
-		if p.Set.State != "" {
-			sets = append(sets, "state = "+a.add(string(p.Set.State)))
-		}
-		if p.Set.FailureBase != nil {
-			sets = append(sets, "failure_base = "+a.add(*p.Set.FailureBase))
-		}
-		if p.Set.NextWaveAt != nil {
-			sets = append(sets, "next_wave_at = "+a.add(col.MS(*p.Set.NextWaveAt)))
-		}
-		if p.Set.FinishedAt != nil {
-			sets = append(sets, "finished_at = "+a.add(col.MS(*p.Set.FinishedAt)))
-		}
-		if _, err := q.Exec(ctx, "UPDATE rollouts SET "+strings.Join(sets, ", ")+" WHERE id = "+a.add(p.ID), a...); err != nil {
-			return err
-		}
 		for _, c := range p.Cancel {
 			if _, _, err := updateJob(ctx, q, c); err != nil {
 				return err
@@ -235,6 +218,25 @@ func (s *Store) RolloutApply(ctx context.Context, p registry.RolloutApplyParams)
 			if err != nil {
 				return err
 			}
+		}
+		// The rollout's row last: its triggers (the feed, webhooks) see the
+		// targets as this step leaves them.
+		var a args
+		sets := []string{"version = version + 1", "updated_at = " + a.add(col.MS(p.Now))}
+		if p.Set.State != "" {
+			sets = append(sets, "state = "+a.add(string(p.Set.State)))
+		}
+		if p.Set.FailureBase != nil {
+			sets = append(sets, "failure_base = "+a.add(*p.Set.FailureBase))
+		}
+		if p.Set.NextWaveAt != nil {
+			sets = append(sets, "next_wave_at = "+a.add(col.MS(*p.Set.NextWaveAt)))
+		}
+		if p.Set.FinishedAt != nil {
+			sets = append(sets, "finished_at = "+a.add(col.MS(*p.Set.FinishedAt)))
+		}
+		if _, err := q.Exec(ctx, "UPDATE rollouts SET "+strings.Join(sets, ", ")+" WHERE id = "+a.add(p.ID), a...); err != nil {
+			return err
 		}
 		return insertAudit(ctx, q, p.Audit...)
 	})

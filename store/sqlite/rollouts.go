@@ -178,38 +178,15 @@ func (s *Store) RolloutCreate(ctx context.Context, p registry.RolloutCreateParam
 
 func (s *Store) RolloutApply(ctx context.Context, p registry.RolloutApplyParams) (*registry.Rollout, error) {
 	err := s.write(ctx, func(t *txn) error {
-		sets := []string{"version = version + 1", "updated_at = ?"}
-		args := []any{col.MS(p.Now)}
-		add := func(c string, v any) {
-			sets = append(sets, c+" = ?")
-			args = append(args, v)
+		var cur int64
+		err := t.selectRow("SELECT version FROM rollouts WHERE id = ?", p.ID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "rollout %s does not exist", p.ID)
 		}
-		if p.Set.State != "" {
-			add("state", p.Set.State)
-		}
-		if p.Set.FailureBase != nil {
-			add("failure_base", *p.Set.FailureBase)
-		}
-		if p.Set.NextWaveAt != nil {
-			add("next_wave_at", col.MS(*p.Set.NextWaveAt))
-		}
-		if p.Set.FinishedAt != nil {
-			add("finished_at", col.MS(*p.Set.FinishedAt))
-		}
-		args = append(args, p.ID, p.Version)
-		res, err := t.exec("UPDATE rollouts SET "+strings.Join(sets, ", ")+" WHERE id = ? AND version = ?", args...)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			var cur int64
-			err := t.selectRow("SELECT version FROM rollouts WHERE id = ?", p.ID).Scan(&cur)
-			if errors.Is(err, sql.ErrNoRows) {
-				return registry.Errorf(registry.CodeNotFound, "rollout %s does not exist", p.ID)
-			}
-			if err != nil {
-				return err
-			}
+		if cur != p.Version {
 			return registry.Errorf(registry.CodeConflict, "rollout %s changed meanwhile: this change was made from version %d, it is now at version %d", p.ID, p.Version, cur)
 		}
 		for _, c := range p.Cancel {
@@ -232,6 +209,31 @@ func (s *Store) RolloutApply(ctx context.Context, p registry.RolloutApplyParams)
 			if err != nil {
 				return err
 			}
+		}
+		// The rollout's row last: its triggers (the feed, webhooks) see the
+		// targets as this step leaves them.
+		sets := []string{"version = version + 1", "updated_at = ?"}
+		args := []any{col.MS(p.Now)}
+		add := func(c string, v any) {
+			sets = append(sets, c+" = ?")
+			args = append(args, v)
+		}
+		if p.Set.State != "" {
+			add("state", p.Set.State)
+		}
+		if p.Set.FailureBase != nil {
+			add("failure_base", *p.Set.FailureBase)
+		}
+		if p.Set.NextWaveAt != nil {
+			add("next_wave_at", col.MS(*p.Set.NextWaveAt))
+		}
+		if p.Set.FinishedAt != nil {
+			add("finished_at", col.MS(*p.Set.FinishedAt))
+		}
+		args = append(args, p.ID, p.Version)
+		_, err = t.exec("UPDATE rollouts SET "+strings.Join(sets, ", ")+" WHERE id = ? AND version = ?", args...)
+		if err != nil {
+			return err
 		}
 		return t.audit(p.Audit...)
 	})

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/internal/display"
+	"github.com/tetherhq/tether/registry"
+)
+
+func init() { register(newWebhookCmd) }
+
+func newWebhookCmd(g *globals) *cobra.Command {
+	return groupCommand("webhook", "Send job outcomes and fleet changes to other systems as signed HTTP callbacks",
+		newWebhookCreateCmd(g), newWebhookListCmd(g), newWebhookDeleteCmd(g), newWebhookDeliveriesCmd(g))
+}
+
+func newWebhookCreateCmd(g *globals) *cobra.Command {
+	var name, url, org string
+	var events []string
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --url URL --events job.finished[,...] [--org ORG]",
+		Short: "Subscribe a URL to changes (its signing secret is shown once)",
+		Long: `Subscribe a URL to changes. Each change is POSTed as JSON, signed with the
+subscription's secret: X-Tether-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret,
+t + "." + body)>, with X-Tether-Delivery (the same on every retry, for
+de-duplication) and X-Tether-Event.
+
+Deliveries are written in the same transaction as the change, retried with
+exponential backoff and jitter for 24 hours, at least once, and survive
+restarts. 'tether serve' sends them.
+
+Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
+		Example: `  tether webhook create --name billing --url https://billing.example.com/tether --events job.finished --org payments
+  tether webhook create --name pager --url https://alerts.example.com/hook --events credential.revoked,rollout.halted`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" || url == "" || len(events) == 0 {
+				return usagef("webhook create needs --name NAME, --url URL and --events TYPE[,TYPE]")
+			}
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			w, secret, err := a.reg.CreateWebhook(adminContext(ctx), name, url, events, org)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, struct {
+					*registry.Webhook
+					Secret string `json:"secret"`
+				}{w, secret.Reveal()}) // shown once, by design
+			}
+			_, err = fmt.Fprintf(g.stdout, `Webhook %s (%s) sends %s to %s.
+Its signing secret is shown only this once:
+
+  %s
+
+Verify each delivery: HMAC-SHA256(secret, t + "." + body) equals v1 in X-Tether-Signature.
+`, w.Name, w.ID, strings.Join(w.Events, ", "), w.URL, secret.Reveal())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "the subscription's name")
+	f.StringVar(&url, "url", "", "where to POST (http:// or https://)")
+	f.StringSliceVar(&events, "events", nil, "event types (comma-separated): "+strings.Join(registry.WebhookEvents, ", "))
+	f.StringVar(&org, "org", "", "only changes of this organization's clusters")
+	return cmd
+}
+
+func newWebhookListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List webhook subscriptions",
+		Example: "  tether webhook list",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			hooks, err := a.reg.ListWebhooks(adminContext(ctx))
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, hooks)
+			}
+			now := a.reg.Now()
+			t := newTable(g.stdout, "NAME", "ID", "URL", "EVENTS", "ORG", "CREATED")
+			for _, w := range hooks {
+				t.row(w.Name, w.ID, w.URL, strings.Join(w.Events, ","), orDash(w.Org), ago(now, w.CreatedAt))
+			}
+			return t.flush()
+		},
+	}
+}
+
+func newWebhookDeleteCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME",
+		Short:   "Delete a subscription and its pending deliveries",
+		Example: "  tether webhook delete billing",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			w, err := a.reg.DeleteWebhook(adminContext(ctx), args[0])
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, w)
+			}
+			fmt.Fprintf(g.stdout, "Deleted webhook %s (%s) and its pending deliveries.\n", w.Name, w.ID)
+			return nil
+		},
+	}
+}
+
+func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "deliveries NAME",
+		Short:   "Show a subscription's recent deliveries: attempts, last answer, next retry",
+		Example: "  tether webhook deliveries billing --limit 20",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			_, ds, err := a.reg.WebhookDeliveries(adminContext(ctx), args[0], limit)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, ds)
+			}
+			now := a.reg.Now()
+			t := newTable(g.stdout, "DELIVERY", "EVENT", "SUBJECT", "STATE", "ATTEMPTS", "LAST STATUS", "NEXT ATTEMPT", "CREATED", "LAST ERROR")
+			for _, d := range ds {
+				next, status := "-", "-"
+				if d.State == registry.DeliveryPending {
+					next = until(now, d.NextAt)
+				}
+				if d.LastStatus != 0 {
+					status = strconv.Itoa(d.LastStatus)
+				}
+				t.row(d.DeliveryID(), d.Event, d.SubjectID, string(d.State), strconv.Itoa(d.Attempts), status, next, ago(now, d.CreatedAt),
+					orDash(display.Safe(oneLine(d.LastError, 80))))
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many, newest first")
+	return cmd
+}

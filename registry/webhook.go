@@ -1,0 +1,251 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Webhook is a subscription: changes of the given types (in its
+// organization, when it has one) are POSTed to URL, signed with its secret.
+type Webhook struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	URL          string    `json:"url"`
+	Events       []string  `json:"events"`
+	Org          string    `json:"org,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	CreatedBy    string    `json:"createdBy"`
+	SealedSecret []byte    `json:"-"`
+}
+
+// Webhook event types.
+const (
+	WebhookJobFinished       = "job.finished"       // a job reached a terminal state, on any path
+	WebhookCredentialRevoked = "credential.revoked" // an admin revoked a credential
+	WebhookRolloutHalted     = "rollout.halted"     // a rollout passed its failure budget
+	WebhookRolloutCompleted  = "rollout.completed"
+)
+
+// WebhookEvents lists every event type a webhook may subscribe to.
+var WebhookEvents = []string{WebhookJobFinished, WebhookCredentialRevoked, WebhookRolloutHalted, WebhookRolloutCompleted}
+
+// DeliveryState is where a delivery is.
+type DeliveryState string
+
+const (
+	DeliveryPending   DeliveryState = "pending"
+	DeliveryDelivered DeliveryState = "delivered"
+	DeliveryFailed    DeliveryState = "failed" // gave up after WebhookRetryFor
+)
+
+// WebhookDelivery is one change to deliver to one webhook.
+type WebhookDelivery struct {
+	ID         int64           `json:"id"`
+	WebhookID  string          `json:"webhookId"`
+	Event      string          `json:"event"`
+	ClusterID  string          `json:"clusterId,omitempty"`
+	SubjectID  string          `json:"subjectId"`
+	Data       json.RawMessage `json:"data"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	State      DeliveryState   `json:"state"`
+	Attempts   int             `json:"attempts"`
+	NextAt     time.Time       `json:"nextAttemptAt,omitzero"`
+	LastStatus int             `json:"lastStatus,omitempty"`
+	LastError  string          `json:"lastError,omitempty"`
+	FinishedAt time.Time       `json:"finishedAt,omitzero"`
+}
+
+// DeliveryID is what receivers de-duplicate on.
+func (d *WebhookDelivery) DeliveryID() string { return fmt.Sprintf("wd-%d", d.ID) }
+
+// Delivery retry policy: exponential backoff with jitter, for a day.
+const (
+	WebhookRetryFor     = 24 * time.Hour
+	webhookFirstBackoff = 5 * time.Second
+	webhookMaxBackoff   = time.Hour
+	webhookSecretPrefix = "whsec_"
+)
+
+// CreateWebhook subscribes url to events. The signing secret is returned
+// this once; the registry keeps it sealed by the key file, because it must
+// sign every delivery.
+func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, events []string, org string) (*Webhook, Secret, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, "", err
+	}
+	name = strings.TrimSpace(name)
+	if !adminTokenName.MatchString(name) {
+		return nil, "", Errorf(CodeInvalid, "webhook name %q must be 1 to 63 lowercase letters, digits, '.', '_' or '-'", name)
+	}
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return nil, "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", rawURL)
+	}
+	if len(events) == 0 {
+		return nil, "", Errorf(CodeInvalid, "a webhook needs at least one event type: %s", strings.Join(WebhookEvents, ", "))
+	}
+	var evs []string
+	for _, e := range events {
+		e = strings.TrimSpace(e)
+		if !slices.Contains(WebhookEvents, e) {
+			return nil, "", Errorf(CodeInvalid, "event type %q is not one of %s", e, strings.Join(WebhookEvents, ", "))
+		}
+		if !slices.Contains(evs, e) {
+			evs = append(evs, e)
+		}
+	}
+	org = strings.TrimSpace(org)
+	if scope := orgScope(ctx); scope != "" {
+		if org != "" && org != scope {
+			return nil, "", Errorf(CodeForbidden, "%s may only subscribe to organization %q, not %q", ActorFrom(ctx), scope, org)
+		}
+		org = scope
+	}
+	if r.cfg.Keyring == nil {
+		return nil, "", Errorf(CodeUnavailable, "webhooks need the sealing key file to keep their secrets; start tether with one")
+	}
+	w := &Webhook{ID: "wh-" + newULID(), Name: name, URL: u.String(), Events: evs, Org: org, CreatedAt: r.Now(), CreatedBy: ActorFrom(ctx).String()}
+	secret := Secret(webhookSecretPrefix + randomString(secretChars))
+	if w.SealedSecret, err = r.cfg.Keyring.Seal([]byte(secret.Reveal()), []byte(w.ID)); err != nil {
+		return nil, "", Internal(err, "seal the webhook secret")
+	}
+	err = r.store.WebhookCreate(ctx, WebhookCreateParams{
+		Webhook: *w,
+		Audit:   r.auditEntry(ctx, "webhook.create", "", "webhook", w.ID, name+" → "+u.Redacted()+" for "+strings.Join(evs, ",")),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return w, secret, nil
+}
+
+// ListWebhooks returns the subscriptions the actor may see.
+func (r *Registry) ListWebhooks(ctx context.Context) ([]Webhook, error) {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return nil, err
+	}
+	all, err := r.store.WebhookList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scope := orgScope(ctx)
+	out := all[:0]
+	for _, w := range all {
+		if scope == "" || w.Org == scope {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func (r *Registry) webhookByRef(ctx context.Context, ref string) (*Webhook, error) {
+	all, err := r.ListWebhooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].ID == ref || all[i].Name == ref {
+			return &all[i], nil
+		}
+	}
+	return nil, Errorf(CodeNotFound, "no webhook is named %q (tether webhook list shows them)", ref)
+}
+
+// DeleteWebhook removes a subscription and its pending deliveries.
+func (r *Registry) DeleteWebhook(ctx context.Context, ref string) (*Webhook, error) {
+	w, err := r.webhookByRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return w, r.store.WebhookDelete(ctx, WebhookDeleteParams{ID: w.ID, Audit: r.auditEntry(ctx, "webhook.delete", "", "webhook", w.ID, w.Name)})
+}
+
+// WebhookDeliveries returns a subscription's recent deliveries.
+func (r *Registry) WebhookDeliveries(ctx context.Context, ref string, limit int) (*Webhook, []WebhookDelivery, error) {
+	w, err := r.webhookByRef(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	ds, err := r.store.WebhookDeliveries(ctx, w.ID, limit)
+	return w, ds, err
+}
+
+// DueDelivery is a claimed delivery with what sending it needs.
+type DueDelivery struct {
+	WebhookDelivery
+	URL    string
+	Secret Secret
+}
+
+// ClaimWebhookDeliveries takes up to limit due deliveries for one sender,
+// for at most hold (after which another sender may take them).
+func (r *Registry) ClaimWebhookDeliveries(ctx context.Context, limit int, hold time.Duration) ([]DueDelivery, error) {
+	now := r.Now()
+	claimed, err := r.store.WebhookDeliveriesClaim(ctx, WebhookClaimParams{Now: now, Until: now.Add(hold), Limit: limit})
+	if err != nil || len(claimed) == 0 {
+		return nil, err
+	}
+	hooks, err := r.store.WebhookList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DueDelivery, 0, len(claimed))
+	for _, d := range claimed {
+		i := slices.IndexFunc(hooks, func(w Webhook) bool { return w.ID == d.WebhookID })
+		if i < 0 {
+			continue // deleted meanwhile, with its deliveries
+		}
+		secret, err := r.cfg.Keyring.Open(hooks[i].SealedSecret, []byte(hooks[i].ID))
+		if err != nil {
+			return nil, Internal(err, "open a webhook's secret (is this the key file the webhook was created with?)")
+		}
+		out = append(out, DueDelivery{WebhookDelivery: d, URL: hooks[i].URL, Secret: Secret(secret)})
+	}
+	return out, nil
+}
+
+// RecordWebhookAttempt records how sending a claimed delivery went: status
+// is the receiver's HTTP status (0 when none came), errText why it failed.
+// A 2xx delivers it; otherwise it is tried again with exponential backoff
+// and jitter, until WebhookRetryFor after its creation.
+func (r *Registry) RecordWebhookAttempt(ctx context.Context, d *DueDelivery, status int, errText string) error {
+	now := r.Now()
+	p := WebhookRecordParams{ID: d.ID, Attempts: d.Attempts, ClaimedUntil: d.NextAt, Status: status, Error: truncateText(errText, 500)}
+	switch {
+	case status >= 200 && status < 300:
+		p.State, p.FinishedAt = DeliveryDelivered, now
+	case now.Sub(d.CreatedAt) >= WebhookRetryFor:
+		p.State, p.FinishedAt = DeliveryFailed, now
+	default:
+		p.State, p.NextAt = DeliveryPending, now.Add(webhookBackoff(d.Attempts))
+	}
+	return r.store.WebhookDeliveryRecord(ctx, p)
+}
+
+// webhookBackoff is the wait after the attempts-th failure: 5 s doubling up
+// to an hour, each with ±50 % jitter so that a receiver coming back is not
+// hit by every sender at once.
+func webhookBackoff(attempts int) time.Duration {
+	d := webhookFirstBackoff
+	for i := 1; i < attempts && d < webhookMaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, webhookMaxBackoff)
+	return d/2 + rand.N(d)
+}
+
+func truncateText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
+)
+
+const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by`
+
+func scanWebhook(row pgx.Row) (registry.Webhook, error) {
+	var w registry.Webhook
+	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy)
+	return w, err
+}
+
+const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
+	last_status, last_error, finished_at`
+
+func scanDelivery(row pgx.Row) (registry.WebhookDelivery, error) {
+	var d registry.WebhookDelivery
+	var data, state string
+	err := row.Scan(&d.ID, &d.WebhookID, &d.Event, &d.ClusterID, &d.SubjectID, &data, col.Time(&d.CreatedAt), &state, &d.Attempts,
+		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt))
+	d.Data, d.State = json.RawMessage(data), registry.DeliveryState(state)
+	return d, err
+}
+
+func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParams) error {
+	return s.write(ctx, "create a webhook", func(ctx context.Context, q db) error {
+		w := &p.Webhook
+		_, err := q.Exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			w.ID, w.Name, w.URL, col.JSONText(w.Events), w.Org, w.SealedSecret, col.MS(w.CreatedAt), w.CreatedBy)
+		if isUniqueViolation(err, "webhooks_name") {
+			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; delete it first or choose another name", w.Name)
+		}
+		if err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+}
+
+func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
+	rows, err := s.query(ctx, "read webhooks", "SELECT "+webhookCols+" FROM webhooks ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read webhooks", func(r pgx.Rows) (registry.Webhook, error) { return scanWebhook(r) })
+}
+
+func (s *Store) WebhookDelete(ctx context.Context, p registry.WebhookDeleteParams) error {
+	return s.write(ctx, "delete a webhook", func(ctx context.Context, q db) error {
+		tag, err := q.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", p.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+}
+
+func (s *Store) WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]registry.WebhookDelivery, error) {
+	rows, err := s.query(ctx, "read webhook deliveries", "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2", webhookID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(s, rows, "read webhook deliveries", func(r pgx.Rows) (registry.WebhookDelivery, error) { return scanDelivery(r) })
+}
+
+// WebhookDeliveriesClaim skips rows another replica's claim holds, so
+// senders on several replicas never take the same delivery.
+func (s *Store) WebhookDeliveriesClaim(ctx context.Context, p registry.WebhookClaimParams) ([]registry.WebhookDelivery, error) {
+	var out []registry.WebhookDelivery
+	err := s.stmt(ctx, "claim webhook deliveries", func(ctx context.Context, q db) error {
+		rows, err := q.Query(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $1, attempts = attempts + 1
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $2
+				ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
+			RETURNING `+deliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (registry.WebhookDelivery, error) { return scanDelivery(r) })
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) WebhookDeliveryRecord(ctx context.Context, p registry.WebhookRecordParams) error {
+	return s.stmt(ctx, "record a webhook delivery", func(ctx context.Context, q db) error {
+		next := col.MS(p.NextAt)
+		if p.NextAt.IsZero() {
+			next = col.MS(p.FinishedAt)
+		}
+		_, err := q.Exec(ctx, `UPDATE webhook_deliveries SET state = $1, next_attempt_at = $2, last_status = $3, last_error = $4, finished_at = $5
+			WHERE id = $6 AND attempts = $7 AND next_attempt_at = $8 AND state = 'pending'`,
+			string(p.State), next, p.Status, strings.ReplaceAll(strings.ToValidUTF8(p.Error, "\uFFFD"), "\x00", ""), col.MS(p.FinishedAt), p.ID, p.Attempts, col.MS(p.ClaimedUntil))
+		return err
+	})
+}

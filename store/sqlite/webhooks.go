@@ -1,0 +1,130 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
+)
+
+const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by`
+
+func scanWebhook(row scanner) (registry.Webhook, error) {
+	var w registry.Webhook
+	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy)
+	return w, err
+}
+
+const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
+	last_status, last_error, finished_at`
+
+func scanDelivery(row scanner) (registry.WebhookDelivery, error) {
+	var d registry.WebhookDelivery
+	var data string
+	err := row.Scan(&d.ID, &d.WebhookID, &d.Event, &d.ClusterID, &d.SubjectID, &data, col.Time(&d.CreatedAt), &d.State, &d.Attempts,
+		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt))
+	d.Data = json.RawMessage(data)
+	return d, err
+}
+
+func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParams) error {
+	return s.write(ctx, func(t *txn) error {
+		w := &p.Webhook
+		_, err := t.exec(`INSERT INTO webhooks (`+webhookCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, w.Name, w.URL, col.JSONText(w.Events), w.Org, w.SealedSecret, col.MS(w.CreatedAt), w.CreatedBy)
+		if isUniqueViolation(err) {
+			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; delete it first or choose another name", w.Name)
+		}
+		if err != nil {
+			return err
+		}
+		return t.audit(p.Audit)
+	})
+}
+
+func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
+	rows, err := s.query(ctx, "SELECT "+webhookCols+" FROM webhooks ORDER BY name")
+	if err != nil {
+		return nil, s.wrap(err, "read webhooks")
+	}
+	defer rows.Close()
+	out := []registry.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, s.wrap(err, "read webhooks")
+		}
+		out = append(out, w)
+	}
+	return out, s.wrap(rows.Err(), "read webhooks")
+}
+
+func (s *Store) WebhookDelete(ctx context.Context, p registry.WebhookDeleteParams) error {
+	return s.write(ctx, func(t *txn) error {
+		res, err := t.exec("DELETE FROM webhooks WHERE id = ?", p.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+		}
+		return t.audit(p.Audit)
+	})
+}
+
+func (s *Store) WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]registry.WebhookDelivery, error) {
+	rows, err := s.query(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?", webhookID, limit)
+	if err != nil {
+		return nil, s.wrap(err, "read webhook deliveries")
+	}
+	defer rows.Close()
+	out := []registry.WebhookDelivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, s.wrap(err, "read webhook deliveries")
+		}
+		out = append(out, d)
+	}
+	return out, s.wrap(rows.Err(), "read webhook deliveries")
+}
+
+// WebhookDeliveriesClaim is one statement; SQLite's single writer makes it
+// exclusive.
+func (s *Store) WebhookDeliveriesClaim(ctx context.Context, p registry.WebhookClaimParams) ([]registry.WebhookDelivery, error) {
+	var out []registry.WebhookDelivery
+	err := s.write(ctx, func(t *txn) error {
+		out = nil
+		rows, err := t.query(`UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
+			RETURNING `+deliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func (s *Store) WebhookDeliveryRecord(ctx context.Context, p registry.WebhookRecordParams) error {
+	return s.write(ctx, func(t *txn) error {
+		next := col.MS(p.NextAt)
+		if p.NextAt.IsZero() {
+			next = col.MS(p.FinishedAt)
+		}
+		_, err := t.exec(`UPDATE webhook_deliveries SET state = ?, next_attempt_at = ?, last_status = ?, last_error = ?, finished_at = ?
+			WHERE id = ? AND attempts = ? AND next_attempt_at = ? AND state = 'pending'`,
+			p.State, next, p.Status, strings.ToValidUTF8(p.Error, "\uFFFD"), col.MS(p.FinishedAt), p.ID, p.Attempts, col.MS(p.ClaimedUntil))
+		return err
+	})
+}
