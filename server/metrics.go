@@ -28,6 +28,8 @@ type metrics struct {
 	finished     *prometheus.CounterVec
 	// clusterExpired is tether_cluster_lease_expirations_total.
 	clusterExpired *prometheus.CounterVec
+	// webhooks is tether_webhook_deliveries_total.
+	webhooks *prometheus.CounterVec
 }
 
 func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
@@ -69,13 +71,14 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		}, []string{"code", "reason"}),
 		finished:       newFinished(),
 		clusterExpired: newLeaseExpirations(),
+		webhooks:       newWebhookDeliveries(),
 	}
 	for _, a := range []string{"requeued", "failed", "expired"} {
 		m.reaped.WithLabelValues(a) // present at zero, so rate() works from the start
 	}
 	m.registry.MustRegister(
 		m.requests, m.latency, m.heldPolls, m.reaped, m.leaseExpired, m.reaperErrors, m.pruned, m.registerFail,
-		m.finished, m.clusterExpired,
+		m.finished, m.clusterExpired, m.webhooks,
 		&jobsCollector{reg: reg, log: log},
 		&fleetCollector{reg: reg, log: log},
 		newBuildInfo(),

@@ -134,8 +134,10 @@ func TestMetricsOperatorsAlertOn(t *testing.T) {
 	for name, f := range fams {
 		for _, m := range f.Metric {
 			for _, l := range m.Label {
-				if v := l.GetValue(); strings.HasPrefix(v, "j_") || strings.Contains(v, "job") && l.GetName() != "route" || l.GetName() == "job_id" || l.GetName() == "request_id" {
-					t.Errorf("%s has a per-job or per-request label %s=%q", name, l.GetName(), v)
+				v, n := l.GetValue(), l.GetName()
+				if strings.HasPrefix(v, "j-") || strings.HasPrefix(v, "rq-") || strings.HasPrefix(v, "rt-") || strings.HasPrefix(v, "tether_") ||
+					n == "job" || n == "job_id" || n == "request_id" || n == "credential" || n == "token" {
+					t.Errorf("%s has a per-job, per-request or secret label %s=%q", name, n, v)
 				}
 			}
 		}
@@ -183,5 +185,29 @@ func TestMetricsLeaseExpirationsByCluster(t *testing.T) {
 	fams := scrape(t, e)
 	if got, ok := value(t, fams, "tether_cluster_lease_expirations_total", map[string]string{"cluster": "leasy", "action": "requeued"}); !ok || got != 1 {
 		t.Errorf("tether_cluster_lease_expirations_total{cluster=leasy,action=requeued} = %v (found %v), want 1", got, ok)
+	}
+}
+
+// Webhook deliveries are counted by event and result, with bounded labels.
+func TestMetricsWebhookDeliveries(t *testing.T) {
+	e := newEnv(t)
+	e.srv.RecordWebhookDelivery("job.finished", 200, nil)
+	e.srv.RecordWebhookDelivery("job.finished", 503, nil)
+	e.srv.RecordWebhookDelivery("rollout.halted", 0, context.DeadlineExceeded)
+	e.srv.RecordWebhookDelivery("made.up", 200, nil)
+	fams := scrape(t, e)
+	for _, tc := range []struct {
+		event, result string
+		want          float64
+	}{
+		{"job.finished", "delivered", 1},
+		{"job.finished", "rejected", 1},
+		{"rollout.halted", "unreachable", 1},
+		{"other", "delivered", 1},
+		{"credential.revoked", "delivered", 0},
+	} {
+		if got, ok := value(t, fams, "tether_webhook_deliveries_total", map[string]string{"event": tc.event, "result": tc.result}); !ok || got != tc.want {
+			t.Errorf("tether_webhook_deliveries_total{%s,%s} = %v (found %v), want %v", tc.event, tc.result, got, ok, tc.want)
+		}
 	}
 }

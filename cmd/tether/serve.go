@@ -240,6 +240,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	go func() {
 		defer services.Done()
 		sender := webhook.New(a.reg, webhook.Config{Report: func(event string, status int, err error) {
+			srv.RecordWebhookDelivery(event, status, err)
 			if err != nil || status < 200 || status > 299 {
 				log.Warn("webhook delivery failed; it will be retried", "event", event, "status", status, "err", err)
 			}
