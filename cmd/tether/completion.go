@@ -14,7 +14,8 @@ import (
 
 // Shell completion (tether completion bash|zsh|fish|powershell) completes
 // commands and flags, and these values from the database: cluster names,
-// job ids, rollout names, token ids; and the fixed sets of states, kinds,
+// job ids, rollout names, token ids, webhook and admin-token names; and the
+// fixed sets of states, kinds,
 // views and output formats. They are attached here, by the argument names
 // in each command's Use line and by flag names, so that a new command gets
 // them by naming its arguments as the others do (CLUSTER, JOB_ID, ROLLOUT,
@@ -29,6 +30,12 @@ var argCompleters = map[string]completer{
 	"JOB_ID":    completeJobs,
 	"ROLLOUT":   completeRollouts,
 	"TOKEN_ID":  completeTokens,
+}
+
+// nameCompleters complete a NAME argument, by the command's group.
+var nameCompleters = map[string]completer{
+	"webhook":     completeWebhooks,
+	"admin-token": completeAdminTokens,
 }
 
 // flagCompleters complete flag values, by flag name.
@@ -73,7 +80,11 @@ func addCompletions(root *cobra.Command, g *globals) {
 			walk(sub)
 		}
 		if fields := strings.Fields(cmd.Use); len(fields) > 1 && cmd.ValidArgsFunction == nil {
-			if c := argCompleters[fields[1]]; c != nil {
+			c := argCompleters[fields[1]]
+			if fields[1] == "NAME" && cmd.HasParent() {
+				c = nameCompleters[cmd.Parent().Name()] // NAME of what: the group says
+			}
+			if c != nil {
 				cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 					if len(args) > 0 {
 						return nil, cobra.ShellCompDirectiveNoFileComp
@@ -203,6 +214,34 @@ func completeTokens(ctx context.Context, g *globals, _ string) []string {
 		out := make([]string, 0, len(toks))
 		for _, t := range toks {
 			out = append(out, t.ID)
+		}
+		return out
+	})
+}
+
+func completeWebhooks(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		hooks, err := a.reg.ListWebhooks(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(hooks))
+		for _, h := range hooks {
+			out = append(out, h.Name)
+		}
+		return out
+	})
+}
+
+func completeAdminTokens(ctx context.Context, g *globals, _ string) []string {
+	return withApp(ctx, g, func(a *app) []string {
+		toks, err := a.reg.ListAdminTokens(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(toks))
+		for _, t := range toks {
+			out = append(out, t.Name)
 		}
 		return out
 	})

@@ -46,6 +46,7 @@ func TestShellCompletion(t *testing.T) {
 	createCluster(t, db, "alpha", "--namespaces", "apps")
 	createCluster(t, db, "beta", "--namespaces", "apps")
 	j := submit(t, db, "alpha", "apply", configMap("apps", "x"))
+	ok(t, db, "admin-token", "create", "--name", "ci-bot", "--role", "viewer")
 	complete := func(args ...string) []string {
 		t.Helper()
 		res := ok(t, db, append([]string{"__complete"}, args...)...)
@@ -71,6 +72,7 @@ func TestShellCompletion(t *testing.T) {
 		{[]string{"console", "--view", "j"}, "jobs"},
 		{[]string{"cluster", "list", "-o", "y"}, "yaml"},
 		{[]string{"job", "submit", "--kind", ""}, "apply delete intent"},
+		{[]string{"admin-token", "revoke", ""}, "ci-bot"},
 	} {
 		if got := strings.Join(complete(tc.args...), " "); got != tc.want {
 			t.Errorf("completing tether %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)
