@@ -32,7 +32,8 @@ test: tools
 ## tools: helm in bin/tools, for the Helm chart's tests (deploy/). Built with
 ## the Go toolchain; where it cannot be fetched the chart's tests skip.
 tools:
-	@[ -x bin/tools/helm ] || GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
+	@command -v helm >/dev/null || [ -x bin/tools/helm ] || [ -x "$$($(GO) env GOPATH)/bin/helm" ] \
+		|| GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
 		|| echo "helm could not be installed: the Helm chart's tests will skip"
 
 ## image: the container image (Dockerfile), stamped like `make build`
