@@ -195,6 +195,9 @@ func TestHelmChart(t *testing.T) {
 		if env := envOf(c); env["TETHER_DB"] != "/var/lib/tether/tether.db" || env["TETHER_SHUTDOWN_DELAY"] == nil {
 			t.Errorf("env %v, want the database on the volume and a shutdown delay", env)
 		}
+		if d.get("spec", "template", "spec", "enableServiceLinks") != false {
+			t.Error("service links are on: Kubernetes would set TETHER_PORT and the like, which tether reads as flags")
+		}
 		if ro := manifest(c).get("securityContext", "readOnlyRootFilesystem"); ro != true {
 			t.Error("the root filesystem is writable")
 		}
