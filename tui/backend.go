@@ -48,6 +48,12 @@ type Backend interface {
 
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
 	ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error)
+
+	ListRollouts(ctx context.Context) ([]registry.Rollout, error)
+	GetRollout(ctx context.Context, id string) (*registry.Rollout, error)
+	// RolloutAction pauses, resumes, aborts or retries (the failed targets
+	// of) a rollout: action is "pause", "resume", "abort" or "retry-failed".
+	RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error)
 }
 
 // Local is the Backend over a registry in this process. Every change it makes
@@ -158,6 +164,27 @@ func (l *Local) ListAudit(ctx context.Context, p registry.AuditListParams) ([]re
 	return l.Reg.ListAudit(ctx, p)
 }
 
+func (l *Local) ListRollouts(ctx context.Context) ([]registry.Rollout, error) {
+	return l.Reg.ListRollouts(ctx, registry.RolloutListParams{Limit: 500})
+}
+
+func (l *Local) GetRollout(ctx context.Context, id string) (*registry.Rollout, error) {
+	return l.Reg.GetRollout(ctx, id)
+}
+
+func (l *Local) RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error) {
+	act, ok := rolloutActions[action]
+	if !ok {
+		return nil, registry.Errorf(registry.CodeInvalid, "rollout action %q is not one of pause, resume, abort, retry-failed", action)
+	}
+	return act(l.Reg, l.as(ctx), id, reason)
+}
+
+var rolloutActions = map[string]func(*registry.Registry, context.Context, string, string) (*registry.Rollout, error){
+	"pause": (*registry.Registry).PauseRollout, "resume": (*registry.Registry).ResumeRollout,
+	"abort": (*registry.Registry).AbortRollout, "retry-failed": (*registry.Registry).RetryFailedRollout,
+}
+
 // readOnly refuses every change, whatever the console's keys let through:
 // read-only mode is enforced here as well as hidden in the UI.
 type readOnly struct{ Backend }
@@ -199,5 +226,9 @@ func (readOnly) CancelJob(context.Context, string, string) (*registry.Job, error
 }
 
 func (readOnly) ExtendLease(context.Context, string, time.Duration) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) RolloutAction(context.Context, string, string, string) (*registry.Rollout, error) {
 	return nil, errReadOnly
 }

@@ -28,6 +28,7 @@ var commands = []command{
 	{name: "job", args: "ID", desc: "one job's detail"},
 	{name: "events", aliases: []string{"ev"}, args: "[FILTER]", desc: "live tail of agent events"},
 	{name: "audit", aliases: []string{"au"}, args: "[FILTER]", desc: "the audit trail"},
+	{name: "rollouts", aliases: []string{"ro", "rollout"}, args: "[NAME]", desc: "fleet rollouts; with a name, that rollout's targets"},
 	{name: "help", aliases: []string{"h"}, desc: "keys of the current view"},
 	{name: "quit", aliases: []string{"q", "q!", "exit"}, desc: "leave the console"},
 }

@@ -33,6 +33,7 @@ type feed struct {
 	jobs     map[string]*registry.Job
 	tokens   map[string]*registry.RegistrationToken
 	creds    map[string]*registry.Credential
+	rollouts map[string]*registry.Rollout
 	events   []registry.Event
 	audit    []registry.AuditEntry
 	dropEv   int
@@ -52,6 +53,7 @@ type feedBatch struct {
 	Jobs          []*registry.Job
 	Tokens        []*registry.RegistrationToken
 	Credentials   []*registry.Credential
+	Rollouts      []*registry.Rollout
 	Events        []registry.Event      // oldest first
 	Audit         []registry.AuditEntry // oldest first
 	DroppedEvents int
@@ -64,14 +66,14 @@ type feedBatch struct {
 
 func (b *feedBatch) empty() bool {
 	return len(b.Clusters) == 0 && len(b.Deleted) == 0 && len(b.Jobs) == 0 && len(b.Tokens) == 0 &&
-		len(b.Credentials) == 0 && len(b.Events) == 0 && len(b.Audit) == 0 && b.DroppedEvents == 0 &&
+		len(b.Credentials) == 0 && len(b.Rollouts) == 0 && len(b.Events) == 0 && len(b.Audit) == 0 && b.DroppedEvents == 0 &&
 		b.DroppedAudit == 0 && !b.Reset && !b.Closed
 }
 
 func newFeed(parent context.Context) *feed {
 	ctx, cancel := context.WithCancel(parent)
 	return &feed{
-		clusters: map[string]*registry.Cluster{}, deleted: map[string]bool{}, jobs: map[string]*registry.Job{},
+		clusters: map[string]*registry.Cluster{}, deleted: map[string]bool{}, jobs: map[string]*registry.Job{}, rollouts: map[string]*registry.Rollout{},
 		tokens: map[string]*registry.RegistrationToken{}, creds: map[string]*registry.Credential{},
 		ready: make(chan struct{}, 1), ctx: ctx, cancel: cancel, finished: make(chan struct{}),
 	}
@@ -134,6 +136,8 @@ func (f *feed) add(ev registry.WatchEvent) bool {
 			f.tokens[ev.Token.ID] = ev.Token
 		case ev.Credential != nil:
 			f.creds[ev.Credential.ID] = ev.Credential
+		case ev.Rollout != nil:
+			f.rollouts[ev.Rollout.ID] = ev.Rollout
 		case ev.Event != nil:
 			if len(f.events) >= feedEventBuffer {
 				f.dropEv++
@@ -172,6 +176,9 @@ func (f *feed) drain() feedBatch {
 	for _, c := range f.creds {
 		b.Credentials = append(b.Credentials, c)
 	}
+	for _, r := range f.rollouts {
+		b.Rollouts = append(b.Rollouts, r)
+	}
 	b.Events, b.Audit = f.events, f.audit
 	b.DroppedEvents, b.DroppedAudit = f.dropEv, f.dropAu
 	b.Reset, b.Closed = f.reset, f.closed
@@ -180,6 +187,7 @@ func (f *feed) drain() feedBatch {
 	clear(f.jobs)
 	clear(f.tokens)
 	clear(f.creds)
+	clear(f.rollouts)
 	f.events, f.audit = nil, nil
 	f.dropEv, f.dropAu = 0, 0
 	return b

@@ -631,6 +631,14 @@ func (m *Model) runCommand(c commandMsg) tea.Cmd {
 		return m.switchTo(switchMsg{screen: screenEvents, filter: rest})
 	case "audit":
 		return m.switchTo(switchMsg{screen: screenAudit, filter: rest})
+	case "rollouts":
+		// Over the overview, which shows the rollouts that need a look.
+		m.screen = screenOverview
+		m.stacks[m.screen] = m.stacks[m.screen][:1]
+		if rest != "" {
+			return m.push(newRolloutDetail(m.ctx, rest, rest))
+		}
+		return m.push(newRolloutsView(m.ctx))
 	case "help":
 		m.modal = m.helpModal()
 	case "quit":

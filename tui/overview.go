@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,7 @@ type overview struct {
 	failLoaded bool
 	failBusy   bool
 	failDirty  bool
+	rollouts   []registry.Rollout // running, paused and halted ones
 	drawn      string
 	version    int
 	width      int
@@ -88,7 +91,7 @@ func (o *overview) SetSize(w, h int) {
 // expiry or a cancel).
 func (o *overview) Init() tea.Cmd {
 	b := o.ctx.Backend
-	return tea.Batch(o.loadFailures(), func() tea.Msg {
+	return tea.Batch(o.loadFailures(), o.loadRollouts(), func() tea.Msg {
 		list, err := b.ListAudit(context.Background(), registry.AuditListParams{Action: "job.", Limit: backfillLimit})
 		return overviewBackfillMsg{entries: list, err: err}
 	})
@@ -118,7 +121,41 @@ func endsJob(action string) bool {
 	return false
 }
 
+// overviewRolloutsMsg carries the rollouts that are not over.
+type overviewRolloutsMsg struct{ list []registry.Rollout }
+
+func (o *overview) loadRollouts() tea.Cmd {
+	b := o.ctx.Backend
+	return func() tea.Msg {
+		list, err := b.ListRollouts(context.Background())
+		if err != nil {
+			return nil // the overview shows what it can; :rollouts says what failed
+		}
+		live := list[:0]
+		for _, ro := range list {
+			if !ro.State.Terminal() {
+				live = append(live, ro)
+			}
+		}
+		return overviewRolloutsMsg{list: live}
+	}
+}
+
 func (o *overview) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case overviewRolloutsMsg:
+		o.rollouts = msg.list
+		o.version++
+		return nil
+	case feedMsg:
+		if len(msg.batch.Rollouts) > 0 {
+			return tea.Batch(o.loadRollouts(), o.update(msg))
+		}
+	}
+	return o.update(msg)
+}
+
+func (o *overview) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case overviewStuckMsg:
 		o.counting = false
@@ -254,8 +291,37 @@ func (o *overview) render() string {
 			out[i] = strings.Join(lines, "\n")
 		}
 	}
+	if len(o.rollouts) > 0 {
+		out = append(out, o.rolloutsBlock())
+	}
 	out = append(out, o.sparkBlock())
 	return strings.Join(out, "\n\n")
+}
+
+// rolloutsBlock lists the rollouts that are not over, halted ones first.
+func (o *overview) rolloutsBlock() string {
+	st := o.ctx.Styles
+	lines := []string{st.Render(themes.Accent, "Rollouts") + st.Render(themes.Muted, "  (:rollouts to steer them)")}
+	list := slices.Clone(o.rollouts)
+	slices.SortStableFunc(list, func(a, b registry.Rollout) int {
+		return cmp.Compare(rolloutUrgency(a.State), rolloutUrgency(b.State))
+	})
+	for _, ro := range list {
+		lines = append(lines, truncate(fmt.Sprintf("%s  %s  %s  %s",
+			st.Render(themes.Plain, pad(ro.Name, 20)), st.Render(rolloutStateKind(ro.State), pad(string(ro.State), 8)),
+			st.Render(rolloutStateKind(ro.State), progressBar(&ro, 16)), st.Render(themes.Muted, ro.Summary())), o.width))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func rolloutUrgency(s registry.RolloutState) int {
+	switch s {
+	case registry.RolloutHalted:
+		return 0
+	case registry.RolloutPaused:
+		return 1
+	}
+	return 2
 }
 
 func (o *overview) clustersBlock() string {

@@ -25,7 +25,7 @@ type stableIDs struct {
 	real  map[string]string // stand-in -> real
 }
 
-var realID = regexp.MustCompile(`\b(?:cl|j|cr|rt)-[0-9a-z]{26}\b|\bfc-[a-z2-7]{20}\b`)
+var realID = regexp.MustCompile(`\b(?:cl|j|cr|rt|ro)-[0-9a-z]{26}\b|\bfc-[a-z2-7]{20}\b`)
 
 func newStableIDs(inner *Local) *stableIDs {
 	return &stableIDs{inner: inner, fake: map[string]string{}, real: map[string]string{}}
@@ -54,6 +54,9 @@ func (s *stableIDs) learn() {
 		for i, t := range toks {
 			add(t.ID, standIn("rt-", fmt.Sprintf("%s-%d-", c.Name, len(toks)-i), 26))
 		}
+	}
+	for _, ro := range must(r.ListRollouts(ctx, registry.RolloutListParams{})) {
+		add(ro.ID, standIn("ro-", ro.Name+"-", 26))
 	}
 	for _, j := range must(r.ListJobs(ctx, registry.JobListParams{Limit: 10000})) {
 		add(j.ID, standIn("j-", j.Target.Name+"-", 26))
@@ -141,6 +144,9 @@ func (s *stableIDs) Watch(ctx context.Context, p registry.WatchParams) (<-chan r
 			}
 			if ev.Token != nil {
 				ev.Token = ptr(outv(s, *ev.Token))
+			}
+			if ev.Rollout != nil {
+				ev.Rollout = ptr(outv(s, *ev.Rollout))
 			}
 			if ev.Credential != nil {
 				ev.Credential = ptr(outv(s, *ev.Credential))
@@ -304,4 +310,25 @@ func (s *stableIDs) ListAudit(ctx context.Context, p registry.AuditListParams) (
 	p.ClusterID = s.in(p.ClusterID)
 	v, err := s.inner.ListAudit(ctx, p)
 	return outv(s, v), s.err(err)
+}
+
+func (s *stableIDs) ListRollouts(ctx context.Context) ([]registry.Rollout, error) {
+	v, err := s.inner.ListRollouts(ctx)
+	return outv(s, v), s.err(err)
+}
+
+func (s *stableIDs) GetRollout(ctx context.Context, id string) (*registry.Rollout, error) {
+	v, err := s.inner.GetRollout(ctx, s.in(id))
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}
+
+func (s *stableIDs) RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error) {
+	v, err := s.inner.RolloutAction(ctx, s.in(id), action, reason)
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
 }

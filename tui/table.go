@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/themes"
 )
 
@@ -18,7 +19,10 @@ type seg struct {
 
 type cell []seg
 
-func txt(s string, k themes.Kind) cell { return cell{{s, k}} }
+// txt is a cell of one kind. Its text is made safe for the terminal
+// (display.Safe): table cells show agents' text (messages, errors, condition
+// reasons), which is data and must never act on the terminal.
+func txt(s string, k themes.Kind) cell { return cell{{display.Safe(s), k}} }
 
 func (c cell) width() int {
 	w := 0

@@ -1,0 +1,114 @@
+package tui
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// startRollout starts, over the seeded fleet, a rollout that halts at once:
+// edge-lab refuses the payload (its namespaces), legacy-dc is disabled, and
+// no failure is allowed.
+func startRollout(h *harness) *registry.Rollout {
+	h.t.Helper()
+	return must(h.env.reg.CreateRollout(h.env.admin, registry.RolloutSpec{
+		Name: "config-v2", Selector: "!canary", Kind: registry.KindApply, MaxParallel: 2,
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"default"}}`),
+	}))
+}
+
+func openRollouts(h *harness) {
+	h.keys(":")
+	h.typeText("rollouts")
+	h.keys("enter")
+	h.waitIdle(func(m *Model) bool { v, ok := m.top().(*rolloutsView); return ok && v.loaded && len(v.list) == 1 })
+}
+
+func openRolloutDetail(h *harness) {
+	openRollouts(h)
+	h.keys("enter")
+	h.waitIdle(func(m *Model) bool { d, ok := m.top().(*rolloutDetail); return ok && d.ro != nil })
+}
+
+func TestGoldenRollouts(t *testing.T) {
+	for _, size := range []struct {
+		name          string
+		width, height int
+	}{{"120x40", 120, 40}, {"80x24", 80, 24}} {
+		t.Run("list_"+size.name, func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size.width, height: size.height})
+			startRollout(h)
+			openRollouts(h)
+			h.golden()
+		})
+		t.Run("detail_"+size.name, func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size.width, height: size.height})
+			startRollout(h)
+			openRolloutDetail(h)
+			h.golden()
+		})
+	}
+}
+
+func TestGoldenOverviewWithRollouts(t *testing.T) {
+	h := startConsole(t, consoleOpts{})
+	startRollout(h)
+	h.waitIdle(func(m *Model) bool { return len(m.overview.rollouts) == 1 })
+	h.golden()
+}
+
+func TestRolloutSteeredFromTheConsole(t *testing.T) {
+	h := startConsole(t, consoleOpts{})
+	ro := startRollout(h)
+	if ro.State != registry.RolloutHalted {
+		t.Fatalf("fixture rollout is %s, want halted", ro.State)
+	}
+	openRolloutDetail(h)
+	h.keys("P")
+	h.waitIdle(isModal[*confirm])
+	h.keys("y")
+	h.waitIdle(func(m *Model) bool {
+		d, ok := m.top().(*rolloutDetail)
+		return ok && d.ro != nil && d.ro.State == registry.RolloutRunning && d.ro.FailureBase == 1
+	})
+	h.keys("X")
+	h.waitIdle(isModal[*confirm])
+	h.keys("y")
+	h.waitIdle(func(m *Model) bool {
+		d, ok := m.top().(*rolloutDetail)
+		return ok && d.ro != nil && d.ro.State == registry.RolloutAborted
+	})
+	got, err := h.env.reg.GetRollout(h.env.admin, ro.ID)
+	if err != nil || got.State != registry.RolloutAborted {
+		t.Fatalf("the registry's rollout is %v (%v), want aborted", got.State, err)
+	}
+	for _, action := range []string{registry.AuditRolloutResume, registry.AuditRolloutAbort} {
+		entries := must(h.env.reg.ListAudit(h.env.admin, registry.AuditListParams{Action: action}))
+		if len(entries) != 1 || entries[0].Actor != "admin:alice" {
+			t.Fatalf("audit of %s: %+v", action, entries)
+		}
+	}
+	// esc goes back to the list, then to the overview.
+	h.keys("esc")
+	h.waitIdle(topIs[*rolloutsView])
+	h.keys("esc")
+	h.waitIdle(topIs[*overview])
+}
+
+func TestRolloutsReadOnly(t *testing.T) {
+	h := startConsole(t, consoleOpts{readOnly: true})
+	startRollout(h)
+	openRolloutDetail(h)
+	h.keys("P")
+	h.waitIdle(func(m *Model) bool { return m.status != "" })
+	var status string
+	h.inspect(func(m *Model) { status = m.status })
+	if !strings.Contains(status, "read-only") {
+		t.Fatalf("status %q does not say the console is read-only", status)
+	}
+	if ro := must(h.env.reg.ListRollouts(h.env.admin, registry.RolloutListParams{})); ro[0].State != registry.RolloutHalted {
+		t.Fatalf("a read-only console changed the rollout: %s (status %q)", ro[0].State, status)
+	}
+}
