@@ -31,13 +31,23 @@ const root = ".."
 // repository's bin/tools (make tools). It skips the test otherwise.
 func findHelm(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("helm"); err == nil {
+	if p := findTool("helm"); p != "" {
 		return p
 	}
-	candidates := []string{filepath.Join(root, "bin", "tools", "helm")}
+	t.Skipf("helm is not installed, so the chart is not checked: run `make tools` (go install helm.sh/helm/v3/cmd/helm@%s)", helmVersion)
+	return ""
+}
+
+// findTool looks for a Go-installed tool on PATH, in the repository's
+// bin/tools and in GOPATH/bin; "" when it is nowhere.
+func findTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	candidates := []string{filepath.Join(root, "bin", "tools", name)}
 	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
 		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			candidates = append(candidates, filepath.Join(dir, "bin", "helm"))
+			candidates = append(candidates, filepath.Join(dir, "bin", name))
 		}
 	}
 	for _, c := range candidates {
@@ -45,7 +55,6 @@ func findHelm(t *testing.T) string {
 			return c
 		}
 	}
-	t.Skipf("helm is not installed, so the chart is not checked: run `make tools` (go install helm.sh/helm/v3/cmd/helm@%s)", helmVersion)
 	return ""
 }
 
@@ -407,5 +416,14 @@ func TestGoreleaserConfig(t *testing.T) {
 	}
 	if cfg.Checksum == nil || len(cfg.Sboms) == 0 {
 		t.Error("no checksums or no SBOMs")
+	}
+	gr := findTool("goreleaser")
+	if gr == "" {
+		t.Skip("goreleaser is not installed, so `goreleaser check` does not run (go install github.com/goreleaser/goreleaser/v2@v2.12.0)")
+	}
+	cmd := exec.Command(gr, "check")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("goreleaser check: %v\n%s", err, out)
 	}
 }
