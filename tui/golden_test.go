@@ -53,6 +53,8 @@ type consoleOpts struct {
 	empty         bool
 	theme         themes.Theme
 	start         string
+	// seed, when set, adds to the fleet before the console starts.
+	seed func(h *harness)
 }
 
 func startConsole(t *testing.T, o consoleOpts) *harness {
@@ -69,6 +71,9 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 	}
 	if o.theme.Name == "" {
 		o.theme = themes.Dark()
+	}
+	if o.seed != nil {
+		o.seed(h)
 	}
 	h.ids = newStableIDs(e.backend())
 	m := New(Options{

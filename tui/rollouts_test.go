@@ -38,14 +38,12 @@ func TestGoldenRollouts(t *testing.T) {
 		width, height int
 	}{{"120x40", 120, 40}, {"80x24", 80, 24}} {
 		t.Run("list_"+size.name, func(t *testing.T) {
-			h := startConsole(t, consoleOpts{width: size.width, height: size.height})
-			startRollout(h)
+			h := startConsole(t, consoleOpts{width: size.width, height: size.height, seed: func(h *harness) { startRollout(h) }})
 			openRollouts(h)
 			h.golden()
 		})
 		t.Run("detail_"+size.name, func(t *testing.T) {
-			h := startConsole(t, consoleOpts{width: size.width, height: size.height})
-			startRollout(h)
+			h := startConsole(t, consoleOpts{width: size.width, height: size.height, seed: func(h *harness) { startRollout(h) }})
 			openRolloutDetail(h)
 			h.golden()
 		})
@@ -53,8 +51,7 @@ func TestGoldenRollouts(t *testing.T) {
 }
 
 func TestGoldenOverviewWithRollouts(t *testing.T) {
-	h := startConsole(t, consoleOpts{})
-	startRollout(h)
+	h := startConsole(t, consoleOpts{seed: func(h *harness) { startRollout(h) }})
 	h.waitIdle(func(m *Model) bool { return len(m.overview.rollouts) == 1 })
 	h.golden()
 }
