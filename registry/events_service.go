@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 )
 
@@ -33,6 +34,19 @@ func (r *Registry) AppendEvents(ctx context.Context, a *Agent, clusterHint strin
 		}
 		if len(e.EventKey) > maxEventKeyBytes {
 			return 0, Errorf(CodeInvalid, "events[%d].eventKey is longer than %d bytes", i, maxEventKeyBytes)
+		}
+		for _, f := range []struct {
+			name string
+			v    *string
+		}{{"kind", &e.Kind}, {"eventKey", &e.EventKey}, {"message", &e.Message}, {"resourceRef.apiVersion", &e.ResourceRef.APIVersion},
+			{"resourceRef.kind", &e.ResourceRef.Kind}, {"resourceRef.namespace", &e.ResourceRef.Namespace},
+			{"resourceRef.name", &e.ResourceRef.Name}, {"resourceRef.uid", &e.ResourceRef.UID}} {
+			if err := agentText(fmt.Sprintf("events[%d].%s", i, f.name), f.v); err != nil {
+				return 0, err
+			}
+		}
+		if err := agentConditions(fmt.Sprintf("events[%d].conditions", i), e.Conditions); err != nil {
+			return 0, err
 		}
 		e.ClusterID = a.Cluster.ID
 		e.ReceivedAt = now

@@ -165,6 +165,9 @@ func LeaseFor(a *Agent) time.Duration {
 
 // AckJob is the claim: exactly one of concurrent acks of a queued job wins.
 func (r *Registry) AckJob(ctx context.Context, a *Agent, jobID string) (*Claim, error) {
+	if err := agentJobID(jobID); err != nil {
+		return nil, err
+	}
 	now := r.Now()
 	claim := JobClaimSet{ClaimID: newClaimID(), ClaimedAt: now, ClaimedBy: a.Credential.ID}
 	if lease := LeaseFor(a); lease > 0 {
@@ -194,6 +197,18 @@ func (r *Registry) AckJob(ctx context.Context, a *Agent, jobID string) (*Claim, 
 // ReportStatus records a job's interim status and renews its lease. claimID
 // is the X-Claim-Id the agent echoed, or empty.
 func (r *Registry) ReportStatus(ctx context.Context, a *Agent, jobID, claimID string, s StatusReport) error {
+	if err := agentJobID(jobID); err != nil {
+		return err
+	}
+	if err := agentText("phase", &s.Phase); err != nil {
+		return err
+	}
+	if err := agentText("message", &s.Message); err != nil {
+		return err
+	}
+	if err := agentConditions("conditions", s.Conditions); err != nil {
+		return err
+	}
 	now := r.Now()
 	phase := s.Phase
 	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
@@ -216,6 +231,9 @@ func (r *Registry) ReportStatus(ctx context.Context, a *Agent, jobID, claimID st
 // HeartbeatJob renews a job's lease and returns its new end (zero when the
 // job has no lease).
 func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID string) (time.Time, error) {
+	if err := agentJobID(jobID); err != nil {
+		return time.Time{}, err
+	}
 	now := r.Now()
 	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
 		ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobInProgress}, ClaimID: claimID,
@@ -233,6 +251,12 @@ func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID st
 // ReportResult records a job's result, exactly once. A queued job (never
 // acked) accepts only a noop result: the agent skipping an expired job.
 func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) error {
+	if err := agentJobID(jobID); err != nil {
+		return err
+	}
+	if err := agentText("error", &res.Error); err != nil {
+		return err
+	}
 	state, ok := res.Outcome.State()
 	if !ok {
 		return Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)

@@ -224,7 +224,8 @@ func (s *Server) handleReady(c *call) error {
 	defer cancel()
 	if err := s.reg.Ping(ctx); err != nil {
 		c.log().Warn("not ready", "err", err)
-		return errf(registry.CodeUnavailable, "store not ready: %s", registry.ErrorMessage(err))
+		// Unauthenticated: say what is wrong, not where (the log says where).
+		return errf(registry.CodeUnavailable, "not ready: the database cannot be reached or is not at this tether's schema")
 	}
 	return writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})
 }

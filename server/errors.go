@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/tetherhq/tether/registry"
@@ -79,9 +80,29 @@ type errorBody struct {
 	RequestID string        `json:"requestId"`
 }
 
+// public is what a caller is told of err. A store's failure carries details
+// for the operator (the database's address, its file's path, the driver's
+// words), which the access log records under the request id; the caller,
+// often an agent in another organization's cluster or anyone reaching an
+// unauthenticated probe, learns only what failed.
+func public(err error) error {
+	var e *registry.Error
+	if !errors.As(err, &e) {
+		return errf(registry.CodeInternal, "the server failed while handling this request; its log has the details under this request id")
+	}
+	switch {
+	case e.Code == registry.CodeInternal:
+		return errf(registry.CodeInternal, "the server failed while handling this request; its log has the details under this request id")
+	case e.Code == registry.CodeUnavailable && e.Err != nil:
+		return errf(registry.CodeUnavailable, "the server's database is unavailable right now; try again shortly")
+	}
+	return err
+}
+
 // writeError answers with err's status and the error shape. The request id is
 // the one the outermost middleware put in the X-Request-Id header.
 func writeError(w http.ResponseWriter, err error) {
+	err = public(err)
 	code := registry.ErrorCode(err)
 	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: w.Header().Get(headerRequestID)})
 	h := w.Header()

@@ -437,6 +437,9 @@ func (s *Server) prepare(c *call) error {
 			}
 		}
 	}
+	if err := refuseNUL(c.r, c.body); err != nil {
+		return err
+	}
 	if rt.signed && c.agent != nil && c.agent.Credential.Signed() {
 		if c.r.TLS != nil && certMatchesCluster(c.r.TLS.VerifiedChains, c.agent.Cluster.ID) {
 			return nil // mTLS identifies the cluster: it replaces the signature
