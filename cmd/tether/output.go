@@ -14,6 +14,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/internal/display"
+
 	"github.com/tetherhq/tether/internal/humantime"
 )
 
@@ -33,7 +35,16 @@ func newTable(w io.Writer, headers ...string) *table {
 	return t
 }
 
-func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
+// row writes one line. Every cell is made safe for the terminal: cells show
+// agents' text (status messages, errors, event fields), which is data and
+// must never move the cursor, recolour the screen or reorder what follows.
+func (t *table) row(cols ...string) {
+	safe := make([]string, len(cols))
+	for i, c := range cols {
+		safe[i] = display.Safe(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(safe, "\t"))
+}
 
 func (t *table) flush() error { return t.tw.Flush() }
 
@@ -99,13 +110,19 @@ func oneLine(s string, max int) string {
 }
 
 // indentJSON renders a JSON document for reading; text that is not valid
-// JSON is returned as is.
+// JSON is returned as is. Each line is made safe for the terminal: JSON may
+// carry bidirectional overrides and other characters raw.
 func indentJSON(raw []byte, prefix string) string {
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, prefix, "  "); err != nil {
-		return prefix + string(raw)
+	out := prefix + string(raw)
+	if err := json.Indent(&buf, raw, prefix, "  "); err == nil {
+		out = prefix + buf.String()
 	}
-	return prefix + buf.String()
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = display.Safe(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // orDash renders an empty table cell as "-".
