@@ -19,6 +19,7 @@ const (
 	CodeSignatureInvalid     registry.Code = "signature_invalid"      // signature does not match
 	CodeSignatureExpired     registry.Code = "signature_expired"      // timestamp outside the window
 	CodeSignatureReplayed    registry.Code = "signature_replayed"     // same signature seen inside the window
+	CodeRequestTimeout       registry.Code = "request_timeout"        // the body did not arrive in time
 )
 
 // statusOf is the one table from error codes to HTTP statuses. A code missing
@@ -44,6 +45,7 @@ var statusOf = map[registry.Code]int{
 
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeNotAcceptable:    http.StatusNotAcceptable,
+	CodeRequestTimeout:   http.StatusRequestTimeout,
 
 	registry.CodeConflict:              http.StatusConflict,
 	registry.CodeAlreadyClaimed:        http.StatusConflict,

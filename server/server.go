@@ -61,6 +61,11 @@ type Config struct {
 	// and stops sending new requests before the server stops accepting.
 	// Zero (the default) shuts down at once.
 	ShutdownDelay time.Duration
+	// BodyTimeout bounds how long a client may take to send a request's body
+	// once its headers arrived (default DefaultBodyTimeout): a client that
+	// stops sending is answered 408 and its connection closed, instead of
+	// holding a connection and a goroutine forever.
+	BodyTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -68,8 +73,7 @@ const (
 	DefaultMaxBodyBytes       = 1 << 20 // a status or result: a job payload is at most 1 MiB too
 	DefaultMaxEventsBodyBytes = 8 << 20 // up to 1000 events
 	DefaultShutdownTimeout    = 30 * time.Second
-	// bodyReadTimeout bounds how long a client may take to send its body.
-	bodyReadTimeout = time.Minute
+	DefaultBodyTimeout        = 30 * time.Second
 )
 
 // Server serves the agent API over a registry. Create it with New; it is safe
@@ -109,6 +113,9 @@ func New(reg *registry.Registry, cfg Config) *Server {
 	}
 	if cfg.MaxEventsBodyBytes <= 0 {
 		cfg.MaxEventsBodyBytes = DefaultMaxEventsBodyBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
@@ -321,7 +328,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := newRequestID()
 	w.Header().Set(headerRequestID, id)
-	rec := &recorder{ResponseWriter: w, mediaType: mediaTypeV1}
+	rec := &recorder{ResponseWriter: w, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
 	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
 		rec.mediaType = mediaTypeAdmin
 	}
@@ -488,18 +495,31 @@ func (c *call) readBody(limit int64) error {
 		return errf(registry.CodeTooLarge, "request body is %d bytes; the limit is %d", c.r.ContentLength, limit)
 	}
 	rc := http.NewResponseController(c.raw)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	_ = rc.SetReadDeadline(time.Now().Add(c.s.cfg.BodyTimeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body, err := io.ReadAll(http.MaxBytesReader(c.raw, c.r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return errf(registry.CodeTooLarge, "request body is larger than the limit of %d bytes", limit)
+	case isTimeout(err):
+		// The connection is closed after this answer: what remains of the
+		// body may still arrive, and would be read as the next request.
+		c.w.Header().Set("Connection", "close")
+		return errf(CodeRequestTimeout, "the request body did not arrive within %s; send it right after the headers", c.s.cfg.BodyTimeout)
 	case err != nil:
 		return errf(registry.CodeInvalid, "could not read the request body: %v", err)
 	}
 	c.body = body
+	if rec, ok := c.w.(*recorder); ok {
+		rec.unreadBody = false
+	}
 	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // --- finishing a request ---
@@ -512,18 +532,26 @@ type recorder struct {
 	// mediaType is the API's: the agent API's vendor type, or plain JSON
 	// for the admin API. writeJSON and writeError use it.
 	mediaType string
+	// unreadBody: the request announced a body that was not read. net/http
+	// would read it before answering (to reuse the connection), with no
+	// deadline: a client that never sends it would never get an answer. The
+	// answer closes the connection instead.
+	unreadBody bool
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.status, r.wrote = code, true
+		if r.unreadBody {
+			r.Header().Set("Connection", "close")
+		}
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if !r.wrote {
-		r.status, r.wrote = http.StatusOK, true
+		r.WriteHeader(http.StatusOK)
 	}
 	return r.ResponseWriter.Write(b)
 }

@@ -49,6 +49,8 @@ type serveOptions struct {
 	// shutdownDelay keeps answering (with /readyz failing) this long after
 	// the signal, before draining.
 	shutdownDelay time.Duration
+	// bodyTimeout bounds how long a client may take to send a body.
+	bodyTimeout time.Duration
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
 	diagListen string
@@ -136,6 +138,7 @@ certificate that does not load is logged and the previous one kept.
 	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
+	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
@@ -207,7 +210,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 
 	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
-		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay})
+		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay, BodyTimeout: opts.bodyTimeout})
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
 	if certs != nil {
