@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,30 +77,10 @@ func (s *Server) adminListJobs(c *call) error {
 // adminListStuck lists stuck jobs (registry.StuckFilters), newest first, in
 // one page: stuck jobs are what on-call reads, never a long list.
 func (s *Server) adminListStuck(c *call, p registry.JobListParams, limit int) error {
-	var jobs []registry.Job
-	seen := map[string]bool{}
-	for _, f := range registry.StuckFilters(s.reg.Now()) {
-		f.ClusterIDs, f.Kind, f.Search, f.Limit = p.ClusterIDs, p.Kind, p.Search, limit
-		if len(p.States) > 0 && !slices.Contains(p.States, registry.JobInProgress) {
-			continue // stuck jobs are in progress
-		}
-		found, err := s.reg.ListJobs(c.ctx, f)
-		if err != nil {
-			return err
-		}
-		for _, j := range found {
-			if !seen[j.ID] {
-				seen[j.ID] = true
-				jobs = append(jobs, j)
-			}
-		}
-	}
-	slices.SortFunc(jobs, func(a, b registry.Job) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-	}
-	if jobs == nil {
-		jobs = []registry.Job{}
+	p.Limit = limit
+	jobs, err := s.reg.ListStuckJobs(c.ctx, p)
+	if err != nil {
+		return err
 	}
 	return writeJSON(c.w, http.StatusOK, list[registry.Job]{Items: jobs})
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/registry"
+
+	_ "modernc.org/sqlite"
 )
 
 // TestAgentTextIsEscaped: what an agent wrote reaches the admin's terminal
@@ -44,4 +47,46 @@ func TestAgentTextIsEscaped(t *testing.T) {
 			t.Fatalf("tether %s hides the text instead of showing it escaped:\n%s", strings.Join(args, " "), out)
 		}
 	}
+}
+
+func TestJobListStuck(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod", "--namespaces", "apps", "--lease-seconds", "0")
+	quiet := submit(t, db, "prod", "apply", configMap("apps", "quiet"))
+	submit(t, db, "prod", "apply", configMap("apps", "waiting"))
+	reg := openRegistry(t, db)
+	a, _ := registerAgent(t, reg, c.RegistrationToken)
+	if _, err := reg.AckJob(context.Background(), a, quiet.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Not stuck yet: claimed a moment ago.
+	if got := okJSON[[]registry.Job](t, db, "job", "list", "--stuck"); len(got) != 0 {
+		t.Fatalf("stuck right after its claim: %+v", got)
+	}
+	// Stuck once silent for longer than registry.NoLeaseStuckAfter: make the
+	// claim old by moving the job's last activity back.
+	exec := func(q string) {
+		st := openRawSQLite(t, db)
+		if _, err := st.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("UPDATE jobs SET last_activity_at = last_activity_at - 3600000, claimed_at = claimed_at - 3600000 WHERE id = '" + quiet.ID + "'")
+	got := okJSON[[]registry.Job](t, db, "job", "list", "--stuck")
+	if len(got) != 1 || got[0].ID != quiet.ID {
+		t.Fatalf("job list --stuck = %+v, want the silent job only", got)
+	}
+}
+
+// openRawSQLite opens the database file with the SQL driver itself, for a
+// test to put it in a state no command makes (an old claim).
+func openRawSQLite(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

@@ -235,6 +235,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 		cluster, kind, search string
 		states                []string
 		limit                 int
+		stuck                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -267,7 +268,12 @@ func newJobListCmd(g *globals) *cobra.Command {
 				}
 				p.ClusterIDs = []string{c.ID}
 			}
-			jobs, err := a.reg.ListJobs(ctx, p)
+			var jobs []registry.Job
+			if stuck {
+				jobs, err = a.reg.ListStuckJobs(ctx, p)
+			} else {
+				jobs, err = a.reg.ListJobs(ctx, p)
+			}
 			if err != nil {
 				return err
 			}
@@ -306,6 +312,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 	f.StringVar(&kind, "kind", "", "only jobs of this kind: apply, delete or intent")
 	f.StringVar(&search, "search", "", "only jobs whose id, idempotency key, or target namespace or name contains this text")
 	f.IntVar(&limit, "limit", 100, "at most this many jobs")
+	f.BoolVar(&stuck, "stuck", false, "only stuck jobs: in progress with their lease run out, or without a lease and silent for 10 minutes")
 	return cmd
 }
 
