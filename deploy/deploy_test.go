@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -425,5 +426,36 @@ func TestGoreleaserConfig(t *testing.T) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("goreleaser check: %v\n%s", err, out)
+	}
+}
+
+// What the image promises, checked in the Dockerfile itself where no Docker
+// daemon can build it: a static binary stamped with its version, on a
+// distroless non-root base, its data on a volume, its ports exposed.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	for _, want := range []string{
+		"CGO_ENABLED=0",
+		"internal/buildinfo.Version=${VERSION}",
+		"internal/buildinfo.Commit=${COMMIT}",
+		"internal/buildinfo.Date=${DATE}",
+		"FROM gcr.io/distroless/static-debian12:nonroot AS server",
+		`VOLUME ["/var/lib/tether"]`,
+		"EXPOSE 7070",
+		"USER 65532:65532",
+		"ENV TETHER_DB=/var/lib/tether/tether.db",
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+	// The server is the default target: the last stage.
+	stages := regexp.MustCompile(`(?m)^FROM .* AS (\w+)$`).FindAllStringSubmatch(df, -1)
+	if len(stages) == 0 || stages[len(stages)-1][1] != "server" {
+		t.Errorf("stages %v: the last (default) one must be the server", stages)
 	}
 }
