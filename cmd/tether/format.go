@@ -225,23 +225,24 @@ func parseJSONPath(s string) (*jsonPath, error) {
 	if !strings.Contains(s, "{") {
 		s = "{" + s + "}" // -o jsonpath=.id
 	}
-	t, rest, err := parseJPNodes(s, false)
+	t, _, closed, err := parseJPNodes(s)
 	if err != nil {
 		return nil, err
 	}
-	if rest != "" {
+	if closed {
 		return nil, fmt.Errorf("{end} without {range}")
 	}
 	return t, nil
 }
 
-func parseJPNodes(s string, inRange bool) (*jsonPath, string, error) {
-	t := &jsonPath{}
+// parseJPNodes parses s up to its end or up to an {end}; closed says which,
+// and rest is what follows the {end}.
+func parseJPNodes(s string) (t *jsonPath, rest string, closed bool, err error) {
+	t = &jsonPath{}
 	for s != "" {
 		open := strings.IndexByte(s, '{')
 		if open < 0 {
 			t.nodes = append(t.nodes, jpNode{text: s, isLit: true})
-			s = ""
 			break
 		}
 		if open > 0 {
@@ -249,48 +250,42 @@ func parseJPNodes(s string, inRange bool) (*jsonPath, string, error) {
 		}
 		end := strings.IndexByte(s[open:], '}')
 		if end < 0 {
-			return nil, "", fmt.Errorf("unclosed {")
+			return nil, "", false, fmt.Errorf("unclosed {")
 		}
 		expr := strings.TrimSpace(s[open+1 : open+end])
 		s = s[open+end+1:]
 		switch {
 		case expr == "end":
-			if !inRange {
-				return nil, "", fmt.Errorf("{end} without {range}")
-			}
-			return t, s + "\x00", nil // the marker tells the caller the range closed
+			return t, s, true, nil
 		case strings.HasPrefix(expr, "range "):
 			path, err := parseJPPath(strings.TrimSpace(strings.TrimPrefix(expr, "range ")))
 			if err != nil {
-				return nil, "", err
+				return nil, "", false, err
 			}
-			body, rest, err := parseJPNodes(s, true)
+			body, after, closed, err := parseJPNodes(s)
 			if err != nil {
-				return nil, "", err
+				return nil, "", false, err
 			}
-			if !strings.HasSuffix(rest, "\x00") {
-				return nil, "", fmt.Errorf("{range} without {end}")
+			if !closed {
+				return nil, "", false, fmt.Errorf("{range} without {end}")
 			}
-			s = strings.TrimSuffix(rest, "\x00")
+			s = after
 			t.nodes = append(t.nodes, jpNode{path: path, body: body})
 		case strings.HasPrefix(expr, `"`):
 			var lit string
 			if err := json.Unmarshal([]byte(expr), &lit); err != nil {
-				return nil, "", fmt.Errorf("the literal %s is not a quoted string", expr)
+				return nil, "", false, fmt.Errorf("the literal %s is not a quoted string", expr)
 			}
 			t.nodes = append(t.nodes, jpNode{text: lit, isLit: true})
 		default:
 			path, err := parseJPPath(expr)
 			if err != nil {
-				return nil, "", err
+				return nil, "", false, err
 			}
 			t.nodes = append(t.nodes, jpNode{path: path})
 		}
 	}
-	if inRange {
-		return t, "", nil
-	}
-	return t, "", nil
+	return t, "", false, nil
 }
 
 func parseJPPath(expr string) ([]jpStep, error) {

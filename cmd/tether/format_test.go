@@ -43,6 +43,7 @@ func TestOutputFormats(t *testing.T) {
 		{"jsonpath={[0].allowedNamespaces}", "", `["apps","web"]` + "\n"},
 		{`jsonpath={range [*]}{.name}{"\t"}{.policy.maxAttempts}{"\n"}{end}`, "", "alpha\t5\nbeta\t3\n"},
 		{"jsonpath={[-1]['name']}", "", "beta\n"},
+		{`jsonpath={range [*]}{.name}:{range .allowedNamespaces[*]} {.}{end}{"\n"}{end}`, "", "alpha: apps web\nbeta:\n"},
 		{"jsonpath={[5].name}", "", "\n"},
 		{"table", ".[].name", "alpha\nbeta\n"},
 		{"json", `map(select(.state == "active")) | length`, "1\n"},
