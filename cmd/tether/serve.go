@@ -285,7 +285,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		}
 		rateDesc = fmt.Sprintf("%g/s burst %d per cluster", r, b)
 	}
-	log.Info("tether serve listening", "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
+	log.Info("tether serve listening", "version", versionString(), "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
 		"tls", tlsConfig != nil, "mtls", opts.tlsClientCA != "", "rate_limit", rateDesc,
 		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay)
 
