@@ -151,7 +151,12 @@ func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, lim
 		limit = DefaultPollLimit
 	}
 	limit = min(limit, MaxPollLimit)
-	return r.store.JobListQueued(ctx, a.Cluster.ID, r.Now(), limit)
+	now := r.Now()
+	p := JobsDeliverParams{ClusterID: a.Cluster.ID, Now: now, Limit: limit}
+	if r.cfg.VisibilityWindow > 0 {
+		p.HideUntil = now.Add(r.cfg.VisibilityWindow)
+	}
+	return r.store.JobsDeliver(ctx, p)
 }
 
 // LeaseFor is the lease an agent gets on ack: the cluster's lease for a lease

@@ -17,7 +17,15 @@ type Config struct {
 	RotateAfter       time.Duration // DefaultRotateAfter
 	RotationGrace     time.Duration // DefaultRotationGrace
 	EventReplayWindow time.Duration // DefaultEventReplayWindow
+	// VisibilityWindow is how long a job handed to one poll is hidden from
+	// the other polls of its cluster, unless acked (DefaultVisibilityWindow;
+	// negative: never hidden, every poll sees every queued job).
+	VisibilityWindow time.Duration
 }
+
+// DefaultVisibilityWindow is Config.VisibilityWindow's default, like a
+// queue's visibility timeout: long enough for an agent to ack what it got.
+const DefaultVisibilityWindow = 30 * time.Second
 
 func (c *Config) setDefaults() {
 	if c.Clock == nil {
@@ -33,6 +41,9 @@ func (c *Config) setDefaults() {
 	def(&c.RotateAfter, DefaultRotateAfter)
 	def(&c.RotationGrace, DefaultRotationGrace)
 	def(&c.EventReplayWindow, DefaultEventReplayWindow)
+	if c.VisibilityWindow == 0 {
+		c.VisibilityWindow = DefaultVisibilityWindow
+	}
 }
 
 // Registry is the domain service: every rule of the protocol and of the admin

@@ -87,9 +87,12 @@ type Store interface {
 	JobList(ctx context.Context, p JobListParams) ([]Job, error)
 	// JobCount counts jobs matching p's filters (Limit and Offset ignored).
 	JobCount(ctx context.Context, p JobListParams) (int, error)
-	// JobListQueued returns a cluster's queued jobs that have not expired at
-	// now, oldest first: what a poll hands out.
-	JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]Job, error)
+	// JobsDeliver is what a poll hands out: up to p.Limit of a cluster's
+	// queued jobs that have not expired at p.Now and are not hidden, oldest
+	// first. It hides them until p.HideUntil (unless zero) in the same
+	// atomic statement, so concurrent polls never receive the same job while
+	// it is hidden. A requeue (JobSet.Reopen) makes a job visible again.
+	JobsDeliver(ctx context.Context, p JobsDeliverParams) ([]Job, error)
 	// JobHistory returns a job's timeline, oldest first.
 	JobHistory(ctx context.Context, jobID string) ([]JobHistoryEntry, error)
 	// JobCounts returns the number of jobs per cluster and state, kept by the
@@ -258,6 +261,13 @@ type JobListParams struct {
 type JobCursor struct {
 	CreatedAt time.Time
 	ID        string
+}
+
+type JobsDeliverParams struct {
+	ClusterID string
+	Now       time.Time
+	HideUntil time.Time
+	Limit     int
 }
 
 type JobCount struct {

@@ -50,6 +50,17 @@ type envOption func(*server.Config)
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
+	return newEnvWith(t, registry.Config{}, opts...)
+}
+
+// withoutVisibility is the registry of PROTOCOL.md's first version: every
+// poll sees every queued job (for tests of wake-ups and ack races).
+var withoutVisibility = registry.Config{VisibilityWindow: -1}
+
+// newEnvWith is newEnv with a registry configuration (its clock and keyring
+// are the env's).
+func newEnvWith(t testing.TB, rc registry.Config, opts ...envOption) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, dbPath: filepath.Join(dir, "tether.db"), clock: clocktest.New(), logs: &syncBuffer{}}
 	st, err := sqlite.Open(context.Background(), e.dbPath, sqlite.Options{})
@@ -57,7 +68,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	e.store = st
-	e.reg = registry.New(st, registry.Config{Clock: e.clock, Keyring: registry.NewKeyFile(registry.KeyFilePath(e.dbPath))})
+	rc.Clock, rc.Keyring = e.clock, registry.NewKeyFile(registry.KeyFilePath(e.dbPath))
+	e.reg = registry.New(st, rc)
 	cfg := server.Config{
 		Logger:    slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RateLimit: -1, // most tests make many requests quickly; the rate-limit tests set their own

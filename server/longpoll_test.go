@@ -109,7 +109,7 @@ func TestLongPollReturnsWhenTheClusterIsDisabled(t *testing.T) {
 }
 
 func TestManyHeldPollsAreCheapAndAllWake(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, withoutVisibility)
 	a := e.newAgent("c1")
 	const n = 200
 	before := e.reg.Waiting()
@@ -128,7 +128,7 @@ func TestManyHeldPollsAreCheapAndAllWake(t *testing.T) {
 }
 
 func TestTwoPollersSeeTheJobExactlyOneAckWins(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, withoutVisibility)
 	a := e.newAgent("c1")
 	job := e.submit(a.clusterID)
 	for i := range 2 {
@@ -201,5 +201,43 @@ func TestGracefulShutdownAnswersHeldPollsWithAnEmptyList(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", e.url[len("http://"):], time.Second); err == nil {
 		conn.Close()
 		t.Error("the listener still accepts after shutdown")
+	}
+}
+
+// TestVisibilityWindowHandsAJobToOnePoll: of two pollers of one cluster (two
+// operator replicas), one receives a queued job; the other does not, until
+// the visibility window passes without an ack. Held polls are not all woken
+// with the same job either: exactly one answers.
+func TestVisibilityWindowHandsAJobToOnePoll(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	job := e.submit(a.clusterID)
+	if ids := a.poll(0).jobIDs(t); !slices.Equal(ids, []string{job}) {
+		t.Fatalf("first poller saw %v", ids)
+	}
+	if ids := a.poll(0).jobIDs(t); len(ids) != 0 {
+		t.Fatalf("second poller saw %v inside the visibility window", ids)
+	}
+	e.clock.Advance(registry.DefaultVisibilityWindow)
+	if ids := a.poll(0).jobIDs(t); !slices.Equal(ids, []string{job}) {
+		t.Fatalf("after the window without an ack, a poller saw %v, want the job again", ids)
+	}
+
+	const n = 20
+	before := e.reg.Waiting()
+	answers := make(chan *response, n)
+	for range n {
+		go func() { answers <- a.poll(300) }()
+	}
+	eventually(t, "all polls to be held", func() bool { return e.reg.Waiting() == before+n })
+	second := e.submit(a.clusterID)
+	if ids := awaitAnswer(t, answers).jobIDs(t); !slices.Equal(ids, []string{second}) {
+		t.Fatalf("the woken poll answered %v", ids)
+	}
+	eventually(t, "the other polls to be held again", func() bool { return e.reg.Waiting() == before+n-1 })
+	select {
+	case r := <-answers:
+		t.Fatalf("a second poll answered %v with the job hidden", r.jobIDs(t))
+	default:
 	}
 }

@@ -313,7 +313,7 @@ func TestRotateGraceAndExpiry(t *testing.T) {
 }
 
 func TestPollParameters(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, withoutVisibility)
 	a := e.newAgent("c1")
 	for i := 0; i < 12; i++ {
 		e.submit(a.clusterID)

@@ -51,6 +51,8 @@ type serveOptions struct {
 	shutdownDelay time.Duration
 	// bodyTimeout bounds how long a client may take to send a body.
 	bodyTimeout time.Duration
+	// visibility is the registry's visibility window (negative: off).
+	visibility time.Duration
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
 	diagListen string
@@ -111,7 +113,7 @@ certificate that does not load is logged and the previous one kept.
 			}
 			opts.logOutput = g.stderr
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility})
 			if err != nil {
 				return err
 			}
@@ -138,6 +140,7 @@ certificate that does not load is logged and the previous one kept.
 	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
+	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (-1s: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,13 +217,46 @@ func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, er
 	return n, s.wrap(err, "count jobs")
 }
 
-func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
-	rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND state = 'queued'
-		AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at, id LIMIT $3`, clusterID, col.MS(now), limit)
+// JobsDeliver hides what it hands out in the statement that picks it; the
+// row locks it takes skip jobs a concurrent delivery is hiding right now.
+// A delivery that hides nothing is a plain read.
+func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) ([]registry.Job, error) {
+	const visible = ` FROM jobs WHERE cluster_id = $1 AND state = 'queued' AND (expires_at IS NULL OR expires_at > $2)
+		AND (visible_after IS NULL OR visible_after <= $2) ORDER BY created_at, id LIMIT $3`
+	if p.HideUntil.IsZero() {
+		rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols+visible, p.ClusterID, col.MS(p.Now), p.Limit)
+		if err != nil {
+			return nil, err
+		}
+		return collect(s, rows, "read queued jobs", scanJobs)
+	}
+	var out []registry.Job
+	err := s.stmt(ctx, "deliver queued jobs", func(ctx context.Context, q db) error {
+		rows, err := q.Query(ctx, `WITH picked AS (SELECT id`+visible+` FOR UPDATE SKIP LOCKED)
+			UPDATE jobs SET visible_after = $4 FROM picked WHERE jobs.id = picked.id RETURNING `+qualified("jobs.", jobCols),
+			p.ClusterID, col.MS(p.Now), p.Limit, col.MS(p.HideUntil))
+		if err != nil {
+			return err
+		}
+		out, err = collect(s, rows, "deliver queued jobs", scanJobs)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return collect(s, rows, "read queued jobs", scanJobs)
+	slices.SortFunc(out, func(a, b registry.Job) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// qualified prefixes every column of a column list with a table name.
+func qualified(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHistoryEntry, error) {
@@ -325,7 +360,7 @@ func jobSet(a *args, s *registry.JobSet) string {
 	if s.Reopen {
 		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
 			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
-			"result = NULL", "finished_at = NULL")
+			"result = NULL", "finished_at = NULL", "visible_after = NULL")
 	}
 	if c := s.Claim; c != nil {
 		add("claim_id", col.NullIfEmpty(c.ClaimID))

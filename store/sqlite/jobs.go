@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,14 +210,46 @@ func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, er
 	return n, s.wrap(err, "count jobs")
 }
 
-func (s *Store) JobListQueued(ctx context.Context, clusterID string, now time.Time, limit int) ([]registry.Job, error) {
-	rows, err := s.query(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND state = 'queued'
-		AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id LIMIT ?`, clusterID, col.MS(now), limit)
+// JobsDeliver is one statement: SQLite's single writer makes it atomic. A
+// delivery that hides nothing is a plain read.
+func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) ([]registry.Job, error) {
+	const visible = ` FROM jobs WHERE cluster_id = ? AND state = 'queued' AND (expires_at IS NULL OR expires_at > ?)
+		AND (visible_after IS NULL OR visible_after <= ?) ORDER BY created_at, id LIMIT ?`
+	args := []any{p.ClusterID, col.MS(p.Now), col.MS(p.Now), p.Limit}
+	if p.HideUntil.IsZero() {
+		rows, err := s.query(ctx, "SELECT "+jobCols+visible, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		return s.collectJobs(rows)
+	}
+	var out []registry.Job
+	err := s.write(ctx, func(t *txn) error {
+		out = nil
+		rows, err := t.query(`UPDATE jobs SET visible_after = ? WHERE id IN (SELECT id`+visible+`) RETURNING `+jobCols,
+			append([]any{col.MS(p.HideUntil)}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, *j)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return s.collectJobs(rows)
+	// RETURNING gives no order: a poll hands out the oldest first.
+	slices.SortFunc(out, func(a, b registry.Job) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
 }
 
 func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHistoryEntry, error) {
@@ -352,7 +386,7 @@ func jobSet(s *registry.JobSet) (string, []any) {
 	if s.Reopen {
 		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
 			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
-			"result = NULL", "finished_at = NULL")
+			"result = NULL", "finished_at = NULL", "visible_after = NULL")
 	}
 	if c := s.Claim; c != nil {
 		add("claim_id", col.NullIfEmpty(c.ClaimID))
