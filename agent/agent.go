@@ -300,9 +300,10 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// rotationLoop rotates the credential at its rotateAfter. Forced rotations
-// (a 401 on any call) are handled by apiclient, which persists through
-// OnRotate.
+// rotationLoop rotates the credential at its rotateAfter, which a forced
+// rotation moves to now (the server says so with every answer, and apiclient
+// signals RotateDue). A 401 on any call is handled by apiclient, which
+// persists through OnRotate.
 func (a *Agent) rotationLoop(ctx context.Context, fatal chan<- error) {
 	for {
 		due := a.client.Credential().RotateAfter
@@ -315,6 +316,9 @@ func (a *Agent) rotationLoop(ctx context.Context, fatal chan<- error) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-a.client.RotateDue():
+			t.Stop()
+			continue // an admin forced a rotation: look at rotateAfter again
 		case <-t.C:
 		}
 		if _, err := a.client.Rotate(ctx); err != nil {

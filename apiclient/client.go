@@ -79,6 +79,40 @@ type Client struct {
 	cred     Credential
 	hmacKey  []byte
 	rotateMu sync.Mutex // one rotation at a time
+	// rotateDue is signalled when the server says the credential is due for
+	// rotation earlier than it said at issue (an admin forced a rotation).
+	rotateDue chan struct{}
+}
+
+// HeaderRotateAfter is sent by tether with every answer to a credential that
+// is due for rotation (an extension): an admin forced a rotation, and the
+// credential works until its grace ends.
+const HeaderRotateAfter = "X-Credential-Rotate-After"
+
+// RotateDue is signalled when the server moves the credential's rotateAfter
+// earlier (a forced rotation): a rotation loop should look at
+// Credential().RotateAfter again.
+func (c *Client) RotateDue() <-chan struct{} { return c.rotateDue }
+
+// noteRotateAfter takes a rotateAfter the server announced for the token in
+// use.
+func (c *Client) noteRotateAfter(token, value string) {
+	at, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	moved := c.cred.Token == token && (c.cred.RotateAfter.IsZero() || at.Before(c.cred.RotateAfter))
+	if moved {
+		c.cred.RotateAfter = at
+	}
+	c.mu.Unlock()
+	if moved {
+		select {
+		case c.rotateDue <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // New returns a client for an agent that already holds a credential.
@@ -87,7 +121,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, userAgent: cfg.UserAgent}
+	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, userAgent: cfg.UserAgent, rotateDue: make(chan struct{}, 1)}
 	if c.http == nil {
 		c.http = defaultHTTPClient()
 	}
@@ -419,6 +453,9 @@ func (c *Client) once(ctx context.Context, cl call, body []byte) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if v := resp.Header.Get(HeaderRotateAfter); v != "" {
+		c.noteRotateAfter(token, v)
+	}
 	if resp.StatusCode/100 == 2 {
 		if cl.headers != nil {
 			cl.headers(resp.Header)

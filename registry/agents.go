@@ -272,10 +272,12 @@ func (r *Registry) ListCredentials(ctx context.Context, clusterIDOrName string) 
 	return r.store.CredentialList(ctx, c.ID)
 }
 
-// ForceRotation revokes a cluster's live credentials with a grace: from now
-// on they may only rotate (until the rotation grace ends), so the agent's next
-// call gets 401, it rotates, and carries on with a new credential. It returns
-// how many credentials it changed.
+// ForceRotation makes a cluster's live credentials due for rotation now and
+// cuts their expiry to the rotation grace: the agent keeps working, its own
+// schedule rotates at once (the public operator rotates when rotateAfter
+// passes, never on a 401), and a credential not rotated within the grace
+// stops working. Revocation is the emergency stop. It returns how many
+// credentials it changed.
 func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason string) (int, error) {
 	if err := authorize(ctx, PermAdmin); err != nil {
 		return 0, err
@@ -285,9 +287,10 @@ func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason st
 		return 0, err
 	}
 	now := r.Now()
+	until := now.Add(r.cfg.RotationGrace)
 	defer r.cache.evictCluster(c.ID)
 	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
-		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now.Add(r.cfg.RotationGrace), Reason: reason,
+		ClusterID: c.ID, Now: now, ExpiresAt: until, RotateUntil: until, RotateAfter: now, Reason: reason,
 		Audit: r.auditEntry(ctx, AuditCredentialForce, c.ID, "cluster", c.ID, reason),
 	})
 }

@@ -14,7 +14,7 @@ const (
 	AuditRegister         = "agent.register"
 	AuditRegisterFailed   = "agent.register_failed"
 	AuditCredentialRotate = "credential.rotate"       // by the agent
-	AuditCredentialForce  = "credential.force_rotate" // by an admin: old one may only rotate
+	AuditCredentialForce  = "credential.force_rotate" // by an admin: rotation due now, expiry cut to the grace
 	AuditCredentialRevoke = "credential.revoke"
 	AuditJobSubmit        = "job.submit"
 	AuditJobClaim         = "job.claim"

@@ -82,3 +82,11 @@ type IssuedCredential struct {
 	// GraceUntil is, after a rotation, when the previous credential stops working.
 	GraceUntil time.Time
 }
+
+// ErrRotatedOnce is the refusal of a second rotation of one credential. The
+// successor's token cannot be answered again: only its hash is kept.
+func ErrRotatedOnce(id string, at time.Time) error {
+	return Errorf(CodeConflict, "credential %s was already rotated at %s, and a credential rotates once (so that a leaked or replayed old token mints nothing); "+
+		"use the token that rotation returned; it is not kept and cannot be shown again, so if it was lost, issue the cluster a new registration token",
+		id, at.UTC().Format(time.RFC3339))
+}

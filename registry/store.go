@@ -69,8 +69,9 @@ type Store interface {
 	CredentialList(ctx context.Context, clusterID string) ([]Credential, error)
 	// CredentialRotate inserts p.New and marks p.OldID superseded, cutting its
 	// full access to p.OldExpiresAt (never extending it), provided the old
-	// credential is unrevoked and may still rotate at p.Now. CodeUnauthorized
-	// otherwise.
+	// credential is unrevoked, not yet superseded (a credential rotates once)
+	// and may still rotate at p.Now. CodeConflict if it was already rotated,
+	// CodeUnauthorized otherwise.
 	CredentialRotate(ctx context.Context, p CredentialRotateParams) error
 	// CredentialRestrict cuts the access windows of a cluster's live
 	// credentials (or of one) to the given times, never extending them, and
@@ -221,6 +222,7 @@ type CredentialRestrictParams struct {
 	Now          time.Time
 	ExpiresAt    time.Time
 	RotateUntil  time.Time
+	RotateAfter  time.Time // zero: unchanged
 	Revoke       bool
 	Reason       string
 	Audit        AuditEntry

@@ -288,6 +288,7 @@ const (
 	headerRequestID      = "X-Request-Id"
 	headerClaimID        = "X-Claim-Id"
 	headerLeaseExpiresAt = "X-Lease-Expires-At"
+	headerRotateAfter    = "X-Credential-Rotate-After"
 )
 
 // call is one request as handlers see it.
@@ -429,6 +430,12 @@ func (s *Server) prepare(c *call) error {
 		}
 		c.agent = a
 		c.ctx = registry.WithActor(c.ctx, a.Actor())
+		if ra := a.Credential.RotateAfter; !ra.IsZero() && !ra.After(s.reg.Now()) {
+			// Due for rotation (an admin may have forced it): clients that
+			// know the extension rotate now; the credential keeps working
+			// until its expiry either way.
+			c.w.Header().Set(headerRotateAfter, ra.UTC().Format(time.RFC3339Nano))
+		}
 		if ok, wait := s.limits.allow(a.Cluster.ID, time.Now()); !ok {
 			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
 			return errf(registry.CodeRateLimited, "cluster %s is over its rate limit; retry after %d s", a.Cluster.ID, retryAfterSeconds(wait))

@@ -42,6 +42,10 @@ func grace(now time.Time, v *credentialView) string {
 		return "full access until " + until(now, v.ExpiresAt)
 	case registry.CredentialRotateOnly:
 		return "may only rotate, until " + until(now, v.RotateUntil)
+	case registry.CredentialActive:
+		if !v.RotateAfter.After(now) && !v.RotateAfter.IsZero() {
+			return "rotation due; works until " + until(now, v.ExpiresAt)
+		}
 	}
 	return "-"
 }
@@ -81,11 +85,11 @@ func newCredentialListCmd(g *globals) *cobra.Command {
 	}
 }
 
-// newCredentialRestrictCmd is credential rotate (revoke with a grace in
-// which the agent may only rotate) and credential revoke (immediate).
+// newCredentialRestrictCmd is credential rotate (rotation due now, expiry
+// cut to the grace) and credential revoke (immediate).
 func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
 	var reason string
-	use, short := "rotate CLUSTER", "Force the cluster's agent to rotate: its credentials may only rotate from now on"
+	use, short := "rotate CLUSTER", "Force the cluster's agent to rotate: its credentials are due now and stop working after the rotation grace"
 	if revoke {
 		use, short = "revoke CLUSTER", "Revoke the cluster's credentials at once: its agent must register again"
 	}
@@ -125,7 +129,7 @@ func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
 			case revoke:
 				fmt.Fprintf(g.stdout, "Revoked %d credential(s) of cluster %s (%s). Its agent must register again with a new token: tether token issue %s\n", n, c.Name, c.ID, c.ID)
 			default:
-				fmt.Fprintf(g.stdout, "%d credential(s) of cluster %s (%s) may now only rotate, for the next %s; the agent rotates on its next call.\n",
+				fmt.Fprintf(g.stdout, "%d credential(s) of cluster %s (%s) are due for rotation now and stop working in %s unless rotated; the agent keeps working and rotates on its own schedule (its next answer tells it).\n",
 					n, c.Name, c.ID, humanDuration(a.reg.Config().RotationGrace))
 			}
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -411,12 +412,17 @@ func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotat
 		} else if err != nil {
 			return err
 		}
-		tag, err := q.Exec(ctx, `UPDATE credentials SET superseded_at = COALESCE(superseded_at, $1), expires_at = LEAST(expires_at, $2)
-			WHERE id = $3 AND revoked_at IS NULL AND rotate_until > $1`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID)
+		tag, err := q.Exec(ctx, `UPDATE credentials SET superseded_at = $1, expires_at = LEAST(expires_at, $2)
+			WHERE id = $3 AND revoked_at IS NULL AND superseded_at IS NULL AND rotate_until > $1`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
+			var superseded *int64
+			_ = q.QueryRow(ctx, `SELECT superseded_at FROM credentials WHERE id = $1 AND revoked_at IS NULL`, p.OldID).Scan(&superseded)
+			if superseded != nil {
+				return registry.ErrRotatedOnce(p.OldID, time.UnixMilli(*superseded))
+			}
 			return refused
 		}
 		if err := insertCredential(ctx, q, &p.New); err != nil {
@@ -432,6 +438,9 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	err := s.stmt(ctx, "restrict credentials", func(ctx context.Context, q db) error {
 		var a args
 		set := `expires_at = LEAST(expires_at, ` + a.add(col.MS(p.ExpiresAt)) + `), rotate_until = LEAST(rotate_until, ` + a.add(col.MS(p.RotateUntil)) + `)`
+		if !p.RotateAfter.IsZero() {
+			set += `, rotate_after = LEAST(rotate_after, ` + a.add(col.MS(p.RotateAfter)) + `)`
+		}
 		if p.Revoke {
 			set += `, revoked_at = ` + a.add(col.MS(p.Now)) + `, revoke_reason = ` + a.add(p.Reason)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
@@ -364,12 +365,17 @@ func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registr
 
 func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotateParams) error {
 	return s.write(ctx, func(t *txn) error {
-		res, err := t.exec(`UPDATE credentials SET superseded_at = COALESCE(superseded_at, ?), expires_at = MIN(expires_at, ?)
-			WHERE id = ? AND revoked_at IS NULL AND rotate_until > ?`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID, col.MS(p.Now))
+		res, err := t.exec(`UPDATE credentials SET superseded_at = ?, expires_at = MIN(expires_at, ?)
+			WHERE id = ? AND revoked_at IS NULL AND superseded_at IS NULL AND rotate_until > ?`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID, col.MS(p.Now))
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
+			var superseded sql.NullInt64
+			_ = t.selectRow(`SELECT superseded_at FROM credentials WHERE id = ? AND revoked_at IS NULL`, p.OldID).Scan(&superseded)
+			if superseded.Valid {
+				return registry.ErrRotatedOnce(p.OldID, time.UnixMilli(superseded.Int64))
+			}
 			return registry.Errorf(registry.CodeUnauthorized, "credential %s can no longer be rotated (revoked or past its grace)", p.OldID)
 		}
 		if err := t.insertCredential(&p.New); err != nil {
@@ -384,6 +390,10 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	err := s.write(ctx, func(t *txn) error {
 		q := `UPDATE credentials SET expires_at = MIN(expires_at, ?), rotate_until = MIN(rotate_until, ?)`
 		args := []any{col.MS(p.ExpiresAt), col.MS(p.RotateUntil)}
+		if !p.RotateAfter.IsZero() {
+			q += `, rotate_after = MIN(rotate_after, ?)`
+			args = append(args, col.MS(p.RotateAfter))
+		}
 		if p.Revoke {
 			q += `, revoked_at = ?, revoke_reason = ?`
 			args = append(args, col.MS(p.Now), p.Reason)

@@ -256,27 +256,91 @@ func testCredentials(t *testing.T, newStore NewStore) {
 	})
 
 	t.Run("ForcedRotation", func(t *testing.T) {
+		// Forced rotation must work with the public operator, which rotates
+		// on its own schedule (rotateAfter) and never on a 401: the
+		// credential keeps working, is due for rotation now, and stops
+		// working once the grace has passed unless rotated.
 		e := newEnv(t, newStore)
 		a, cred := e.agent("prod")
+		grace := e.reg.Config().RotationGrace
 		n, err := e.reg.ForceRotation(e.ctx, a.Cluster.ID, "suspected leak")
 		wantNoErr(t, err)
 		if n != 1 {
 			t.Fatalf("forced rotation changed %d credentials", n)
 		}
-		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
-		wantCode(t, err, registry.CodeUnauthorized)
-		old, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthRotate)
+		forced, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
 		wantNoErr(t, err)
-		next, err := e.reg.RotateCredential(e.ctx, old)
+		if now := e.clock.Now(); forced.Credential.RotateAfter.After(now) || !forced.Credential.ExpiresAt.Equal(now.Add(grace)) {
+			t.Fatalf("forced credential rotateAfter %v expiresAt %v; want due now and expiring after the grace", forced.Credential.RotateAfter, forced.Credential.ExpiresAt)
+		}
+		next, err := e.reg.RotateCredential(e.ctx, forced)
 		wantNoErr(t, err)
 		_, err = e.reg.Authenticate(e.ctx, next.Token.Reveal(), registry.AuthAny)
 		wantNoErr(t, err)
-		// The forced credential gained no grace from rotating.
-		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
-		wantCode(t, err, registry.CodeUnauthorized)
+		// The forced credential gained no time from rotating, and lost it all
+		// once the grace passed.
+		e.clock.Advance(grace)
+		for _, purpose := range []registry.AuthPurpose{registry.AuthAny, registry.AuthRotate} {
+			_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), purpose)
+			wantCode(t, err, registry.CodeUnauthorized)
+		}
 		f := e.auditFor(registry.AuditCredentialForce)
 		if len(f) != 1 || f[0].Reason != "suspected leak" {
 			t.Fatalf("forced rotation audit = %+v", f)
+		}
+
+		// Not rotated within the grace: the credential stops working.
+		b, bcred := e.agent("idle")
+		_, err = e.reg.ForceRotation(e.ctx, b.Cluster.ID, "")
+		wantNoErr(t, err)
+		e.clock.Advance(grace)
+		_, err = e.reg.Authenticate(e.ctx, bcred.Token.Reveal(), registry.AuthRotate)
+		wantCode(t, err, registry.CodeUnauthorized)
+	})
+
+	t.Run("RotatesOnce", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, cred := e.agent("prod")
+		first, err := e.reg.RotateCredential(e.ctx, a)
+		wantNoErr(t, err)
+		// The old token still works through its grace (the operator keeps
+		// using it from some components), but mints nothing more.
+		old, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthRotate)
+		wantNoErr(t, err)
+		_, err = e.reg.RotateCredential(e.ctx, old)
+		wantCode(t, err, registry.CodeConflict)
+		if !strings.Contains(err.Error(), "rotates once") {
+			t.Fatalf("%v does not say why", err)
+		}
+		creds, _ := e.reg.ListCredentials(e.ctx, a.Cluster.ID)
+		if len(creds) != 2 {
+			t.Fatalf("%d credentials after a refused second rotation, want 2", len(creds))
+		}
+		// Concurrent rotations of one credential: exactly one mints.
+		fresh, err := e.reg.Authenticate(e.ctx, first.Token.Reveal(), registry.AuthAny)
+		wantNoErr(t, err)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.reg.RotateCredential(e.ctx, fresh)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		wins := 0
+		for err := range errs {
+			if err == nil {
+				wins++
+			} else if registry.ErrorCode(err) != registry.CodeConflict {
+				t.Fatalf("a losing rotation failed with %v", err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d of 8 concurrent rotations of one credential succeeded, want 1", wins)
 		}
 	})
 
