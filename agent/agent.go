@@ -109,6 +109,10 @@ type Agent struct {
 	mu      sync.Mutex
 	running map[string]bool // job ids being worked on
 	health  apiclient.Condition
+
+	server      string // tether's address, for messages
+	retryMu     sync.Mutex
+	retryLogged time.Time // when a retried failure was last logged
 }
 
 // New loads the agent's state and returns an agent ready to Run.
@@ -126,9 +130,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("read the idempotency ledger: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("cluster", st.Credential.ClusterID), ledger: ledger, running: map[string]bool{}}
+	a.server = st.Server
 	a.client, err = apiclient.New(apiclient.Config{
 		BaseURL: st.Server, Credential: st.Credential, Retry: cfg.Retry, HTTPClient: cfg.HTTPClient,
 		UserAgent: "tether-agent/" + cfg.Version,
+		OnRetry:   a.retrying,
 		OnRotate: func(_ context.Context, cred apiclient.Credential) error {
 			if err := SaveState(cfg.StateDir, State{Server: st.Server, Credential: cred}); err != nil {
 				return err
@@ -342,3 +348,20 @@ func (a *Agent) rotationLoop(ctx context.Context, fatal chan<- error) {
 
 // emit queues an event for the next batch.
 func (a *Agent) emit(e apiclient.Event) { a.events.add(e) }
+
+// retryLogEvery bounds how often a failure that keeps repeating is logged.
+const retryLogEvery = time.Minute
+
+// retrying says at once that tether cannot be reached (or answers with an
+// error), then at most once a minute while it lasts, so that an operator
+// watching the agent's log learns what is wrong without a flood.
+func (a *Agent) retrying(err error, attempt int, wait time.Duration) {
+	a.retryMu.Lock()
+	defer a.retryMu.Unlock()
+	now := time.Now()
+	if attempt > 1 && now.Sub(a.retryLogged) < retryLogEvery {
+		return
+	}
+	a.retryLogged = now
+	a.log.Warn("cannot reach tether; retrying", "server", a.server, "err", err.Error(), "attempt", attempt, "next_try_in", wait.Round(time.Millisecond).String())
+}

@@ -65,6 +65,10 @@ type Config struct {
 	// of the request that rotated.
 	OnRotate  func(context.Context, Credential) error
 	UserAgent string
+	// OnRetry, when set, is told of every failure the client retries (the
+	// server unreachable, 5xx, 429), before it waits: an agent says at once
+	// what is wrong instead of retrying in silence.
+	OnRetry func(err error, attempt int, wait time.Duration)
 }
 
 // Client talks to tether as one agent. It is safe for concurrent use.
@@ -73,6 +77,7 @@ type Client struct {
 	http      *http.Client
 	retry     RetryPolicy
 	onRotate  func(context.Context, Credential) error
+	onRetry   func(err error, attempt int, wait time.Duration)
 	userAgent string
 
 	mu       sync.RWMutex
@@ -121,7 +126,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, userAgent: cfg.UserAgent, rotateDue: make(chan struct{}, 1)}
+	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, onRetry: cfg.OnRetry, userAgent: cfg.UserAgent, rotateDue: make(chan struct{}, 1)}
 	if c.http == nil {
 		c.http = defaultHTTPClient()
 	}
@@ -332,7 +337,9 @@ type call struct {
 }
 
 // do sends the call with the retry policy: 429 honours Retry-After, 5xx and
-// network errors back off, 401 tries one rotation, 403 and other 4xx stop.
+// network errors back off, 401 tries one rotation (only for a credential
+// refused as unknown, expired or rotated: a signature refused for the clock
+// or a replay is not the credential's fault), 403 and other 4xx stop.
 func (c *Client) do(ctx context.Context, cl call) error {
 	var body []byte
 	if cl.body != nil {
@@ -362,6 +369,16 @@ func (c *Client) do(ctx context.Context, cl call) error {
 		case apiErr.StatusCode >= 500:
 			retryable = true
 			wait = max(wait, apiErr.RetryAfter)
+		case apiErr.Code == CodeSignatureExpired:
+			return classify(ErrClockSkew, err)
+		case apiErr.Code == CodeSignatureReplayed:
+			// The same request signed in the same second was seen: sign it
+			// again, a second later, rather than rotate a credential that is
+			// fine.
+			retryable = true
+			wait = max(wait, time.Second)
+		case apiErr.Code == CodeSignatureRequired || apiErr.Code == CodeSignatureInvalid:
+			return err // a key problem, not an expired credential: rotating would not help
 		case apiErr.StatusCode == http.StatusUnauthorized && !cl.noRotate && !rotated:
 			rotated = true
 			if rerr := c.rotateAfter401(ctx); rerr != nil {
@@ -382,6 +399,9 @@ func (c *Client) do(ctx context.Context, cl call) error {
 		}
 		if !retryable || (c.retry.MaxAttempts > 0 && attempt >= c.retry.MaxAttempts) {
 			return err
+		}
+		if c.onRetry != nil {
+			c.onRetry(err, attempt, wait)
 		}
 		t := time.NewTimer(wait)
 		select {

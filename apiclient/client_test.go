@@ -242,3 +242,36 @@ func TestRegisterSendsTokenTwice(t *testing.T) {
 		t.Fatalf("register sent %v %v", r.Header.Get("Authorization"), body)
 	}
 }
+
+// TestSignatureRefusalsDoNotRotate: only a refused credential leads to a
+// rotation. A clock that is off is reported as such; a replay (the same
+// request signed within the same second) is signed again and sent; a bad
+// signature is an error of its own. None of them rotates the credential.
+func TestSignatureRefusalsDoNotRotate(t *testing.T) {
+	srv, seen := scripted(t,
+		step{status: 401, code: CodeSignatureExpired},
+		step{status: 401, code: CodeSignatureReplayed},
+		step{status: 204},
+		step{status: 401, code: CodeSignatureInvalid},
+	)
+	c := client(t, srv.URL, Credential{})
+	err := c.Status(context.Background(), "j-1", "", Status{})
+	if !errors.Is(err, ErrClockSkew) || errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("signature_expired: %v, want ErrClockSkew", err)
+	}
+	if err := c.Status(context.Background(), "j-1", "", Status{}); err != nil {
+		t.Fatalf("signature_replayed then 204: %v, want the retry to succeed", err)
+	}
+	err = c.Status(context.Background(), "j-1", "", Status{})
+	if !IsCode(err, CodeSignatureInvalid) || errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("signature_invalid: %v", err)
+	}
+	for _, r := range *seen {
+		if r.URL.Path == "/api/agent/credentials/rotate" {
+			t.Fatal("a signature refusal rotated the credential")
+		}
+	}
+	if c.Credential().Token != "old" {
+		t.Fatalf("credential changed to %q", c.Credential().Token)
+	}
+}

@@ -57,6 +57,11 @@ const (
 	CodeJobCanceled           = "job_canceled"
 	CodeResultAlreadyRecorded = "result_already_recorded"
 	CodeRateLimited           = "rate_limited"
+	// Signed writes (the hmac extension).
+	CodeSignatureRequired = "signature_required"
+	CodeSignatureInvalid  = "signature_invalid"
+	CodeSignatureExpired  = "signature_expired"
+	CodeSignatureReplayed = "signature_replayed"
 )
 
 // Sentinel conditions, matched with errors.Is; the *Error behind each is
@@ -66,6 +71,10 @@ var (
 	// The agent must stop and surface Authenticated=False until an admin
 	// gives it a new registration token.
 	ErrUnauthenticated = errors.New("credential refused and rotation failed: re-register with a new one-time token")
+	// ErrClockSkew: the server refused a signed request as too old or too
+	// new: this machine's clock is more than 300 s from the server's.
+	// Rotating would not help; fix the clock (NTP).
+	ErrClockSkew = errors.New("the server refused the request's timestamp: this machine's clock differs from the server's by more than 300 s; fix the clock (NTP)")
 	// ErrForbidden: the server refuses this agent (wrong cluster, or the
 	// cluster is disabled). Not retried.
 	ErrForbidden = errors.New("forbidden")
