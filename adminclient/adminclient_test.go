@@ -1,0 +1,156 @@
+package adminclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/adminclient"
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/server"
+	"github.com/tetherhq/tether/store/sqlite"
+)
+
+// serve runs a real tether server on 127.0.0.1 over a SQLite file and
+// returns its registry and URL.
+func serve(t *testing.T) (*registry.Registry, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "tether.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(dir, "key"))})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = server.New(reg, server.Config{Logger: slog.New(slog.DiscardHandler), ShutdownTimeout: time.Second}).Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		reg.Close()
+		st.Close()
+	})
+	return reg, "http://" + ln.Addr().String()
+}
+
+func token(t *testing.T, reg *registry.Registry, role registry.Role) string {
+	t.Helper()
+	admin := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "test"})
+	issued, err := reg.CreateAdminToken(admin, string(role)+"-token", role, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return issued.Secret.Reveal()
+}
+
+func TestProducerFlow(t *testing.T) {
+	reg, url := serve(t)
+	ctx := context.Background()
+	c, err := adminclient.New(url, token(t, reg, registry.RoleAdmin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, tok, err := c.CreateCluster(ctx, adminclient.ClusterSpec{Name: "prod", AllowedNamespaces: []string{"apps"}, Labels: map[string]string{"env": "prod"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Version != 1 || tok.Token == "" || cl.Policy.LeaseSeconds != registry.DefaultLeaseSeconds {
+		t.Fatalf("created %+v token %+v", cl, tok)
+	}
+	// An agent registers and finishes whatever it gets.
+	cred, err := reg.Register(ctx, registry.RegisterParams{Token: tok.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := reg.Authenticate(ctx, cred.Token.Reveal(), registry.AuthAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ctx.Err() == nil {
+			jobs, _ := reg.PollJobs(ctx, agent, agent.Cluster.ID, 10)
+			for _, j := range jobs {
+				if claim, err := reg.AckJob(ctx, agent, j.ID); err == nil {
+					_ = reg.ReportResult(ctx, agent, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"apps"}}`)
+	job, err := c.SubmitJob(ctx, adminclient.Submission{Cluster: "prod", Kind: "apply", Payload: payload, IdempotencyKey: "deploy-1"}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.Terminal() || !job.Succeeded() || job.Replayed {
+		t.Fatalf("blocking submit answered %+v", job)
+	}
+	detail, err := c.GetJob(ctx, job.ID, 0)
+	if err != nil || len(detail.Timeline) < 3 || detail.Target.Name != "c" {
+		t.Fatalf("job detail %+v %v", detail, err)
+	}
+
+	_, err = c.SubmitJob(ctx, adminclient.Submission{Cluster: "prod", Kind: "apply",
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"kube-system"}}`)}, 0)
+	var apiErr *adminclient.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 422 || apiErr.Code != "namespace_not_allowed" || apiErr.RequestID == "" {
+		t.Fatalf("policy refusal = %v", err)
+	}
+
+	// A stale version is a conflict; the right one applies.
+	if _, err := c.UpdateCluster(ctx, "prod", 1, map[string]any{"allowedNamespaces": []string{"apps", "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UpdateCluster(ctx, "prod", 1, map[string]any{"mode": "push"}); !adminclient.IsCode(err, "conflict") {
+		t.Fatalf("stale update = %v, want conflict", err)
+	}
+
+	page, err := c.ListJobs(ctx, adminclient.JobQuery{Clusters: []string{"prod"}, States: []string{"succeeded"}, Limit: 10})
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != job.ID {
+		t.Fatalf("ListJobs = %+v %v", page, err)
+	}
+	ro, err := c.CreateRollout(ctx, adminclient.RolloutSpec{Selector: "env=prod", Kind: "apply", Payload: payload, DryRun: true})
+	if err != nil || len(ro.Targets) != 1 || ro.Targets[0].ClusterName != "prod" {
+		t.Fatalf("rollout dry run = %+v %v", ro, err)
+	}
+	stats, err := c.Stats(ctx)
+	if err != nil || stats.Jobs["succeeded"] != 1 {
+		t.Fatalf("stats = %+v %v", stats, err)
+	}
+	audit, err := c.ListAudit(ctx, "", "job.submit", 10, "")
+	if err != nil || len(audit.Items) != 1 || audit.Items[0].Actor != "admin-token:admin-token" {
+		t.Fatalf("audit = %+v %v", audit, err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	reg, url := serve(t)
+	ctx := context.Background()
+	viewer, _ := adminclient.New(url, token(t, reg, registry.RoleViewer))
+	if _, _, err := viewer.CreateCluster(ctx, adminclient.ClusterSpec{Name: "x"}, 0); !adminclient.IsCode(err, "forbidden") {
+		t.Fatalf("viewer creating a cluster = %v, want forbidden", err)
+	}
+	if _, err := viewer.GetCluster(ctx, "nowhere"); !adminclient.IsCode(err, "not_found") {
+		t.Fatalf("missing cluster = %v", err)
+	}
+	bad, _ := adminclient.New(url, "tether_adm_nonsense")
+	if _, err := bad.Stats(ctx); !adminclient.IsCode(err, "unauthorized") {
+		t.Fatalf("bad token = %v", err)
+	}
+	if _, err := adminclient.New("ftp://x", "t"); err == nil {
+		t.Fatal("an ftp URL was accepted")
+	}
+}
