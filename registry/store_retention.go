@@ -1,6 +1,26 @@
 package registry
 
-// RetentionStore is the part of Store that keeps retention of finished jobs and audit entries, backup (issue 11).
-// Every method that writes is atomic, as Store's are.
+import (
+	"context"
+	"time"
+)
+
+// RetentionStore is the part of Store that forgets what is kept no longer:
+// finished jobs (with their history) and audit entries. Every method works in
+// one bounded batch, one transaction, so that a long backlog never holds the
+// writer for long.
 type RetentionStore interface {
+	// JobsPrune deletes up to p.Limit jobs in state p.State that finished
+	// before p.FinishedBefore, with their history, keeping the job counts
+	// right. It returns how many it deleted.
+	JobsPrune(ctx context.Context, p JobsPruneParams) (int, error)
+	// AuditPrune deletes up to limit audit entries written before before,
+	// oldest first. It returns how many it deleted.
+	AuditPrune(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+type JobsPruneParams struct {
+	State          JobState // a terminal state
+	FinishedBefore time.Time
+	Limit          int
 }

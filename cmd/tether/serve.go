@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,10 @@ type serveOptions struct {
 	bodyTimeout time.Duration
 	// visibility is the registry's visibility window (negative: off).
 	visibility time.Duration
+	// retention of finished jobs (overall and per state) and of the audit
+	// trail; zero keeps forever.
+	retainJobs, retainAudit time.Duration
+	retainByState           []string
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
 	diagListen string
@@ -140,6 +145,9 @@ certificate that does not load is logged and the previous one kept.
 	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
+	f.Var(newDuration(&opts.retainJobs, registry.DefaultJobRetention), "retain-jobs", "delete finished jobs (and their history) this long after they finished; 0 keeps them forever")
+	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat for more)")
+	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
 	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (-1s: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
@@ -178,6 +186,10 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		if log, err = server.NewLogger(out, opts.logFormat, level); err != nil {
 			return "", nil, err
 		}
+	}
+	retention, err := retentionConfig(opts)
+	if err != nil {
+		return "", nil, err
 	}
 	listen := opts.listen
 	if listen == "" {
@@ -234,7 +246,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		}()
 	}
-	services.Add(4)
+	services.Add(5)
 	go func() {
 		defer services.Done()
 		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
@@ -252,6 +264,17 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		}})
 		sender.Run(ctx, func(err error) { log.Warn("sending webhooks failed; retrying", "err", registry.ErrorMessage(err)) })
+	}()
+	go func() {
+		defer services.Done()
+		registry.NewRetention(a.reg, retention).Run(ctx, func(rep registry.RetentionReport, err error) {
+			switch {
+			case err != nil:
+				log.Warn("retention failed; retrying at the next run", "err", registry.ErrorMessage(err))
+			case rep.Jobs+rep.Audit > 0:
+				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit)
+			}
+		})
 	}()
 	go func() {
 		defer services.Done()
@@ -331,4 +354,29 @@ func serverTLS(opts serveOptions, log *slog.Logger) (*tls.Config, *certReloader,
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return cfg, certs, nil
+}
+
+// retentionConfig turns serve's flags into the retention service's
+// configuration: zero on a flag keeps forever.
+func retentionConfig(opts serveOptions) (registry.RetentionConfig, error) {
+	forever := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	cfg := registry.RetentionConfig{Jobs: forever(opts.retainJobs), Audit: forever(opts.retainAudit), ByState: map[registry.JobState]time.Duration{}}
+	for _, kv := range opts.retainByState {
+		k, v, ok := strings.Cut(kv, "=")
+		state := registry.JobState(strings.TrimSpace(k))
+		if !ok || !state.Valid() || !state.Terminal() {
+			return cfg, usagef("--retain-jobs-state %q is not STATE=DURATION with a finished state (succeeded, failed, noop, conflict, canceled, expired)", kv)
+		}
+		var d time.Duration
+		if err := newDuration(&d, 0).Set(strings.TrimSpace(v)); err != nil {
+			return cfg, usagef("--retain-jobs-state %q: %v", kv, err)
+		}
+		cfg.ByState[state] = forever(d)
+	}
+	return cfg, nil
 }

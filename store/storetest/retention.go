@@ -1,0 +1,84 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func testRetention(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("prod", registry.CapabilityLease)
+	finish := func(outcome registry.Outcome) *registry.Job {
+		j := e.submit(a.Cluster.ID, nil)
+		claim, err := e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		res := registry.ResultReport{Outcome: outcome}
+		if outcome == registry.OutcomeFailed {
+			res.Error = "boom"
+		}
+		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, res))
+		return j
+	}
+	var oldOK, oldFailed []*registry.Job
+	for range 5 {
+		oldOK = append(oldOK, finish(registry.OutcomeSucceeded))
+		oldFailed = append(oldFailed, finish(registry.OutcomeFailed))
+	}
+	e.clock.Advance(2 * time.Hour)
+	recent := finish(registry.OutcomeSucceeded)
+	open := e.submit(a.Cluster.ID, nil)
+
+	// Succeeded jobs are kept an hour, failed ones three; audit an hour and
+	// a half. Batches of two exercise the loop.
+	ret := registry.NewRetention(e.reg, registry.RetentionConfig{
+		Jobs: time.Hour, ByState: map[registry.JobState]time.Duration{registry.JobFailed: 3 * time.Hour},
+		Audit: 90 * time.Minute, BatchSize: 2,
+	})
+	rep, err := ret.RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.Jobs != 5 {
+		t.Fatalf("deleted %d jobs, want the 5 old succeeded ones", rep.Jobs)
+	}
+	for _, j := range oldOK {
+		_, err := e.reg.GetJob(e.ctx, j.ID)
+		wantCode(t, err, registry.CodeNotFound)
+		if h, _ := e.store.JobHistory(e.ctx, j.ID); len(h) != 0 {
+			t.Fatalf("job %s is gone but %d history entries stay", j.ID, len(h))
+		}
+	}
+	for _, j := range append(oldFailed, recent, open) {
+		e.job(j.ID) // still there
+	}
+	counts := e.counts(a.Cluster.ID)
+	if counts[registry.JobSucceeded] != 1 || counts[registry.JobFailed] != 5 || counts[registry.JobQueued] != 1 {
+		t.Fatalf("job counts after pruning: %v", counts)
+	}
+	if rep.Audit == 0 {
+		t.Fatal("no audit entry older than 90 minutes was deleted")
+	}
+	for _, entry := range e.auditFor("") {
+		if e.clock.Now().Sub(entry.At) > 90*time.Minute {
+			t.Fatalf("audit entry %+v outlived its retention", entry)
+		}
+	}
+
+	// Later, the failures go too; a negative retention keeps forever.
+	e.clock.Advance(2 * time.Hour)
+	rep, err = ret.RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.Jobs != 6 {
+		t.Fatalf("second run deleted %d jobs, want 5 failed + 1 succeeded", rep.Jobs)
+	}
+	keep := registry.NewRetention(e.reg, registry.RetentionConfig{Jobs: -1, Audit: -1})
+	e.clock.Advance(1000 * time.Hour)
+	rep, err = keep.RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.Jobs != 0 || rep.Audit != 0 {
+		t.Fatalf("keep-forever deleted %+v", rep)
+	}
+	if counts := e.counts(a.Cluster.ID); counts[registry.JobQueued] != 1 || counts[registry.JobSucceeded] != 0 || counts[registry.JobFailed] != 0 {
+		t.Fatalf("job counts at the end: %v", counts)
+	}
+}
