@@ -184,10 +184,7 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 			fresh = append(fresh, msg.batch.Audit[i])
 		}
 		v.all = append(fresh, v.all...)
-		if v.table.cursor > 0 {
-			v.table.cursor += len(msg.batch.Audit) // stay on the same entry
-		}
-		v.rebuild()
+		v.rebuild() // keeps the selection on its entry, by id
 	case themeChangedMsg:
 		v.table.setStyles(v.ctx.Styles)
 	case tea.MouseClickMsg:

@@ -256,6 +256,10 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		case registry.CredentialActive:
 			k = themes.Good
 			desc = "expires " + until(now, cr.ExpiresAt) + " · rotate " + until(now, cr.RotateAfter)
+			if !cr.RotateAfter.After(now) {
+				k = themes.Warning
+				desc = "rotation due; works until " + until(now, cr.ExpiresAt)
+			}
 		case registry.CredentialGrace:
 			k = themes.Warning
 			desc = "superseded " + ago(now, cr.SupersededAt) + "; works until " + until(now, cr.ExpiresAt)

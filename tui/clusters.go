@@ -356,7 +356,7 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 		return ctx.showModal(newClusterForm(ctx, c.ClusterSpec, c, c.Version))
 	case key.Matches(msg, k.Rotate):
 		return ctx.showModal(newConfirm(ctx, "Force credential rotation for "+name+"?",
-			"Its live credentials may only rotate from now on: the agent's next call gets 401, it rotates (POST /api/agent/credentials/rotate) and carries on with a new credential. An agent that cannot rotate must re-register.",
+			"Its live credentials become due for rotation now and stop working when the rotation grace ends: the agent keeps working, learns from its next answer that rotation is due, and rotates. An agent that does not rotate in time must re-register.",
 			"force rotation", true,
 			runAction("force rotation for "+name, func(cx context.Context) outcome {
 				n, err := b.ForceRotation(cx, id, "forced from the console")

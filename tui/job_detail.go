@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -188,10 +189,10 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 
 	section("JOB")
 	cl := j.ClusterID
-	maxAtt := ""
+	maxAtt := 0
 	if c != nil {
 		cl = c.Name + " (" + c.ID + ")"
-		maxAtt = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
+		maxAtt = c.Policy.MaxAttempts
 	}
 	field("cluster", cl, themes.Plain)
 	kind := string(j.Kind)
@@ -201,7 +202,7 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	field("kind", kind, themes.Plain)
 	field("target", orDash(j.Target.String()), themes.Plain)
 	field("state", stateLabel(j.State), jobStateKind(j.State))
-	field("attempt", fmt.Sprintf("%d%s", j.Attempt, maxAtt), themes.Plain)
+	field("attempt", display.Attempt(j.Attempt, maxAtt), themes.Plain)
 	field("submitted", stamp(j.CreatedAt)+" ("+ago(now, j.CreatedAt)+") by "+orDash(j.SubmittedBy), themes.Plain)
 	field("updated", stamp(j.UpdatedAt)+" ("+ago(now, j.UpdatedAt)+")", themes.Plain)
 	if !j.ExpiresAt.IsZero() {

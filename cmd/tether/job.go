@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -384,7 +385,7 @@ func printJobDetail(w io.Writer, now time.Time, c *registry.Cluster, j *registry
 		state += " (phase " + j.Phase + ")"
 	}
 	kv.row("State:", state)
-	kv.row("Attempt:", fmt.Sprintf("%d of %d", j.Attempt, c.Policy.MaxAttempts))
+	kv.row("Attempt:", display.Attempt(j.Attempt, c.Policy.MaxAttempts))
 	kv.row("Idempotency key:", orDash(j.IdempotencyKey))
 	kv.row("Submitted:", stamp(now, j.CreatedAt)+" by "+orDash(j.SubmittedBy))
 	kv.row("Expires:", stamp(now, j.ExpiresAt))

@@ -80,3 +80,16 @@ func unsafeRune(r rune) bool {
 	}
 	return false
 }
+
+// Attempt renders a job's attempt against its cluster's bound on automatic
+// reclaims: "2 of 5", or, once an admin's requeues took it past the bound,
+// "7 (5 by lease reclaims; requeued by an admin)" rather than "7 of 5".
+func Attempt(attempt, maxAttempts int) string {
+	switch {
+	case maxAttempts <= 0:
+		return fmt.Sprint(attempt)
+	case attempt <= maxAttempts:
+		return fmt.Sprintf("%d of %d", attempt, maxAttempts)
+	}
+	return fmt.Sprintf("%d (past the %d lease reclaims allow: requeued by an admin)", attempt, maxAttempts)
+}

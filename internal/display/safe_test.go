@@ -49,3 +49,14 @@ func FuzzSafe(f *testing.F) {
 		}
 	})
 }
+
+func TestAttempt(t *testing.T) {
+	for _, c := range []struct {
+		attempt, max int
+		want         string
+	}{{2, 5, "2 of 5"}, {5, 5, "5 of 5"}, {3, 0, "3"}, {3, 2, "3 (past the 2 lease reclaims allow: requeued by an admin)"}} {
+		if got := Attempt(c.attempt, c.max); got != c.want {
+			t.Errorf("Attempt(%d, %d) = %q, want %q", c.attempt, c.max, got, c.want)
+		}
+	}
+}
