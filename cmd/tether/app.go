@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/tetherhq/tether/registry"
@@ -45,11 +48,24 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		}
 		st = pst
 	} else {
+		_, err := os.Stat(g.db)
+		created := errors.Is(err, fs.ErrNotExist)
+		if created && !createsDatabase(g.command) {
+			// A mistyped --db must not leave an empty database behind.
+			return nil, failf("there is no database at %s; point --db (or $TETHER_DB) at yours, or create one with tether cluster create, tether serve or tether console", g.db)
+		}
 		sst, err := sqlite.Open(ctx, g.db, sqlite.Options{})
 		if err != nil {
 			return nil, err
 		}
 		st = sst
+		if created {
+			// The registry holds credentials' hashes, sealed keys and the
+			// audit trail: readable by its owner only.
+			for _, f := range []string{g.db, g.db + "-wal", g.db + "-shm"} {
+				_ = os.Chmod(f, 0o600)
+			}
+		}
 		if keyFile == "" {
 			keyFile = registry.KeyFilePath(g.db)
 		}
@@ -82,4 +98,16 @@ func (a *app) Close() {
 // adminContext attributes the command's actions to the admin running it.
 func adminContext(ctx context.Context) context.Context {
 	return registry.WithActor(ctx, adminActor())
+}
+
+// createsDatabase reports whether a command may create the SQLite database
+// when none exists: the ones that set up a registry or serve it. Every other
+// command reads or changes an existing one.
+func createsDatabase(command string) bool {
+	for _, c := range []string{"serve", "console", "demo", "cluster create", "admin-token create", "webhook create"} {
+		if strings.HasSuffix(command, " "+c) {
+			return true
+		}
+	}
+	return command == ""
 }

@@ -46,6 +46,7 @@ func (e *exitCodeError) Error() string { return e.msg }
 
 // globals are the flags every command shares.
 type globals struct {
+	command string // the command being run ("tether cluster list"), for openApp
 	db      string
 	keyFile string
 	output  string
@@ -146,6 +147,7 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 		CompletionOptions: cobra.CompletionOptions{},
 		Version:           versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			g.command = cmd.CommandPath()
 			// Flags the command line left alone come from TETHER_<FLAG>,
 			// then from --config (config.go).
 			if err := applyEnvironment(cmd, os.LookupEnv); err != nil {

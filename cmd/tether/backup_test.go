@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBackupAndRestore(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	submit(t, db, "prod", "apply", configMap("apps", "one"))
+	dir := t.TempDir()
+	backup := filepath.Join(dir, "tether-backup.db")
+
+	// A consistent copy while serve runs.
+	srv, _, _ := startServe(t, db)
+	out := ok(t, db, "backup", "--to", backup).stdout
+	for _, want := range []string{"1 clusters", "1 jobs", "integrity check ok", "key file", ".key"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("backup output lacks %q:\n%s", want, out)
+		}
+	}
+	if st, err := os.Stat(backup); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v, mode %v; want 0600", err, st.Mode().Perm())
+	}
+	wantError(t, cli(t, db, "backup", "--to", backup), exitError, "already exists")
+	wantError(t, cli(t, db, "restore", "--from", backup), exitError, "in use by another process")
+	srv.stop(t)
+
+	// Later changes, then the restore brings the backup's state back and
+	// keeps what it replaced.
+	createCluster(t, db, "later", "--namespaces", "apps")
+	out = ok(t, db, "restore", "--from", backup).stdout
+	if !strings.Contains(out, "Restored") || !strings.Contains(out, "before-restore") {
+		t.Fatalf("restore output:\n%s", out)
+	}
+	if list := ok(t, db, "cluster", "list").stdout; strings.Contains(list, "later") || !strings.Contains(list, "prod") {
+		t.Fatalf("after the restore:\n%s", list)
+	}
+	kept, _ := filepath.Glob(db + ".before-restore-*")
+	if len(kept) == 0 {
+		t.Fatal("the replaced database was not kept")
+	}
+
+	// Refusals: not a database, a database from a newer tether, PostgreSQL.
+	junk := filepath.Join(dir, "junk.db")
+	os.WriteFile(junk, []byte("not a database at all, just some bytes that go on for a while"), 0o600)
+	wantError(t, cli(t, db, "restore", "--from", junk), exitError, "junk.db")
+	newer := filepath.Join(dir, "newer.db")
+	ok(t, db, "backup", "--to", newer)
+	raw := openRawSQLite(t, newer)
+	if _, err := raw.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, '0099_future.sql', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	wantError(t, cli(t, db, "restore", "--from", newer), exitError, "schema version 99", "knows only up to")
+	wantError(t, cli(t, "postgres://tether@db.example/tether", "backup", "--to", filepath.Join(dir, "pg.db")), exitError, "pg_dump")
+	wantError(t, cli(t, filepath.Join(dir, "missing.db"), "backup", "--to", filepath.Join(dir, "x.db")), exitError, "no database at")
+}
+
+// TestDatabaseFilesAreNotCreatedByMistake: a read-only command at a
+// mistyped path says no database is there and creates none; a database
+// tether creates is readable by its owner only.
+func TestDatabaseFilesAreNotCreatedByMistake(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "tehter.db")
+	for _, args := range [][]string{{"cluster", "list"}, {"job", "list"}, {"audit"}, {"rollout", "list"}} {
+		wantError(t, cli(t, typo, args...), exitError, "no database at", "tehter.db")
+	}
+	if _, err := os.Stat(typo); err == nil {
+		t.Fatal("a read-only command created a database at a mistyped path")
+	}
+	db := filepath.Join(dir, "tether.db")
+	createCluster(t, db, "prod")
+	if st, err := os.Stat(db); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("new database mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+}
