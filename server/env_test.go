@@ -34,7 +34,7 @@ const patience = 20 * time.Second
 type env struct {
 	t      testing.TB
 	dbPath string
-	store  *sqlite.Store
+	store  registry.Store
 	reg    *registry.Registry
 	clock  *clocktest.Clock
 	srv    *server.Server
@@ -61,9 +61,16 @@ var withoutVisibility = registry.Config{VisibilityWindow: -1}
 // are the env's).
 func newEnvWith(t testing.TB, rc registry.Config, opts ...envOption) *env {
 	t.Helper()
+	return newEnvOn(t, func(path string) (registry.Store, error) { return sqlite.Open(context.Background(), path, sqlite.Options{}) }, rc, opts...)
+}
+
+// newEnvOn is newEnvWith over a store of the caller's (open gets a file
+// path in the test's directory, which a SQLite store may use).
+func newEnvOn(t testing.TB, open func(path string) (registry.Store, error), rc registry.Config, opts ...envOption) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, dbPath: filepath.Join(dir, "tether.db"), clock: clocktest.New(), logs: &syncBuffer{}}
-	st, err := sqlite.Open(context.Background(), e.dbPath, sqlite.Options{})
+	st, err := open(e.dbPath)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
