@@ -61,7 +61,9 @@ var withoutVisibility = registry.Config{VisibilityWindow: -1}
 // are the env's).
 func newEnvWith(t testing.TB, rc registry.Config, opts ...envOption) *env {
 	t.Helper()
-	return newEnvOn(t, func(path string) (registry.Store, error) { return sqlite.Open(context.Background(), path, sqlite.Options{}) }, rc, opts...)
+	return newEnvOn(t, func(path string) (registry.Store, error) {
+		return sqlite.Open(context.Background(), path, sqlite.Options{})
+	}, rc, opts...)
 }
 
 // newEnvOn is newEnvWith over a store of the caller's (open gets a file
