@@ -273,7 +273,7 @@ func TestClusterFormSaveCreatesAndShowsToken(t *testing.T) {
 	if !ok {
 		t.Fatalf("after saving: modal %T, status %q; want the token modal", m.modal, m.status)
 	}
-	if !strings.HasPrefix(tm.registerCommand(), "tether agent register --server http://127.0.0.1:7070 --token tether_reg_") ||
+	if !strings.HasPrefix(tm.registerCommand(), "tether agent register --server http://127.0.0.1:7070 --token - ") || strings.Contains(tm.registerCommand(), "tether_reg_") ||
 		!strings.HasSuffix(tm.registerCommand(), "--state-dir ./tether-agent-bad") {
 		t.Errorf("register command %q", tm.registerCommand())
 	}

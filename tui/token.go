@@ -33,10 +33,15 @@ func newTokenModal(ctx *Context, c *registry.Cluster, t *registry.IssuedToken) *
 }
 
 // registerCommand is the command line that registers the cluster's agent.
+// The token is not on it (shell history and ps would keep it): the agent
+// reads it from standard input, where it is pasted.
 func (t *tokenModal) registerCommand() string {
-	return fmt.Sprintf("tether agent register --server %s --token %s --state-dir %s",
-		t.ctx.Opts.ServerURL, t.token.Secret.Reveal(), t.stateDir())
+	return fmt.Sprintf("tether agent register --server %s --token - --state-dir %s", t.ctx.Opts.ServerURL, t.stateDir())
 }
+
+// serverUnknown: this console serves no agent API and was told of no
+// server, so the command's --server is a placeholder.
+func serverUnknown(ctx *Context) bool { return ctx.Opts.ServerURL == "URL" }
 
 // stateDir is where the agent keeps its credential: the configured
 // directory, or one per cluster in the working directory.
@@ -100,26 +105,15 @@ func (t *tokenModal) View() string {
 	parts := []string{
 		"tether agent register \\",
 		"  --server " + ctx.Opts.ServerURL + " \\",
-		"  --token " + tok + " \\",
+		"  --token - \\",
 		"  --state-dir " + t.stateDir(),
 	}
-	fits := true
 	for _, p := range parts {
-		fits = fits && 2+len(p) <= inner
+		b.WriteString(line("  "+p, themes.Plain))
 	}
-	indent := "  "
-	if !fits {
-		// Too narrow for the token on the command's line: set it first.
-		indent = ""
-		parts = []string{
-			"TOKEN=" + tok,
-			`tether agent register --token "$TOKEN" \`,
-			"  --server " + ctx.Opts.ServerURL + " \\",
-			"  --state-dir " + t.stateDir(),
-		}
-	}
-	for _, p := range parts {
-		b.WriteString(line(indent+p, themes.Plain))
+	b.WriteString(st.Render(themes.Muted, wrap("and paste the token when it asks (c copies it): it stays out of shell history and ps.", inner)) + "\n")
+	if serverUnknown(ctx) {
+		b.WriteString(st.Render(themes.Warning, wrap("This console serves no agent API: put your tether serve's address in place of URL (or start the console with --serve).", inner)) + "\n")
 	}
 	b.WriteString("\n")
 	switch {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/agent"
@@ -57,6 +58,9 @@ with --token - (so that it does not appear in the process list).`,
 			}
 			switch {
 			case token == "-":
+				if f, ok := g.stdin.(*os.File); ok && term.IsTerminal(f.Fd()) {
+					fmt.Fprint(g.stderr, "Paste the registration token and press Enter: ")
+				}
 				line, err := bufio.NewReader(g.stdin).ReadString('\n')
 				if err != nil && line == "" {
 					return usagef("--token - expects the token on standard input")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 
 	tea "charm.land/bubbletea/v2"
@@ -192,13 +193,11 @@ func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	serverURL := os.Getenv("TETHER_SERVER_URL")
-	switch {
-	case serverURL != "":
-	case serveAddr != "":
-		serverURL = "http://" + serveAddr
-	default:
-		serverURL = "http://" + defaultListen
+	if serverURL == "" && serveAddr != "" {
+		serverURL = agentURL(serveAddr)
 	}
+	// Otherwise nothing is known to listen: the console says so rather than
+	// offer an address where no server may be.
 	model := tui.New(tui.Options{
 		Backend:   tui.NewLocal(a.reg, adminActor()),
 		Theme:     choice,
@@ -218,4 +217,22 @@ func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, 
 		return nil // SIGINT or SIGTERM from outside: a normal way out
 	}
 	return err
+}
+
+// agentURL is the URL agents reach a listener at: a wildcard address
+// (0.0.0.0, [::]) is replaced by this machine's name, which agents elsewhere
+// can resolve, unlike the wildcard.
+func agentURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
+		} else {
+			host = "HOST"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

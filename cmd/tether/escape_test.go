@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"database/sql"
+	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -89,4 +91,20 @@ func openRawSQLite(t *testing.T, path string) *sql.DB {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// TestAgentURL: the register command the console shows names an address
+// agents can reach, never a wildcard.
+func TestAgentURL(t *testing.T) {
+	host, _ := os.Hostname()
+	for in, want := range map[string]string{
+		"127.0.0.1:7070": "http://127.0.0.1:7070",
+		"0.0.0.0:7070":   "http://" + net.JoinHostPort(host, "7070"),
+		"[::]:7070":      "http://" + net.JoinHostPort(host, "7070"),
+		":7070":          "http://" + net.JoinHostPort(host, "7070"),
+	} {
+		if got := agentURL(in); got != want {
+			t.Errorf("agentURL(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
