@@ -33,14 +33,32 @@ const (
 // key wins and nobody reads a half-written file.
 type KeyFile struct {
 	path string
+	// mustExist: never create the key (secrets sealed with a key that is
+	// missing exist; a new key would not open them, and would seal new
+	// secrets that the missing key's return could not open either).
+	mustExist bool
 
 	once sync.Once
 	aead cipher.AEAD
 	err  error
 }
 
-// NewKeyFile returns a keyring over the key file at path.
+// NewKeyFile returns a keyring over the key file at path, created with a new
+// random key on first use if it does not exist.
 func NewKeyFile(path string) *KeyFile { return &KeyFile{path: path} }
+
+// ExistingKeyFile returns a keyring over the key file at path that never
+// creates it: use it when secrets sealed with some key already exist.
+func ExistingKeyFile(path string) *KeyFile { return &KeyFile{path: path, mustExist: true} }
+
+// CreateKeyFile writes a new key file at path; it refuses to replace one.
+func CreateKeyFile(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return Errorf(CodeConflict, "the key file %s already exists; tether never replaces a key file (the secrets sealed with it would be lost)", path)
+	}
+	_, err := loadOrCreateKey(path)
+	return err
+}
 
 // KeyFilePath is where the key of the database at dbPath lives: next to it.
 func KeyFilePath(dbPath string) string { return dbPath + ".key" }
@@ -50,6 +68,13 @@ func (k *KeyFile) Path() string { return k.path }
 
 func (k *KeyFile) load() (cipher.AEAD, error) {
 	k.once.Do(func() {
+		if k.mustExist {
+			if _, err := os.Stat(k.path); errors.Is(err, fs.ErrNotExist) {
+				k.err = Errorf(CodeUnavailable, "the key file %s is missing, and the database holds secrets sealed with it (agents' HMAC keys, webhook secrets): "+
+					"restore it from your backup; tether will not make a new key that cannot open them", k.path)
+				return
+			}
+		}
 		key, err := loadOrCreateKey(k.path)
 		if err != nil {
 			k.err = err

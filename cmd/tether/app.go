@@ -71,10 +71,25 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		}
 	}
 	if cfg.Keyring == nil {
-		if keyFile != "" {
-			cfg.Keyring = registry.NewKeyFile(keyFile)
-		} else {
+		switch {
+		case keyFile == "":
 			cfg.Keyring = noKeyFile{}
+		case keyFileMissing(keyFile):
+			// A key file is created on first use only for a registry that
+			// has sealed nothing yet: a new key next to secrets sealed with
+			// another one would silently orphan them.
+			sealed, err := st.SealedSecretsExist(ctx)
+			if err != nil {
+				st.Close()
+				return nil, err
+			}
+			if sealed {
+				cfg.Keyring = registry.ExistingKeyFile(keyFile)
+			} else {
+				cfg.Keyring = registry.NewKeyFile(keyFile)
+			}
+		default:
+			cfg.Keyring = registry.NewKeyFile(keyFile)
 		}
 	}
 	return &app{store: st, reg: registry.New(st, cfg)}, nil
@@ -110,4 +125,9 @@ func createsDatabase(command string) bool {
 		}
 	}
 	return command == ""
+}
+
+func keyFileMissing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }

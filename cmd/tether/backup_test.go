@@ -80,3 +80,36 @@ func TestDatabaseFilesAreNotCreatedByMistake(t *testing.T) {
 		t.Fatalf("new database mode %v (%v), want 0600", st.Mode().Perm(), err)
 	}
 }
+
+// TestKeyFileIsNeverReplacedSilently: a registry holding secrets sealed with
+// a key file that went missing refuses to serve (instead of making a new key
+// that cannot open them); keys init creates a key file and never replaces
+// one; serve on PostgreSQL needs one.
+func TestKeyFileIsNeverReplacedSilently(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod")
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, c.RegistrationToken, "hmac") // seals an HMAC key with db.key
+	if err := os.Remove(db + ".key"); err != nil {
+		t.Fatal(err)
+	}
+	res := cli(t, db, "serve", "--listen", "127.0.0.1:0")
+	if res.code == exitOK || !strings.Contains(res.stderr, "key file") || !strings.Contains(res.stderr, "restore it from your backup") {
+		t.Fatalf("serve with its key file missing: %s", res)
+	}
+	if _, err := os.Stat(db + ".key"); err == nil {
+		t.Fatal("a new key file was made next to secrets sealed with another")
+	}
+
+	fresh := newDB(t)
+	out := ok(t, fresh, "keys", "init").stdout
+	if !strings.Contains(out, fresh+".key") {
+		t.Fatalf("keys init: %s", out)
+	}
+	if st, err := os.Stat(fresh + ".key"); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	wantError(t, cli(t, fresh, "keys", "init"), exitError, "already exists", "never replaces")
+	wantError(t, cli(t, "postgres://tether@db.example/tether", "serve"), exitUsage, "--key-file", "keys init")
+}

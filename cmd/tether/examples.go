@@ -20,6 +20,7 @@ var examples = map[string]string{
   tether cluster delete old-staging --yes`,
 	"tether cluster disable": `  tether cluster disable prod-eu`,
 	"tether cluster enable":  `  tether cluster enable prod-eu`,
+	"tether keys":            `  tether --db postgres://tether@db/tether keys init --key-file /etc/tether/tether.key`,
 	"tether credential": `  tether credential list prod-eu
   tether credential rotate prod-eu`,
 	"tether credential list":   `  tether credential list prod-eu`,

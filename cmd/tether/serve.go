@@ -116,6 +116,9 @@ certificate that does not load is logged and the previous one kept.
 			if rate == 0 {
 				opts.rate = -1 // the flag's 0 means "no limit"; serveOptions' 0 means "default"
 			}
+			if isPostgresURL(g.db) && g.keyFile == "" {
+				return usagef("serve on PostgreSQL needs --key-file (or $TETHER_KEY_FILE): every replica must seal and open secrets with the same key. Create one with: tether keys init --key-file FILE, and give each replica a copy")
+			}
 			opts.logOutput = g.stderr
 			ctx := cmd.Context()
 			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility})
@@ -123,6 +126,12 @@ certificate that does not load is logged and the previous one kept.
 				return err
 			}
 			defer a.Close()
+			// A key file that cannot be used (missing while secrets sealed
+			// with it exist, unreadable, malformed) stops serve now rather
+			// than fail every agent that signs.
+			if _, err := a.reg.Config().Keyring.Seal([]byte("probe"), []byte("serve")); err != nil {
+				return err
+			}
 			_, wait, err := startAgentAPI(ctx, a, opts)
 			if err != nil {
 				return err

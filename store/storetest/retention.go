@@ -82,3 +82,32 @@ func testRetention(t *testing.T, newStore NewStore) {
 		t.Fatalf("job counts at the end: %v", counts)
 	}
 }
+
+// testSealedSecrets: the store tells whether anything sealed with the key
+// file is kept (tether then never makes a new key next to it).
+func testSealedSecrets(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	has := func() bool {
+		ok, err := e.store.SealedSecretsExist(e.ctx)
+		wantNoErr(t, err)
+		return ok
+	}
+	e.agent("plain")
+	if has() {
+		t.Fatal("a registry without hmac credentials or webhooks reports sealed secrets")
+	}
+	a, _ := e.agent("signed", registry.CapabilityHMAC)
+	if !has() {
+		t.Fatal("an hmac credential's sealed key is not reported")
+	}
+	_, err := e.reg.RevokeCredentials(e.ctx, a.Cluster.ID, "")
+	wantNoErr(t, err)
+	if has() {
+		t.Fatal("a revoked credential's key still counts")
+	}
+	_, _, err = e.reg.CreateWebhook(e.ctx, "hook", "https://example.com/x", []string{registry.WebhookJobFinished}, "")
+	wantNoErr(t, err)
+	if !has() {
+		t.Fatal("a webhook's sealed secret is not reported")
+	}
+}
