@@ -55,6 +55,8 @@ type consoleOpts struct {
 	start         string
 	// seed, when set, adds to the fleet before the console starts.
 	seed func(h *harness)
+	// serveAddr: the console serves the agent API there.
+	serveAddr string
 }
 
 func startConsole(t *testing.T, o consoleOpts) *harness {
@@ -78,7 +80,7 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 	h.ids = newStableIDs(e.backend())
 	m := New(Options{
 		Backend: h.ids, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly,
-		ServerURL: "http://127.0.0.1:7070", Source: "tether.db", Start: o.start,
+		ServerURL: "http://127.0.0.1:7070", Source: "tether.db", Start: o.start, ServeAddr: o.serveAddr,
 	})
 	h.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(o.width, o.height),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.ANSI256)))

@@ -237,6 +237,26 @@ func (m *Model) broadcast(msg tea.Msg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// How long a status message stays: long enough to read, not forever (an
+// error longer, since it may need acting on).
+const (
+	statusShownFor      = 10 * time.Second
+	statusErrorShownFor = 30 * time.Second
+)
+
+func (m *Model) expireStatus() {
+	if m.status == "" || len(m.running) > 0 {
+		return
+	}
+	keep := statusShownFor
+	if m.statusKind == statusErr {
+		keep = statusErrorShownFor
+	}
+	if m.ctx.Now.Sub(m.statusAt) >= keep {
+		m.status = ""
+	}
+}
+
 func (m *Model) setStatus(k statusKind, text string) {
 	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Now
 }
@@ -311,6 +331,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case tickMsg:
 		m.ctx.Now = msg.now
+		m.expireStatus()
 		return tea.Batch(m.tick(), m.broadcast(msg))
 	case watchStartedMsg:
 		return m.watchStarted(msg)
@@ -520,6 +541,17 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	switch {
+	case key.Matches(msg, k.Quit) && len(m.stacks[m.screen]) > 1 && msg.String() == "q":
+		// q in a detail goes back to its list, as esc does: quitting from
+		// deep inside a view by a key meant for "close this" loses the
+		// console (and the agent API it serves). ctrl+c still quits.
+		m.stacks[m.screen] = m.stacks[m.screen][:len(m.stacks[m.screen])-1]
+		return nil
+	case key.Matches(msg, k.Quit) && m.opts.ServeAddr != "" && len(m.running) == 0:
+		m.modal = newConfirm(m.ctx, "Quit the console?",
+			"This console also serves the agent API on "+m.opts.ServeAddr+": quitting stops it, and agents connected to it lose their server until it runs again.",
+			"quit", true, func() tea.Msg { return quitMsg{} })
+		return nil
 	case key.Matches(msg, k.Quit):
 		return m.quit()
 	case key.Matches(msg, k.Command):

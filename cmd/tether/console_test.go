@@ -263,8 +263,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 		return false
 	})
 
-	// q leaves the console (nothing is running) and the process exits.
+	// q leaves the console after asking (it serves the agent API) and the
+	// process exits.
 	s.keys("q")
+	s.waitText("Quit the console?")
+	s.keys("y")
 	s.waitFor("the console to exit", func(sc string) bool {
 		return exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() != nil
 	})
