@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"slices"
@@ -311,4 +312,15 @@ func (r *Registry) RevokeCredentials(ctx context.Context, clusterIDOrName, reaso
 		ClusterID: c.ID, Now: now, ExpiresAt: now, RotateUntil: now, Revoke: true, Reason: reason,
 		Audit: r.auditEntry(ctx, AuditCredentialRevoke, c.ID, "cluster", c.ID, reason),
 	})
+}
+
+// RecordSignature remembers a signed request's signature until expiresAt,
+// in the store, so that every replica (and this one after a restart)
+// refuses it if it comes again. It reports whether it was new.
+func (r *Registry) RecordSignature(ctx context.Context, credentialID string, signature []byte, expiresAt time.Time) (bool, error) {
+	h := sha256.New()
+	h.Write([]byte(credentialID))
+	h.Write([]byte{0})
+	h.Write(signature)
+	return r.store.SignatureRecord(ctx, h.Sum(nil), expiresAt, r.Now())
 }

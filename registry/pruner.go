@@ -68,6 +68,10 @@ func (p *Pruner) RunOnce(ctx context.Context) (PruneReport, error) {
 		return rep, err
 	}
 	rep.Changes, err = p.reg.store.ChangesPrune(ctx, ChangesPruneParams{Before: now.Add(-p.cfg.ChangeRetention), Keep: p.cfg.ChangesKept})
+	if err != nil {
+		return rep, err
+	}
+	_, err = p.reg.store.SignaturesPrune(ctx, now)
 	return rep, err
 }
 

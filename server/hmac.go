@@ -78,8 +78,19 @@ func (s *Server) verifySignature(r *http.Request, body []byte, a *registry.Agent
 	// The signature may be presented again until its timestamp leaves the
 	// window; remember it that long. The key is the decoded MAC, so that the
 	// same signature in another hex case is the same signature.
+	replayed := errf(CodeSignatureReplayed, "this signature was already used; sign each request with a fresh timestamp")
 	if !s.replays.add(a.Credential.ID+":"+hex.EncodeToString(got), signedAt.Add(SignatureWindow), now) {
-		return errf(CodeSignatureReplayed, "this signature was already used; sign each request with a fresh timestamp")
+		return replayed // seen by this process: no need to ask the store
+	}
+	// Every replica, and this one after a restart, must refuse it too.
+	fresh, err := offStack(func() (bool, error) {
+		return s.reg.RecordSignature(r.Context(), a.Credential.ID, got, signedAt.Add(SignatureWindow))
+	})
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return replayed
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -87,3 +88,57 @@ type pingFails struct {
 }
 
 func (p pingFails) Ping(context.Context) error { return p.err }
+
+// TestReplayIsRefusedByAnotherReplica: a signed request accepted by one
+// server is refused as a replay by another over the same database (and so
+// by the first after a restart, its memory gone).
+func TestReplayIsRefusedByAnotherReplica(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("prod", registry.CapabilityHMAC)
+	b := newSecondReplica(t, e)
+
+	body := `{"events":[{"kind":"Audit","eventKey":"once","message":"hello"}]}`
+	signed := func(url string) *response {
+		req, _ := http.NewRequest(http.MethodPost, url+"/api/agent/events", strings.NewReader(body))
+		req.Header.Set("Accept", mediaV1)
+		req.Header.Set("Content-Type", mediaV1)
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		a.sign(e.clock.Now())(req)
+		return e.send(req)
+	}
+	if r := signed(e.url); r.status != http.StatusNoContent {
+		t.Fatalf("first send: %d %s", r.status, r.body)
+	}
+	r := signed(b)
+	if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "signature_replayed") {
+		t.Fatalf("the same signed request on another replica: %d %s, want 401 signature_replayed", r.status, r.body)
+	}
+}
+
+// newSecondReplica serves another server over the env's database file, key
+// file and clock, as a second replica would, and returns its URL.
+func newSecondReplica(t *testing.T, e *env) string {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), e.dbPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(st, registry.Config{Clock: e.clock, Keyring: registry.NewKeyFile(registry.KeyFilePath(e.dbPath))})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = server.New(reg, server.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1}).Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		reg.Close()
+		st.Close()
+	})
+	return "http://" + ln.Addr().String()
+}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -109,5 +110,55 @@ func testSealedSecrets(t *testing.T, newStore NewStore) {
 	wantNoErr(t, err)
 	if !has() {
 		t.Fatal("a webhook's sealed secret is not reported")
+	}
+}
+
+// testSignatures: a signature is new once, across every registry on the
+// store, until it expires; concurrent records of one signature: one is new.
+func testSignatures(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	now := e.clock.Now()
+	key := []byte("a signature's key, 32 bytes long!")
+	fresh, err := e.store.SignatureRecord(e.ctx, key, now.Add(5*time.Minute), now)
+	wantNoErr(t, err)
+	again, err := e.store.SignatureRecord(e.ctx, key, now.Add(5*time.Minute), now.Add(time.Minute))
+	wantNoErr(t, err)
+	if !fresh || again {
+		t.Fatalf("first record fresh=%v, second fresh=%v; want true then false", fresh, again)
+	}
+	late, err := e.store.SignatureRecord(e.ctx, key, now.Add(20*time.Minute), now.Add(10*time.Minute))
+	wantNoErr(t, err)
+	if !late {
+		t.Fatal("a signature remembered past its expiry still counts as seen")
+	}
+	n, err := e.store.SignaturesPrune(e.ctx, now.Add(time.Hour))
+	wantNoErr(t, err)
+	if n != 1 {
+		t.Fatalf("pruned %d signatures, want 1", n)
+	}
+	const racers = 10
+	results := make(chan bool, racers)
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := e.store.SignatureRecord(e.ctx, []byte("raced"), now.Add(5*time.Minute), now)
+			if err != nil {
+				t.Errorf("SignatureRecord: %v", err)
+			}
+			results <- ok
+		}()
+	}
+	wg.Wait()
+	close(results)
+	wins := 0
+	for ok := range results {
+		if ok {
+			wins++
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d of %d concurrent records of one signature were new, want 1", wins, racers)
 	}
 }
