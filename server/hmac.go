@@ -149,9 +149,49 @@ func (c *replayCache) add(key string, until, now time.Time) bool {
 // cluster (its common name or a DNS name): with mTLS, that replaces the HMAC
 // requirement (PROTOCOL.md).
 func certMatchesCluster(chains [][]*x509.Certificate, clusterID string) bool {
+	named := certClusters(chains)
+	return slices.Contains(named, clusterID)
+}
+
+// spiffeClusterPrefix is the URI SAN a client certificate names a cluster
+// with: spiffe://tether/cluster/<id>.
+const spiffeClusterPrefix = "spiffe://tether/cluster/"
+
+// certClusters returns the cluster ids a verified client certificate names:
+// its spiffe://tether/cluster/<id> URIs, or else its common name and DNS
+// names that look like cluster ids.
+func certClusters(chains [][]*x509.Certificate) []string {
 	if len(chains) == 0 || len(chains[0]) == 0 {
-		return false
+		return nil
 	}
 	leaf := chains[0][0]
-	return leaf.Subject.CommonName == clusterID || slices.Contains(leaf.DNSNames, clusterID)
+	var out []string
+	for _, u := range leaf.URIs {
+		if id, ok := strings.CutPrefix(u.String(), spiffeClusterPrefix); ok && id != "" {
+			out = append(out, id)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, n := range append([]string{leaf.Subject.CommonName}, leaf.DNSNames...) {
+		if strings.HasPrefix(n, "cl-") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// refuseOtherClustersCert refuses a request whose verified client
+// certificate names a cluster other than its bearer credential's: the
+// certificate is an identity, and two identities must agree.
+func refuseOtherClustersCert(r *http.Request, a *registry.Agent) error {
+	if r.TLS == nil {
+		return nil
+	}
+	named := certClusters(r.TLS.VerifiedChains)
+	if len(named) == 0 || slices.Contains(named, a.Cluster.ID) {
+		return nil
+	}
+	return errf(registry.CodeForbidden, "the client certificate names cluster %s, but the credential belongs to cluster %s; each cluster's agent uses its own certificate", named[0], a.Cluster.ID)
 }

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,8 +116,9 @@ func TestSignedWrites(t *testing.T) {
 }
 
 // TestMTLSReplacesTheSignature: a verified client certificate naming the
-// token's cluster stands in for the HMAC; one naming another cluster does
-// not.
+// token's cluster (by spiffe://tether/cluster/<id> URI or common name)
+// stands in for the HMAC; one naming another cluster is refused with 403:
+// two identities that disagree.
 func TestMTLSReplacesTheSignature(t *testing.T) {
 	e := newEnv(t)
 	a := e.newAgent("c1", "hmac")
@@ -132,7 +134,10 @@ func TestMTLSReplacesTheSignature(t *testing.T) {
 	// certificate's connection.
 	clientFor := func(cn string) *http.Client {
 		tr := ts.Client().Transport.(*http.Transport).Clone()
-		if cn != "" {
+		switch {
+		case strings.HasPrefix(cn, "spiffe://"):
+			tr.TLSClientConfig.Certificates = []tls.Certificate{clientCertURI(t, ca, caKey, cn)}
+		case cn != "":
 			tr.TLSClientConfig.Certificates = []tls.Certificate{clientCert(t, ca, caKey, cn)}
 		}
 		return &http.Client{Transport: tr}
@@ -153,7 +158,10 @@ func TestMTLSReplacesTheSignature(t *testing.T) {
 		return &response{status: resp.StatusCode, header: resp.Header, body: body}
 	}
 	ack(clientFor(a.clusterID), e.submit(a.clusterID)).wantNoContent(t)
-	ack(clientFor("cl-someone-else"), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "signature_required")
+	ack(clientFor("spiffe://tether/cluster/"+a.clusterID), e.submit(a.clusterID)).wantNoContent(t)
+	ack(clientFor("cl-someone-else"), e.submit(a.clusterID)).wantError(t, http.StatusForbidden, "forbidden")
+	ack(clientFor("spiffe://tether/cluster/cl-someone-else"), e.submit(a.clusterID)).wantError(t, http.StatusForbidden, "forbidden")
+	ack(clientFor("a-person"), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "signature_required")
 	ack(clientFor(""), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "signature_required")
 }
 
@@ -187,6 +195,29 @@ func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn 
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// clientCertURI is clientCert naming its subject by a URI SAN.
+func clientCertURI(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, uri string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "agent"}, URIs: []*url.URL{u},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}

@@ -428,6 +428,9 @@ func (s *Server) prepare(c *call) error {
 		if err != nil {
 			return err
 		}
+		if err := refuseOtherClustersCert(c.r, a); err != nil {
+			return err
+		}
 		c.agent = a
 		c.ctx = registry.WithActor(c.ctx, a.Actor())
 		if ra := a.Credential.RotateAfter; !ra.IsZero() && !ra.After(s.reg.Now()) {
