@@ -78,17 +78,10 @@ func (p *Pruner) RunOnce(ctx context.Context) (PruneReport, error) {
 // Run prunes every interval until ctx ends, reporting each run to report
 // (which may be nil).
 func (p *Pruner) Run(ctx context.Context, report func(PruneReport, error)) {
-	t := time.NewTicker(p.cfg.Interval)
-	defer t.Stop()
-	for {
+	every(ctx, p.cfg.Interval, func() {
 		rep, err := p.RunOnce(ctx)
 		if report != nil && ctx.Err() == nil {
 			report(rep, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -90,17 +90,10 @@ func (r *Reaper) RunOnce(ctx context.Context) (ReapReport, error) {
 // Run calls RunOnce every interval until ctx ends, reporting each run (and
 // its error, if any) to report, which may be nil.
 func (r *Reaper) Run(ctx context.Context, report func(ReapReport, error)) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
+	every(ctx, r.cfg.Interval, func() {
 		rep, err := r.RunOnce(ctx)
 		if report != nil && ctx.Err() == nil {
 			report(rep, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

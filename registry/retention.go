@@ -102,17 +102,10 @@ func (r *Retention) RunOnce(ctx context.Context) (RetentionReport, error) {
 
 // Run calls RunOnce every interval until ctx ends, reporting each run.
 func (r *Retention) Run(ctx context.Context, report func(RetentionReport, error)) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
+	every(ctx, r.cfg.Interval, func() {
 		rep, err := r.RunOnce(ctx)
 		if report != nil && ctx.Err() == nil {
 			report(rep, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -55,17 +55,10 @@ func (s *RolloutService) RunOnce(ctx context.Context) (int, error) {
 // Run calls RunOnce every interval until ctx ends, reporting each run's
 // error (if any) to report, which may be nil.
 func (s *RolloutService) Run(ctx context.Context, report func(changed int, err error)) {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
+	every(ctx, s.interval, func() {
 		n, err := s.RunOnce(ctx)
 		if report != nil && ctx.Err() == nil {
 			report(n, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
