@@ -127,6 +127,8 @@ type Job struct {
 	UpdatedAt   time.Time `json:"updatedAt"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
 	SubmittedBy string    `json:"submittedBy,omitempty"`
+	// RetryOf names the job this one retries (RetryJob).
+	RetryOf string `json:"retryOf,omitempty"`
 
 	// The current claim (in_progress jobs). ClaimID is the fencing token.
 	ClaimID        string    `json:"claimId,omitempty"`
@@ -189,6 +191,8 @@ type JobSubmission struct {
 	IdempotencyKey string
 	// ExpiresIn, when set, is how long the job may wait to be acked.
 	ExpiresIn time.Duration
+	// RetryOf names the finished job this one retries (RetryJob sets it).
+	RetryOf string
 }
 
 // StatusReport is a job's interim status from its agent (seed 000).

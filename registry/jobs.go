@@ -23,6 +23,11 @@ func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, cr
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, false, err
 	}
+	return r.submit(ctx, s, AuditJobSubmit, "")
+}
+
+// submit is SubmitJob once authorized, audited as action.
+func (r *Registry) submit(ctx context.Context, s JobSubmission, action, reason string) (job *Job, created bool, err error) {
 	c, err := r.clusterForSubmit(ctx, s.ClusterID)
 	if err != nil {
 		return nil, false, err
@@ -46,7 +51,7 @@ func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, cr
 	j := Job{
 		ID: newJobID(), ClusterID: c.ID, Kind: s.Kind, Intent: checked.intent, Target: checked.target,
 		Payload: s.Payload, IdempotencyKey: s.IdempotencyKey, State: JobQueued, Attempt: 1,
-		CreatedAt: now, UpdatedAt: now, SubmittedBy: ActorFrom(ctx).String(),
+		CreatedAt: now, UpdatedAt: now, SubmittedBy: ActorFrom(ctx).String(), RetryOf: s.RetryOf,
 	}
 	if s.ExpiresIn != 0 {
 		if s.ExpiresIn < MinJobExpiry || s.ExpiresIn > MaxJobExpiry {
@@ -54,11 +59,57 @@ func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, cr
 		}
 		j.ExpiresAt = now.Add(s.ExpiresIn)
 	}
+	msg := "submitted " + string(j.Kind) + " " + j.Target.String()
+	if j.RetryOf != "" {
+		msg += ", retrying " + j.RetryOf
+	}
 	return r.store.JobInsert(ctx, JobInsertParams{
 		Job:     j,
-		History: JobHistoryEntry{At: now, Type: HistorySubmitted, Actor: j.SubmittedBy, Message: "submitted " + string(j.Kind) + " " + j.Target.String()},
-		Audit:   r.auditEntry(ctx, AuditJobSubmit, c.ID, "job", j.ID, ""),
+		History: JobHistoryEntry{At: now, Type: HistorySubmitted, Actor: j.SubmittedBy, Message: msg},
+		Audit:   r.auditEntry(ctx, action, c.ID, "job", j.ID, reason),
 	})
+}
+
+// AuditJobRetry is the audit action of RetryJob.
+const AuditJobRetry = "job.retry"
+
+// Retryable reports whether an admin may retry the job: it ended without
+// doing its work (failed, conflicted, expired or canceled).
+func (j *Job) Retryable() bool {
+	switch j.State {
+	case JobFailed, JobConflict, JobExpired, JobCanceled:
+		return true
+	}
+	return false
+}
+
+// RetryJob submits a new job with the payload of a job that ended without
+// doing its work, linked to it (RetryOf) and with its idempotency key, after
+// the same policy checks as any submission (the cluster's allowlists may
+// have changed since). The original stays as it ended.
+func (r *Registry) RetryJob(ctx context.Context, id, reason string) (*Job, error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, err
+	}
+	j, err := r.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !j.Retryable() {
+		return nil, Errorf(CodeConflict, "job %s is %s; only failed, conflicting, expired or canceled jobs can be retried (requeue fences off a running one)", j.ID, describeState(j))
+	}
+	why := "retry of " + j.ID
+	if reason != "" {
+		why += ": " + reason
+	}
+	next, created, err := r.submit(ctx, JobSubmission{ClusterID: j.ClusterID, Kind: j.Kind, Payload: j.Payload, IdempotencyKey: j.IdempotencyKey, RetryOf: j.ID}, AuditJobRetry, why)
+	if err != nil {
+		return nil, err
+	}
+	if !created {
+		return nil, Errorf(CodeConflict, "job %s has an open job with the same idempotency key already (%s); it is the retry", j.ID, next.ID)
+	}
+	return next, nil
 }
 
 // GetJob returns a job.

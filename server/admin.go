@@ -64,6 +64,7 @@ func (s *Server) adminRoutes() []*route {
 		write(http.MethodPost, "/jobs/{id}/requeue", s.adminRequeueJob),
 		write(http.MethodPost, "/jobs/{id}/cancel", s.adminCancelJob),
 		write(http.MethodPost, "/jobs/{id}/extend-lease", s.adminExtendLease),
+		write(http.MethodPost, "/jobs/{id}/retry", s.adminRetryJob),
 
 		read("/rollouts", s.adminListRollouts),
 		write(http.MethodPost, "/rollouts", s.adminCreateRollout),

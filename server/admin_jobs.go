@@ -230,6 +230,20 @@ func (s *Server) adminCancelJob(c *call) error {
 	return s.jobAction(c, s.reg.CancelJob)
 }
 
+// adminRetryJob answers the new job, 201.
+func (s *Server) adminRetryJob(c *call) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	j, err := s.reg.RetryJob(c.ctx, c.params["id"], reason)
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Location", adminPrefix+"/jobs/"+j.ID)
+	return writeJSON(c.w, http.StatusCreated, j)
+}
+
 func (s *Server) jobAction(c *call, act func(ctx context.Context, id, reason string) (*registry.Job, error)) error {
 	reason, err := readReason(c)
 	if err != nil {

@@ -276,6 +276,11 @@ func TestAdminAPIJobs(t *testing.T) {
 		t.Fatalf("cancel: %d %s", r.status, r.body)
 	}
 	wantAPIError(t, e.api("POST", "/jobs/"+first.ID+"/cancel", tok, nil), 409, "conflict", "already canceled")
+	r = e.api("POST", "/jobs/"+first.ID+"/retry", tok, map[string]string{"reason": "try again"})
+	if retried := decodeAs[registry.Job](t, r); r.status != 201 || retried.RetryOf != first.ID || retried.State != registry.JobQueued {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+	wantAPIError(t, e.api("POST", "/jobs/"+blockingID+"/retry", tok, nil), 409, "conflict", "only failed")
 	wantAPIError(t, e.api("POST", "/jobs/j-nope/requeue", tok, nil), 404, "not_found")
 	wantAPIError(t, e.api("GET", "/jobs?state=sideways", tok, nil), 400, "invalid", "sideways")
 
@@ -283,7 +288,7 @@ func TestAdminAPIJobs(t *testing.T) {
 		Jobs     map[string]int64            `json:"jobs"`
 		Clusters map[string]map[string]int64 `json:"clusters"`
 	}](t, e.api("GET", "/stats", tok, nil))
-	if stats.Jobs["succeeded"] != 1 || stats.Jobs["canceled"] != 1 || stats.Clusters[c.ID]["queued"] != 1 {
+	if stats.Jobs["succeeded"] != 1 || stats.Jobs["canceled"] != 1 || stats.Clusters[c.ID]["queued"] != 2 {
 		t.Fatalf("stats %+v", stats)
 	}
 	if audit := decodeAs[page[registry.AuditEntry]](t, e.api("GET", "/audit?action=job.submit", tok, nil)); len(audit.Items) != 3 || audit.Items[0].Actor != "admin-token:producer" {

@@ -108,3 +108,19 @@ func TestAgentURL(t *testing.T) {
 		}
 	}
 }
+
+func TestJobRetry(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	job := submit(t, db, "prod", "apply", configMap("apps", "once"))
+	ok(t, db, "job", "cancel", job.ID)
+	retried := okJSON[submittedJob](t, db, "job", "retry", job.ID, "--reason", "wrong cancel")
+	if retried.ID == job.ID || retried.RetryOf != job.ID || retried.State != registry.JobQueued {
+		t.Fatalf("job retry -o json = %+v", retried)
+	}
+	if out := ok(t, db, "job", "get", retried.ID).stdout; !strings.Contains(out, "retrying "+job.ID) {
+		t.Fatalf("job get of the retry does not say what it retries:\n%s", out)
+	}
+	wantError(t, cli(t, db, "job", "retry", retried.ID), exitError, "only failed")
+}

@@ -24,6 +24,7 @@ func newJobCmd(g *globals) *cobra.Command {
 		newJobGetCmd(g),
 		newJobRequeueCmd(g),
 		newJobCancelCmd(g),
+		newJobRetryCmd(g),
 		newJobExtendLeaseCmd(g),
 	)
 }
@@ -501,6 +502,31 @@ func newJobCancelCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's timeline and the audit trail")
+	return cmd
+}
+
+func newJobRetryCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:     "retry JOB_ID",
+		Short:   "Submit a failed, conflicting, expired or canceled job again, as a new job linked to it",
+		Example: `  tether job retry j-01hx... --reason "registry was down"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			j, err := a.reg.RetryJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Submitted job %s, retrying %s; it is %s.", j.ID, j.RetryOf, j.State))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
 	return cmd
 }
 

@@ -17,7 +17,7 @@ import (
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at`
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of`
 
 func scanJob(row pgx.Row) (*registry.Job, error) {
 	var j registry.Job
@@ -25,7 +25,7 @@ func scanJob(row pgx.Row) (*registry.Job, error) {
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt))
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf)
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +104,11 @@ func insertJob(ctx context.Context, q db, p registry.JobInsertParams) (*registry
 	for range jobInsertAttempts {
 		var a args
 		cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-			j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy}
+			j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf}
 		values := list(&a, cols)
 		h := p.History
 		sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
-				idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
+				idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
 				VALUES (` + values + `)
 				ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
 				RETURNING id, cluster_id, attempt, state),

@@ -17,7 +17,7 @@ import (
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at`
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of`
 
 // jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
 const jobKeyCols = `id, cluster_id, state, attempt, claim_id, lease_expires_at, updated_at`
@@ -28,7 +28,7 @@ func scanJob(row scanner) (*registry.Job, error) {
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt))
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf)
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +73,11 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error) {
 	j := &p.Job
 	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
-		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
 		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
-		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy)
+		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf)
 	if isForeignKeyViolation(err) {
 		return nil, false, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
 	}
