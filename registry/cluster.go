@@ -82,12 +82,20 @@ type Cluster struct {
 	State ClusterState `json:"state"`
 	// Version increases with every write to the record (not to its status);
 	// edits compare-and-swap on it.
-	Version      int64         `json:"version"`
-	CreatedAt    time.Time     `json:"createdAt"`
-	UpdatedAt    time.Time     `json:"updatedAt"`
-	RegisteredAt time.Time     `json:"registeredAt,omitzero"`
-	Status       ClusterStatus `json:"status"`
+	Version      int64     `json:"version"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	RegisteredAt time.Time `json:"registeredAt,omitzero"`
+	// PausedAt is set while the cluster's queue is paused: its polls get no
+	// job (its agent stays registered and heartbeating), submissions still
+	// queue.
+	PausedAt    time.Time     `json:"pausedAt,omitzero"`
+	PauseReason string        `json:"pauseReason,omitempty"`
+	Status      ClusterStatus `json:"status"`
 }
+
+// Paused reports whether the cluster's queue is paused.
+func (c *Cluster) Paused() bool { return !c.PausedAt.IsZero() }
 
 // ClusterStatus is what the cluster's agent last told us about itself.
 type ClusterStatus struct {

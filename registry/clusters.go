@@ -208,6 +208,41 @@ func (r *Registry) SetClusterEnabled(ctx context.Context, idOrName string, enabl
 	})
 }
 
+// Audit actions of queue pauses.
+const (
+	AuditClusterPause  = "cluster.pause"
+	AuditClusterResume = "cluster.resume"
+)
+
+// SetClusterPaused pauses a cluster's queue (its agent's polls get no job,
+// while it stays registered and heartbeating and submissions still queue)
+// or resumes it. Operators may: it is the queue, not the cluster's record.
+func (r *Registry) SetClusterPaused(ctx context.Context, idOrName string, paused bool, reason string) (*Cluster, error) {
+	if err := authorize(ctx, PermOperate); err != nil {
+		return nil, err
+	}
+	c, err := r.GetCluster(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	if c.Paused() == paused {
+		state := "running"
+		if paused {
+			state = "paused"
+		}
+		return nil, Errorf(CodeConflict, "cluster %s's queue is already %s", c.Name, state)
+	}
+	action := AuditClusterResume
+	if paused {
+		action = AuditClusterPause
+	}
+	defer r.cache.evictCluster(c.ID)
+	return r.store.ClusterSetPaused(ctx, ClusterSetPausedParams{
+		ID: c.ID, Paused: paused, Now: r.Now(), Reason: reason,
+		Audit: r.auditEntry(ctx, action, c.ID, "cluster", c.ID, reason),
+	})
+}
+
 // DeleteCluster deletes a cluster and everything it owns.
 func (r *Registry) DeleteCluster(ctx context.Context, idOrName, reason string) (*Cluster, error) {
 	if err := authorize(ctx, PermAdmin); err != nil {

@@ -202,6 +202,11 @@ func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, lim
 		limit = DefaultPollLimit
 	}
 	limit = min(limit, MaxPollLimit)
+	// The cluster as it is now (a held poll's agent was read when the poll
+	// began): a paused queue hands nothing out.
+	if c, err := r.clusterForSubmit(ctx, a.Cluster.ID); err == nil && c.Paused() {
+		return []Job{}, nil
+	}
 	now := r.Now()
 	p := JobsDeliverParams{ClusterID: a.Cluster.ID, Now: now, Limit: limit}
 	if r.cfg.VisibilityWindow > 0 {

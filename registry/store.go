@@ -40,6 +40,9 @@ type Store interface {
 	// ClusterSetEnabled disables a cluster, or enables it back to Active
 	// (Pending if it never registered). It increments the version.
 	ClusterSetEnabled(ctx context.Context, p ClusterSetEnabledParams) (*Cluster, error)
+	// ClusterSetPaused pauses a cluster's queue (PausedAt = p.Now, with
+	// p.Reason) or resumes it, and increments the version.
+	ClusterSetPaused(ctx context.Context, p ClusterSetPausedParams) (*Cluster, error)
 	// ClusterDelete deletes a cluster and everything it owns (status, tokens,
 	// credentials, jobs and their history, events) in one transaction.
 	ClusterDelete(ctx context.Context, p ClusterDeleteParams) error
@@ -182,6 +185,14 @@ type ClusterSetEnabledParams struct {
 	Enabled bool
 	Now     time.Time
 	Audit   AuditEntry
+}
+
+type ClusterSetPausedParams struct {
+	ID     string
+	Paused bool
+	Now    time.Time
+	Reason string
+	Audit  AuditEntry
 }
 
 type ClusterDeleteParams struct {

@@ -53,6 +53,8 @@ func (s *Server) adminRoutes() []*route {
 		write(http.MethodDelete, "/clusters/{c}", s.adminDeleteCluster),
 		write(http.MethodPost, "/clusters/{c}/disable", s.adminSetEnabled(false)),
 		write(http.MethodPost, "/clusters/{c}/enable", s.adminSetEnabled(true)),
+		write(http.MethodPost, "/clusters/{c}/pause", s.adminSetPaused(true)),
+		write(http.MethodPost, "/clusters/{c}/resume", s.adminSetPaused(false)),
 		write(http.MethodPost, "/clusters/{c}/registration-tokens", s.adminIssueToken),
 		read("/clusters/{c}/credentials", s.adminListCredentials),
 		write(http.MethodPost, "/clusters/{c}/credentials/rotate", s.adminForceRotation),

@@ -164,6 +164,21 @@ func (s *Server) adminSetEnabled(enabled bool) func(*call) error {
 	}
 }
 
+func (s *Server) adminSetPaused(paused bool) func(*call) error {
+	return func(c *call) error {
+		reason, err := readReason(c)
+		if err != nil {
+			return err
+		}
+		cl, err := s.reg.SetClusterPaused(c.ctx, c.params["c"], paused, reason)
+		if err != nil {
+			return err
+		}
+		setVersion(c.w, cl.Version)
+		return writeJSON(c.w, http.StatusOK, cl)
+	}
+}
+
 func (s *Server) adminIssueToken(c *call) error {
 	var body struct {
 		TTL string `json:"ttl"`

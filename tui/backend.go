@@ -27,6 +27,7 @@ type Backend interface {
 	CreateCluster(ctx context.Context, spec registry.ClusterSpec, tokenTTL time.Duration) (*registry.Cluster, *registry.IssuedToken, error)
 	UpdateCluster(ctx context.Context, id string, version int64, spec registry.ClusterSpec) (*registry.Cluster, error)
 	SetClusterEnabled(ctx context.Context, id string, enabled bool, reason string) (*registry.Cluster, error)
+	SetClusterPaused(ctx context.Context, id string, paused bool, reason string) (*registry.Cluster, error)
 	DeleteCluster(ctx context.Context, id, reason string) (*registry.Cluster, error)
 
 	IssueToken(ctx context.Context, clusterID string, ttl time.Duration) (*registry.IssuedToken, error)
@@ -98,6 +99,10 @@ func (l *Local) UpdateCluster(ctx context.Context, id string, version int64, spe
 
 func (l *Local) SetClusterEnabled(ctx context.Context, id string, enabled bool, reason string) (*registry.Cluster, error) {
 	return l.Reg.SetClusterEnabled(l.as(ctx), id, enabled, reason)
+}
+
+func (l *Local) SetClusterPaused(ctx context.Context, id string, paused bool, reason string) (*registry.Cluster, error) {
+	return l.Reg.SetClusterPaused(l.as(ctx), id, paused, reason)
 }
 
 func (l *Local) DeleteCluster(ctx context.Context, id, reason string) (*registry.Cluster, error) {
@@ -230,5 +235,9 @@ func (readOnly) ExtendLease(context.Context, string, time.Duration) (*registry.J
 }
 
 func (readOnly) RolloutAction(context.Context, string, string, string) (*registry.Rollout, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) SetClusterPaused(context.Context, string, bool, string) (*registry.Cluster, error) {
 	return nil, errReadOnly
 }

@@ -359,7 +359,7 @@ func orDash(s string) string {
 
 func (d *clusterDetail) Actions() []key.Binding {
 	k := d.ctx.Keys
-	return []key.Binding{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.Delete}
+	return []key.Binding{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete}
 }
 
 func (d *clusterDetail) KeyMap() help.KeyMap {
@@ -368,7 +368,7 @@ func (d *clusterDetail) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Back, k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, keyClusterJobs, keyClusterEvents, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
-			{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.Delete},
+			{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
 			{keyClusterJobs, keyClusterEvents},
 		},
 	}

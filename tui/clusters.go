@@ -180,6 +180,9 @@ func clusterStateCell(c *registry.Cluster, now time.Time) cell {
 	default:
 		out = txt("active", themes.Good)
 	}
+	if c.Paused() {
+		out = append(out, seg{" ⏸ paused", themes.Warning})
+	}
 	if n := len(c.FalseConditions()); n > 0 {
 		out = append(out, seg{" ⚠" + strconv.Itoa(n) + " false", themes.Danger})
 	}
@@ -310,7 +313,7 @@ func (v *clustersView) FilterHelp() string { return "text in name, id, organizat
 
 func (v *clustersView) Actions() []key.Binding {
 	k := v.ctx.Keys
-	return []key.Binding{k.NewCluster, k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.Delete}
+	return []key.Binding{k.NewCluster, k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete}
 }
 
 func (v *clustersView) KeyMap() help.KeyMap {
@@ -321,7 +324,7 @@ func (v *clustersView) KeyMap() help.KeyMap {
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Enter, k.Filter, k.Sort, k.SortReverse},
 			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
-			{k.Revoke, k.Toggle, k.Delete},
+			{k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
 		},
 	}
 }
@@ -397,6 +400,26 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 					return outcome{err: err}
 				}
 				return outcome{ok: "disabled " + name + ": its agent is refused until enabled (d)"}
+			})))
+	case key.Matches(msg, k.PauseQueue):
+		if c.Paused() {
+			return ctx.showModal(newConfirm(ctx, "Resume "+name+"'s queue?",
+				"Its agent's next poll gets the jobs that waited.", "resume", false,
+				runAction("resume "+name, func(cx context.Context) outcome {
+					if _, err := b.SetClusterPaused(cx, id, false, "resumed from the console"); err != nil {
+						return outcome{err: err}
+					}
+					return outcome{ok: "resumed " + name + "'s queue"}
+				})))
+		}
+		return ctx.showModal(newConfirm(ctx, "Pause "+name+"'s queue?",
+			"Its agent's polls get no job until the queue is resumed (p); the agent stays registered and heartbeating, and submissions still queue.",
+			"pause", true,
+			runAction("pause "+name, func(cx context.Context) outcome {
+				if _, err := b.SetClusterPaused(cx, id, true, "paused from the console"); err != nil {
+					return outcome{err: err}
+				}
+				return outcome{ok: "paused " + name + "'s queue: p resumes it"}
 			})))
 	case key.Matches(msg, k.Delete):
 		return ctx.showModal(newTypedConfirm(ctx, "Delete "+name+" and everything it owns?",

@@ -13,7 +13,7 @@ type Keys struct {
 	Up, Down, Top, Bottom, PageUp, PageDown, Enter, Left, Right key.Binding
 
 	// Clusters.
-	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, Delete, Sort, SortReverse key.Binding
+	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortReverse key.Binding
 
 	// Jobs.
 	Requeue, Cancel, ExtendLease, CopyID, Mark, ClearMarks key.Binding
@@ -53,6 +53,7 @@ func DefaultKeys() *Keys {
 		Rotate:      b("r", "force rotation", "r"),
 		Revoke:      b("x", "revoke credentials", "x"),
 		Toggle:      b("d", "disable/enable", "d"),
+		PauseQueue:  b("p", "pause/resume queue", "p"),
 		Delete:      b("D", "delete", "D"),
 		Sort:        b("s", "sort by", "s"),
 		SortReverse: b("S", "reverse sort", "S"),

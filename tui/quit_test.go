@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,5 +29,29 @@ func TestQuitAndStatus(t *testing.T) {
 		if m.status != "" {
 			t.Errorf("status %q still shown %s later", m.status, statusShownFor)
 		}
+	})
+}
+
+// TestPauseQueueFromTheConsole: p pauses a cluster's queue after asking,
+// the clusters view shows it, p again resumes.
+func TestPauseQueueFromTheConsole(t *testing.T) {
+	h := startConsole(t, consoleOpts{start: "clusters"})
+	h.keys("j", "j") // prod-eu-1 (edge-lab, legacy-dc, prod-eu-1)
+	h.keys("p")
+	h.waitIdle(isModal[*confirm])
+	h.keys("y")
+	h.waitIdle(func(m *Model) bool {
+		c := m.ctx.Fleet.cluster(h.id(h.fx.euID))
+		return c != nil && c.Paused()
+	})
+	if !strings.Contains(h.frame(), "paused") {
+		t.Fatal("the clusters view does not show the paused queue")
+	}
+	h.keys("p")
+	h.waitIdle(isModal[*confirm])
+	h.keys("y")
+	h.waitIdle(func(m *Model) bool {
+		c := m.ctx.Fleet.cluster(h.id(h.fx.euID))
+		return c != nil && !c.Paused()
 	})
 }

@@ -332,3 +332,11 @@ func (s *stableIDs) RolloutAction(ctx context.Context, id, action, reason string
 	}
 	return ptr(outv(s, *v)), nil
 }
+
+func (s *stableIDs) SetClusterPaused(ctx context.Context, id string, paused bool, reason string) (*registry.Cluster, error) {
+	v, err := s.inner.SetClusterPaused(ctx, s.in(id), paused, reason)
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}

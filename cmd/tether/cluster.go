@@ -26,6 +26,8 @@ func newClusterCmd(g *globals) *cobra.Command {
 		newClusterEditCmd(g),
 		newClusterSetEnabledCmd(g, false),
 		newClusterSetEnabledCmd(g, true),
+		newClusterSetPausedCmd(g, true),
+		newClusterSetPausedCmd(g, false),
 		newClusterDeleteCmd(g),
 	)
 }
@@ -230,6 +232,9 @@ func health(now time.Time, c *registry.Cluster) string {
 	if c.State != registry.ClusterActive {
 		return "-"
 	}
+	if c.Paused() {
+		return "queue paused"
+	}
 	if c.Silent(now) {
 		return "silent"
 	}
@@ -344,7 +349,14 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 	kv.row("Name:", c.Name)
 	kv.row("Organization:", orDash(c.Organization))
 	kv.row("Mode:", string(c.Mode))
-	kv.row("State:", string(c.State))
+	state := string(c.State)
+	if c.Paused() {
+		state += ", queue paused " + ago(now, c.PausedAt)
+		if c.PauseReason != "" {
+			state += ": " + c.PauseReason
+		}
+	}
+	kv.row("State:", state)
 	kv.row("Version:", strconv.FormatInt(c.Version, 10))
 	kv.row("Created:", stamp(now, c.CreatedAt))
 	kv.row("Updated:", stamp(now, c.UpdatedAt))
@@ -675,6 +687,45 @@ func newClusterSetEnabledCmd(g *globals, enable bool) *cobra.Command {
 				return printJSON(g.stdout, c)
 			}
 			_, err = fmt.Fprintf(g.stdout, "%s cluster %s (%s); it is now %s.\n", done, c.Name, c.ID, c.State)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return cmd
+}
+
+func newClusterSetPausedCmd(g *globals, pause bool) *cobra.Command {
+	var reason string
+	use, short := "resume CLUSTER", "Resume a paused queue: the agent's next poll gets what waited"
+	example := "  tether cluster resume prod-eu"
+	if pause {
+		use, short = "pause CLUSTER", "Pause a cluster's queue: polls get no job, the agent stays registered and heartbeating, submissions still queue"
+		example = "  tether cluster pause prod-eu --reason 'change freeze until Monday'"
+	}
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			c, err := a.reg.SetClusterPaused(adminContext(ctx), args[0], pause, reason)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(g.stdout, c)
+			}
+			if pause {
+				_, err = fmt.Fprintf(g.stdout, "Paused the queue of cluster %s (%s): its agent gets no job until tether cluster resume %s.\n", c.Name, c.ID, c.Name)
+			} else {
+				_, err = fmt.Fprintf(g.stdout, "Resumed the queue of cluster %s (%s).\n", c.Name, c.ID)
+			}
 			return err
 		},
 	}

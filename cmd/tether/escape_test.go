@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 
@@ -123,4 +124,41 @@ func TestJobRetry(t *testing.T) {
 		t.Fatalf("job get of the retry does not say what it retries:\n%s", out)
 	}
 	wantError(t, cli(t, db, "job", "retry", retried.ID), exitError, "only failed")
+}
+
+func TestClusterPauseResume(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod", "--namespaces", "apps")
+	reg := openRegistry(t, db)
+	a, _ := registerAgent(t, reg, c.RegistrationToken)
+	out := ok(t, db, "cluster", "pause", "prod", "--reason", "change freeze").stdout
+	if !strings.Contains(out, "Paused the queue") {
+		t.Fatalf("pause: %s", out)
+	}
+	submit(t, db, "prod", "apply", configMap("apps", "waits"))
+	if jobs, err := reg.PollJobs(context.Background(), a, a.Cluster.ID, 10); err != nil || len(jobs) != 0 {
+		t.Fatalf("a paused queue handed out %d jobs (%v)", len(jobs), err)
+	}
+	if got := ok(t, db, "cluster", "get", "prod").stdout; !strings.Contains(got, "queue paused") || !strings.Contains(got, "change freeze") {
+		t.Fatalf("cluster get does not show the pause:\n%s", got)
+	}
+	if list := ok(t, db, "cluster", "list").stdout; !strings.Contains(list, "queue paused") {
+		t.Fatalf("cluster list does not show the pause:\n%s", list)
+	}
+	wantError(t, cli(t, db, "cluster", "pause", "prod"), exitError, "already paused")
+	ok(t, db, "cluster", "resume", "prod")
+	// This process learns of the resume from the change feed within
+	// milliseconds.
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		jobs, _ := reg.PollJobs(context.Background(), a, a.Cluster.ID, 10)
+		if len(jobs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after resume: %d jobs", len(jobs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -14,7 +14,7 @@ import (
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
 	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels,
+	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason,
 	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
 
 const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -26,7 +26,7 @@ func scanCluster(row pgx.Row) (*registry.Cluster, error) {
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
 	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
 		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels),
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason,
 		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -152,6 +152,29 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 		var a args
 		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
+			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
+			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoCluster(p.ID)
+		}
+		out = c
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) ClusterSetPaused(ctx context.Context, p registry.ClusterSetPausedParams) (*registry.Cluster, error) {
+	var out *registry.Cluster
+	err := s.stmt(ctx, "pause or resume a cluster's queue", func(ctx context.Context, q db) error {
+		var pausedAt any
+		reason := ""
+		if p.Paused {
+			pausedAt, reason = col.MS(p.Now), p.Reason
+		}
+		var a args
+		sql := `WITH c AS (UPDATE clusters SET paused_at = ` + a.add(pausedAt) + `::BIGINT, pause_reason = ` + a.add(reason) +
+			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) + ` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
 			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
 		c, err := scanCluster(q.QueryRow(ctx, sql, a...))

@@ -13,7 +13,7 @@ import (
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
 	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels,
+	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason,
 	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
 
 const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -27,7 +27,7 @@ func scanCluster(row scanner) (*registry.Cluster, error) {
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
 	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
 		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels),
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason,
 		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -149,6 +149,30 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 			state = "CASE WHEN registered_at IS NULL THEN 'pending' ELSE 'active' END"
 		}
 		res, err := t.exec("UPDATE clusters SET state = "+state+", version = version + 1, updated_at = ? WHERE id = ?", col.MS(p.Now), p.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ID)
+		}
+		if err := t.audit(p.Audit); err != nil {
+			return err
+		}
+		out, err = t.clusterByID(p.ID)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) ClusterSetPaused(ctx context.Context, p registry.ClusterSetPausedParams) (*registry.Cluster, error) {
+	var out *registry.Cluster
+	err := s.write(ctx, func(t *txn) error {
+		pausedAt, reason := col.MS(p.Now), p.Reason
+		if !p.Paused {
+			pausedAt, reason = nil, ""
+		}
+		res, err := t.exec("UPDATE clusters SET paused_at = ?, pause_reason = ?, version = version + 1, updated_at = ? WHERE id = ?",
+			pausedAt, reason, col.MS(p.Now), p.ID)
 		if err != nil {
 			return err
 		}

@@ -162,34 +162,3 @@ func testSignatures(t *testing.T, newStore NewStore) {
 		t.Fatalf("%d of %d concurrent records of one signature were new, want 1", wins, racers)
 	}
 }
-
-// testRetry: a job that ended without doing its work can be retried: a new
-// job with its payload and idempotency key, linked to it, audited; others
-// cannot.
-func testRetry(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	a, _ := e.agent("prod")
-	j := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "deploy-7" })
-	claim, err := e.reg.AckJob(e.ctx, a, j.ID)
-	wantNoErr(t, err)
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"}))
-
-	next, err := e.reg.RetryJob(e.ctx, j.ID, "transient")
-	wantNoErr(t, err)
-	if next.ID == j.ID || next.RetryOf != j.ID || next.State != registry.JobQueued || next.IdempotencyKey != "deploy-7" || string(next.Payload) != string(j.Payload) {
-		t.Fatalf("retry = %+v", next)
-	}
-	if got := e.job(next.ID); got.RetryOf != j.ID {
-		t.Fatalf("stored retry names %q", got.RetryOf)
-	}
-	if orig := e.job(j.ID); orig.State != registry.JobFailed {
-		t.Fatalf("the original became %s", orig.State)
-	}
-	_, err = e.reg.RetryJob(e.ctx, j.ID, "")
-	wantCode(t, err, registry.CodeConflict) // its retry, with the same key, is open
-	_, err = e.reg.RetryJob(e.ctx, next.ID, "")
-	wantCode(t, err, registry.CodeConflict) // queued: nothing to retry
-	if entries := e.auditFor(registry.AuditJobRetry); len(entries) != 1 || entries[0].TargetID != next.ID || entries[0].Reason != "retry of "+j.ID+": transient" {
-		t.Fatalf("audit %+v", entries)
-	}
-}

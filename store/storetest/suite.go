@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore) })
 	t.Run("Authz", func(t *testing.T) { testAuthz(t, newStore) })
 	t.Run("AdminTokens", func(t *testing.T) { testAdminTokens(t, newStore) })
+	t.Run("Pause", func(t *testing.T) { testPause(t, newStore) })
 	t.Run("Retry", func(t *testing.T) { testRetry(t, newStore) })
 	t.Run("Signatures", func(t *testing.T) { testSignatures(t, newStore) })
 	t.Run("SealedSecrets", func(t *testing.T) { testSealedSecrets(t, newStore) })
