@@ -1,0 +1,191 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Job actions (requeue, cancel, extend a lease), shared by the jobs list and the job detail.
+
+// Job actions, shared by the list and the detail.
+
+func canRequeue(j *registry.Job) bool {
+	return j.State == registry.JobInProgress || (j.State == registry.JobFailed && j.Error == registry.ErrorLeaseExpired)
+}
+
+func describeJob(ctx *Context, j *registry.Job) string {
+	s := string(j.Kind) + " " + j.Target.String() + " on " + ctx.Fleet.clusterName(j.ClusterID) + ", attempt " + fmt.Sprint(j.Attempt) + ", " + stateLabel(j.State)
+	if j.State == registry.JobInProgress && !j.ClaimedAt.IsZero() {
+		s += " (claimed " + ago(ctx.Now, j.ClaimedAt) + ")"
+	}
+	return s
+}
+
+func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
+	var ok, skip []registry.Job
+	for _, j := range jobs {
+		if canRequeue(&j) {
+			ok = append(ok, j)
+		} else {
+			skip = append(skip, j)
+		}
+	}
+	if len(ok) == 0 {
+		if len(jobs) == 1 {
+			return failed("cannot requeue " + jobs[0].ID + ": it is " + stateLabel(jobs[0].State) + "; only in-progress jobs and jobs that ran out of attempts can be requeued")
+		}
+		return failed("none of the marked jobs can be requeued: only in-progress jobs and jobs that ran out of attempts can be")
+	}
+	var title, body string
+	if len(ok) == 1 {
+		j := ok[0]
+		title = "Requeue job " + j.ID + "?"
+		body = describeJob(ctx, &j) + ". It goes back to the queue as attempt " + fmt.Sprint(j.Attempt+1) + "."
+		if j.ClaimID != "" {
+			body += " The old holder is fenced off: its claim " + j.ClaimID + " no longer matches, so any status, heartbeat or result it sends for this job is refused (409 stale_claim) and it is told to stop."
+		}
+	} else {
+		title = fmt.Sprintf("Requeue %s?", plural(len(ok), "job", "jobs"))
+		body = "Each goes back to the queue as a new attempt. Their old holders are fenced off: their claims no longer match, so anything they send for these jobs is refused (409 stale_claim)."
+	}
+	if len(skip) > 0 {
+		body += fmt.Sprintf(" %s cannot be requeued (neither in progress nor out of attempts) and will be left alone.", plural(len(skip), "marked job", "marked jobs"))
+	}
+	b := ctx.Backend
+	ids := make([]string, len(ok))
+	for i, j := range ok {
+		ids[i] = j.ID
+	}
+	label := "requeue " + ids[0]
+	if len(ids) > 1 {
+		label = fmt.Sprintf("requeue %d jobs", len(ids))
+	}
+	return ctx.showModal(newConfirm(ctx, title, body, "requeue", true, runAction(label, func(cx context.Context) outcome {
+		return bulk(cx, ids, idsOf(skip), "requeued", func(cx context.Context, id string) error {
+			_, err := b.RequeueJob(cx, id, "requeued from the console")
+			return err
+		})
+	})))
+}
+
+func cancelJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
+	var ok []registry.Job
+	for _, j := range jobs {
+		if !j.State.Terminal() {
+			ok = append(ok, j)
+		}
+	}
+	if len(ok) == 0 {
+		if len(jobs) == 1 {
+			return failed("cannot cancel " + jobs[0].ID + ": it is already " + stateLabel(jobs[0].State))
+		}
+		return failed("none of the marked jobs can be canceled: they have all ended")
+	}
+	var title, body string
+	if len(ok) == 1 {
+		j := ok[0]
+		title = "Cancel job " + j.ID + "?"
+		body = describeJob(ctx, &j) + ". It ends as canceled."
+	} else {
+		title = fmt.Sprintf("Cancel %s?", plural(len(ok), "job", "jobs"))
+		body = "They end as canceled."
+	}
+	if n := len(jobs) - len(ok); n > 0 {
+		body += fmt.Sprintf(" %s already ended and will be left alone.", plural(n, "marked job", "marked jobs"))
+	}
+	body += " An agent holding one gets 409 job_canceled on its next status, heartbeat or result, which tells it to stop."
+	b := ctx.Backend
+	ids := make([]string, len(ok))
+	for i, j := range ok {
+		ids[i] = j.ID
+	}
+	label := "cancel " + ids[0]
+	if len(ids) > 1 {
+		label = fmt.Sprintf("cancel %d jobs", len(ids))
+	}
+	var ended []registry.Job
+	for _, j := range jobs {
+		if j.State.Terminal() {
+			ended = append(ended, j)
+		}
+	}
+	return ctx.showModal(newConfirm(ctx, title, body, "cancel the job", true, runAction(label, func(cx context.Context) outcome {
+		return bulk(cx, ids, idsOf(ended), "canceled", func(cx context.Context, id string) error {
+			_, err := b.CancelJob(cx, id, "canceled from the console")
+			return err
+		})
+	})))
+}
+
+func idsOf(jobs []registry.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// bulk applies op to every id and reports how it went, naming the first
+// failure exactly. The marks of the jobs it acted on (or skipped) are
+// cleared; those of failures stay, to retry.
+func bulk(cx context.Context, ids, skipped []string, done string, op func(context.Context, string) error) outcome {
+	var failures []string
+	var firstErr error
+	for _, id := range ids {
+		if err := op(cx, id); err != nil {
+			failures = append(failures, id)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	clearMarks := func(m *Model) tea.Cmd {
+		for _, id := range append(ids, skipped...) {
+			if !slices.Contains(failures, id) {
+				delete(m.jobs.marks, id)
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(failures) == 0 && len(ids) == 1:
+		return outcome{ok: done + " " + ids[0], then: clearMarks}
+	case len(failures) == 0:
+		return outcome{ok: fmt.Sprintf("%s %s", done, plural(len(ids), "job", "jobs")), then: clearMarks}
+	case len(ids) == 1:
+		return outcome{err: firstErr, then: clearMarks}
+	}
+	return outcome{err: fmt.Errorf("%s %d of %d jobs; %s failed, first: %s: %s", done, len(ids)-len(failures), len(ids),
+		plural(len(failures), "job", "jobs"), failures[0], errText(firstErr)), then: clearMarks}
+}
+
+func extendLease(ctx *Context, j *registry.Job) tea.Cmd {
+	if j.State != registry.JobInProgress || !j.Leased() {
+		return failed("cannot extend the lease of " + j.ID + ": it has no lease (it is " + stateLabel(j.State) + ", claimed without a lease or not at all)")
+	}
+	b := ctx.Backend
+	id := j.ID
+	body := "The holder gets more time before the reaper reclaims the job. The lease now ends " + until(ctx.Now, j.LeaseExpiresAt) + "; the extension counts from then (or from now, if it already expired)."
+	return ctx.showModal(newPrompt(ctx, "Extend the lease of "+id, body, "extend by", "5m", func(value string) (tea.Cmd, error) {
+		d, err := durationInput(value)
+		if err != nil {
+			return nil, err
+		}
+		if d <= 0 || d > registry.MaxLeaseSeconds*time.Second {
+			return nil, fmt.Errorf("the extension must be positive and at most 24h")
+		}
+		return runAction("extend the lease of "+id, func(cx context.Context) outcome {
+			nj, err := b.ExtendLease(cx, id, d)
+			if err != nil {
+				return outcome{err: err}
+			}
+			return outcome{ok: "extended the lease of " + id + " to " + stamp(nj.LeaseExpiresAt)}
+		}), nil
+	}))
+}

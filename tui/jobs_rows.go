@@ -1,0 +1,104 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// How a job is drawn as a row of the jobs table.
+
+func (v *jobsView) rowKey(i int) string {
+	j := v.job(i)
+	if j == nil {
+		return "loading"
+	}
+	c := v.ctx.Fleet.cluster(j.ClusterID)
+	cv := int64(0)
+	if c != nil {
+		cv = c.Status.UpdatedAt.UnixMilli() + c.Version
+	}
+	return fmt.Sprintf("%d|%s|%d|%d|%d", v.tab, j.ID, j.UpdatedAt.UnixMilli(), v.ctx.Now.Unix(), cv)
+}
+
+func (v *jobsView) rowCells(i int) []cell {
+	j := v.job(i)
+	if j == nil {
+		return []cell{txt("…", themes.Muted)}
+	}
+	now := v.ctx.Now
+	c := v.ctx.Fleet.cluster(j.ClusterID)
+	why := Classify(j, c, now)
+	state := txt(stateLabel(j.State), jobStateKind(j.State))
+	if why.Reason != NotStuck && v.tab != tabStuck {
+		state = cell{{"⚠ ", themes.Warning}, {stateLabel(j.State), themes.Warning}}
+	}
+	att := fmt.Sprint(j.Attempt)
+	if c != nil {
+		att += "/" + fmt.Sprint(c.Policy.MaxAttempts)
+	}
+	activity := txt("-", themes.Muted)
+	if j.State == registry.JobInProgress {
+		k := themes.Plain
+		if why.Reason == NoLeaseSilent {
+			k = themes.Warning
+		}
+		activity = txt(age(now, j.LastActivityAt), k)
+	}
+	kind := string(j.Kind)
+	cells := []cell{
+		txt(j.ID, themes.Muted),
+		txt(v.ctx.Fleet.clusterName(j.ClusterID), themes.Plain),
+		txt(kind, themes.Plain),
+	}
+	if v.tab != tabStuck {
+		cells = append(cells, txt(j.Target.String(), themes.Plain))
+	}
+	cells = append(cells, state, txt(att, themes.Plain), leaseCell(v.ctx.Styles, j, now), activity)
+	if v.tab == tabStuck {
+		cells = append(cells, txt(why.Reason.Short(), themes.Warning))
+	} else {
+		cells = append(cells, txt(age(now, j.CreatedAt), themes.Muted))
+	}
+	return cells
+}
+
+// leaseCell is a countdown bar of the lease left, red once it expired.
+func leaseCell(st *themes.Styles, j *registry.Job, now time.Time) cell {
+	if j.State != registry.JobInProgress {
+		return nil
+	}
+	if !j.Leased() {
+		return txt("no lease", themes.Muted)
+	}
+	left := j.LeaseExpiresAt.Sub(now)
+	if left <= 0 {
+		return txt("expired "+humanDuration(-left), themes.Danger)
+	}
+	total := time.Duration(max(1, j.LeaseSeconds)) * time.Second
+	frac := float64(left) / float64(total)
+	const w = 5
+	full := min(w, max(1, int(frac*w+0.5)))
+	k := themes.Good
+	if frac < 0.25 {
+		k = themes.Warning
+	}
+	return cell{{strings.Repeat("█", full), k}, {strings.Repeat("░", w-full), themes.Muted}, {" " + humanDuration(left), themes.Plain}}
+}
+
+func jobStateKind(s registry.JobState) themes.Kind {
+	switch s {
+	case registry.JobQueued:
+		return themes.Info
+	case registry.JobInProgress:
+		return themes.Accent
+	case registry.JobSucceeded:
+		return themes.Good
+	case registry.JobFailed, registry.JobConflict:
+		return themes.Danger
+	}
+	return themes.Muted
+}

@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// How the root model handles input: keys, the / filter, the : command line and the mouse.
+
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.ctx.Keys
+	if msg.String() == "ctrl+c" {
+		return m.quit()
+	}
+	if m.modal != nil {
+		var cmd tea.Cmd
+		m.modal, cmd = m.modal.Update(msg)
+		return cmd
+	}
+	if m.cmdline.active {
+		return m.cmdline.Update(msg)
+	}
+	if m.filtering {
+		return m.filterKey(msg)
+	}
+	v := m.top()
+	if m.ctx.ReadOnly {
+		for _, b := range v.Actions() {
+			b.SetEnabled(true)
+			if key.Matches(msg, b) {
+				return failed("read-only mode: " + b.Help().Desc + " is disabled (the console was started with --read-only)")
+			}
+		}
+	}
+	switch {
+	case key.Matches(msg, k.Quit) && len(m.stacks[m.screen]) > 1 && msg.String() == "q":
+		// q in a detail goes back to its list, as esc does: quitting from
+		// deep inside a view by a key meant for "close this" loses the
+		// console (and the agent API it serves). ctrl+c still quits.
+		m.stacks[m.screen] = m.stacks[m.screen][:len(m.stacks[m.screen])-1]
+		return nil
+	case key.Matches(msg, k.Quit) && m.opts.ServeAddr != "" && len(m.running) == 0:
+		m.modal = newConfirm(m.ctx, "Quit the console?",
+			"This console also serves the agent API on "+m.opts.ServeAddr+": quitting stops it, and agents connected to it lose their server until it runs again.",
+			"quit", true, func() tea.Msg { return quitMsg{} })
+		return nil
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Command):
+		m.cmdline.open()
+		return nil
+	case key.Matches(msg, k.Help):
+		m.modal = m.helpModal()
+		return nil
+	case key.Matches(msg, k.Filter):
+		f, ok := v.(filterable)
+		if !ok {
+			return info("this view has no filter")
+		}
+		m.filtering, m.filterWas = true, f.Filter()
+		m.filterInput.SetValue(f.Filter())
+		m.filterInput.CursorEnd()
+		m.filterInput.Focus()
+		return nil
+	case key.Matches(msg, k.Back):
+		if f, ok := v.(filterable); ok && f.Filter() != "" {
+			return f.SetFilter("")
+		}
+		if s := m.stacks[m.screen]; len(s) > 1 {
+			m.stacks[m.screen] = s[:len(s)-1]
+		}
+		return nil
+	case key.Matches(msg, k.NextView):
+		m.screen = (m.screen + 1) % numScreens
+		return nil
+	case key.Matches(msg, k.PrevView):
+		m.screen = (m.screen + numScreens - 1) % numScreens
+		return nil
+	}
+	for i, b := range k.Views {
+		if key.Matches(msg, b) {
+			m.screen = i
+			return nil
+		}
+	}
+	return v.Update(msg)
+}
+
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	f, ok := m.top().(filterable)
+	if !ok {
+		m.filtering = false
+		return nil
+	}
+	switch msg.String() {
+	case "enter":
+		m.filtering = false
+		m.filterInput.Blur()
+		return f.SetFilter(strings.TrimSpace(m.filterInput.Value()))
+	case "esc":
+		m.filtering = false
+		m.filterInput.Blur()
+		return f.SetFilter(m.filterWas)
+	}
+	var cmd tea.Cmd
+	m.filterInput, cmd = m.filterInput.Update(msg)
+	return tea.Batch(cmd, f.SetFilter(strings.TrimSpace(m.filterInput.Value())))
+}
+
+func (m *Model) helpModal() modal {
+	k := m.ctx.Keys
+	global := [][]key.Binding{
+		{k.Views[0], k.Views[1], k.Views[2], k.Views[3], k.Views[4]},
+		{k.NextView, k.PrevView, k.Command, k.Filter},
+		{k.Back, k.Help, k.Quit},
+	}
+	return &helpModal{ctx: m.ctx, title: m.top().Title(), keys: m.top().KeyMap(), global: global}
+}
+
+// runCommand executes a `:` command.
+func (m *Model) runCommand(c commandMsg) tea.Cmd {
+	rest := strings.Join(c.args, " ")
+	switch c.name {
+	case "overview":
+		m.screen = screenOverview
+	case "clusters":
+		m.screen = screenClusters
+		if rest != "" {
+			found := m.ctx.Fleet.resolve(rest)
+			if len(found) != 1 {
+				return m.switchTo(switchMsg{screen: screenClusters, filter: rest})
+			}
+			m.stacks[screenClusters] = m.stacks[screenClusters][:1]
+			d := newClusterDetail(m.ctx, found[0].ID)
+			return m.push(d)
+		}
+	case "jobs":
+		sw := switchMsg{screen: screenJobs}
+		args := c.args
+		if len(args) > 0 {
+			if _, ok := m.jobs.tabByName(args[0]); ok {
+				sw.tab, args = args[0], args[1:]
+			}
+		}
+		sw.filter = strings.Join(args, " ")
+		return m.switchTo(sw)
+	case "job":
+		if rest == "" {
+			return failed(":job needs a job id, e.g. :job j-01…")
+		}
+		m.screen = screenJobs
+		d := newJobDetail(m.ctx, rest, nil)
+		return m.push(d)
+	case "events":
+		return m.switchTo(switchMsg{screen: screenEvents, filter: rest})
+	case "audit":
+		return m.switchTo(switchMsg{screen: screenAudit, filter: rest})
+	case "rollouts":
+		// Over the overview, which shows the rollouts that need a look.
+		m.screen = screenOverview
+		m.stacks[m.screen] = m.stacks[m.screen][:1]
+		if rest != "" {
+			return m.push(newRolloutDetail(m.ctx, rest, rest))
+		}
+		return m.push(newRolloutsView(m.ctx))
+	case "help":
+		m.modal = m.helpModal()
+	case "quit":
+		return m.quit()
+	}
+	return nil
+}
+
+func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
+	if m.modal != nil {
+		return nil
+	}
+	if msg.Y == 0 {
+		for i, r := range m.tabRanges() {
+			if msg.X >= r[0] && msg.X < r[1] {
+				m.screen = i
+			}
+		}
+		return nil
+	}
+	if msg.Y > m.ctx.bodyHeight() {
+		return nil
+	}
+	cm := msg
+	cm.Y--
+	return m.top().Update(cm)
+}

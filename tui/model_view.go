@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tetherhq/tether/themes"
+)
+
+// How the console draws its frame: the header with its tabs, the screen, the status line and the help line.
+
+// View draws the header, the current screen, the status line and the help
+// line, and the modal over them.
+func (m *Model) View() tea.View {
+	var v tea.View
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "tether · " + m.top().Title()
+	if !m.sized {
+		return v
+	}
+	w, h := m.ctx.Width, m.ctx.Height
+	body := fit(m.top().View(), w, m.ctx.bodyHeight())
+	screen := m.header() + "\n" + body + "\n" + m.statusLine() + "\n" + m.helpLine()
+	if m.modal != nil {
+		box := m.modal.View()
+		bw, bh := lipgloss.Width(box), lipgloss.Height(box)
+		x, y := max(0, (w-bw)/2), max(1, (h-bh)/2)
+		screen = lipgloss.NewCompositor(
+			lipgloss.NewLayer(screen),
+			lipgloss.NewLayer(box).X(x).Y(y).Z(1),
+		).Render()
+	}
+	v.SetContent(screen)
+	return v
+}
+
+// fit makes s exactly h lines of at most w cells.
+func fit(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) tabLabel(i int) string { return fmt.Sprintf(" %d %s ", i+1, screenNames[i]) }
+
+const brand = " ◆ tether "
+
+func (m *Model) tabRanges() [][2]int {
+	x := ansi.StringWidth(brand) + 1
+	var out [][2]int
+	for i := range numScreens {
+		w := ansi.StringWidth(m.tabLabel(i))
+		out = append(out, [2]int{x, x + w})
+		x += w
+	}
+	return out
+}
+
+func (m *Model) header() string {
+	st := m.ctx.Styles
+	left := st.Brand.Render(brand) + " "
+	for i := range numScreens {
+		if i == m.screen {
+			left += st.TabActive.Render(m.tabLabel(i))
+		} else {
+			left += st.TabInactive.Render(m.tabLabel(i))
+		}
+	}
+	// Right-hand items with their importance: what does not fit is left out,
+	// least important first.
+	type item struct {
+		text string
+		prio int
+	}
+	var items []item
+	now := m.ctx.Now
+	silent := 0
+	for _, c := range m.ctx.Fleet.sorted {
+		if c.Silent(now) {
+			silent++
+		}
+	}
+	if silent > 0 {
+		items = append(items, item{st.Render(themes.Warning, "⚠ "+plural(silent, "silent cluster", "silent clusters")), 4})
+	}
+	if n := m.overview.stuck.Total; m.overview.stuckKnown && n > 0 {
+		items = append(items, item{st.Render(themes.Warning, "⚠ "+thousands(int64(n))+" stuck"), 4})
+	}
+	if m.opts.ServeAddr != "" {
+		items = append(items, item{st.Render(themes.Muted, "serving ") + st.Render(themes.Good, m.opts.ServeAddr), 3})
+	} else if m.opts.Source != "" {
+		items = append(items, item{st.Render(themes.Muted, m.opts.Source), 1})
+	}
+	if m.watchErr != nil {
+		items = append(items, item{st.DangerBadge.Render(" OFFLINE "), 5})
+	}
+	if m.ctx.ReadOnly {
+		items = append(items, item{st.Badge.Render(" READ-ONLY "), 6})
+	}
+	items = append(items, item{st.Render(themes.Muted, clock(now)+"Z"), 2})
+	var right []string
+	w := m.ctx.Width
+	for {
+		right = right[:0]
+		for _, it := range items {
+			right = append(right, it.text)
+		}
+		if len(items) == 0 || ansi.StringWidth(left)+ansi.StringWidth(strings.Join(right, "  "))+2 <= w {
+			break
+		}
+		low := 0
+		for i, it := range items {
+			if it.prio < items[low].prio {
+				low = i
+			}
+		}
+		items = append(items[:low], items[low+1:]...)
+	}
+	r := strings.Join(right, "  ")
+	gap := w - ansi.StringWidth(left) - ansi.StringWidth(r) - 1
+	if gap < 1 {
+		return truncate(left, w)
+	}
+	return left + strings.Repeat(" ", gap) + r + " "
+}
+
+func (m *Model) statusLine() string {
+	st := m.ctx.Styles
+	w := m.ctx.Width
+	if m.cmdline.active {
+		return m.cmdline.View(w)
+	}
+	if m.filtering {
+		m.filterInput.SetWidth(max(10, w/2))
+		hint := ""
+		if f, ok := m.top().(filterable); ok {
+			hint = st.Render(themes.Muted, "  "+f.FilterHelp())
+		}
+		return pad(st.Render(themes.Accent, "/")+m.filterInput.View()+hint, w)
+	}
+	var left string
+	if len(m.running) > 0 {
+		var names []string
+		for _, n := range m.running {
+			names = append(names, n)
+		}
+		left = m.spinner.View() + " " + st.Render(themes.Info, strings.Join(names, ", ")+"…")
+	} else if m.status != "" {
+		at := st.Render(themes.Muted, clock(m.statusAt)+" ")
+		switch m.statusKind {
+		case statusOK:
+			left = at + st.Render(themes.Good, "✓ "+m.status)
+		case statusErr:
+			left = at + st.Render(themes.Danger, "✗ "+m.status)
+		default:
+			left = at + st.Render(themes.Plain, m.status)
+		}
+	}
+	return pad(" "+left, w)
+}
+
+func (m *Model) helpLine() string {
+	var km help.KeyMap
+	switch {
+	case m.modal != nil:
+		km = m.modal.KeyMap()
+	case m.cmdline.active:
+		km = m.cmdline.KeyMap()
+	case m.filtering:
+		km = keyMap{short: []key.Binding{keyConfirm, keyCancel}}
+	default:
+		km = m.top().KeyMap()
+	}
+	h := newHelp(m.ctx)
+	h.SetWidth(m.ctx.Width - 1)
+	return " " + h.ShortHelpView(km.ShortHelp())
+}
