@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// --- finishing a request ---
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+	// mediaType is the API's: the agent API's vendor type, or plain JSON
+	// for the admin API. writeJSON and writeError use it.
+	mediaType string
+	// unreadBody: the request announced a body that was not read. net/http
+	// would read it before answering (to reuse the connection), with no
+	// deadline: a client that never sends it would never get an answer. The
+	// answer closes the connection instead.
+	unreadBody bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+		if r.unreadBody {
+			r.Header().Set("Connection", "close")
+		}
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// finish counts the request and writes its log line.
+func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time) {
+	status := rec.status
+	if !rec.wrote {
+		status = http.StatusOK
+	}
+	elapsed := time.Since(start)
+	s.metrics.requests.WithLabelValues(pattern, c.r.Method, fmt.Sprint(status)).Inc()
+	s.metrics.latency.WithLabelValues(pattern).Observe(elapsed.Seconds())
+
+	level := slog.LevelInfo
+	if c.route != nil && c.route.quiet {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.r.Method),
+		slog.String("path", truncate(c.r.URL.Path, 200)),
+		slog.String("route", pattern),
+		slog.Int("status", status),
+		slog.Float64("ms", float64(elapsed.Microseconds())/1000),
+		slog.String("remote", c.r.RemoteAddr),
+	}
+	if client := s.clientAddr(c.r); client != remoteHost(c.r.RemoteAddr) {
+		attrs = append(attrs, slog.String("client", client))
+	}
+	if c.actor != "" {
+		attrs = append(attrs, slog.String("actor", c.actor))
+	}
+	if c.err != nil {
+		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))
+		if status >= 500 {
+			level = slog.LevelError
+			attrs = append(attrs, slog.Any("err", c.err)) // the cause, for the operator; callers saw only the message
+		}
+	}
+	c.log().LogAttrs(context.Background(), level, "request", attrs...)
+}
