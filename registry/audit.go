@@ -22,7 +22,7 @@ const (
 	AuditJobRequeue       = "job.requeue"
 	AuditJobCancel        = "job.cancel"
 	AuditJobExtendLease   = "job.extend_lease"
-	AuditJobReclaim       = "job.reclaim" // one entry per reaper batch
+	AuditJobReclaim       = "job.reclaim" // one entry per reclaimed job, and one per reaper batch (target kind "jobs")
 	AuditJobExpire        = "job.expire"  // one entry per reaper batch
 )
 

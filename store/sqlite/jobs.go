@@ -481,6 +481,14 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 		if counts.Requeued+counts.Failed == 0 {
 			return nil
 		}
+		// One audit entry per job (who lost which job, and what became of
+		// it), written in one statement per group, then the batch's sum.
+		if err := t.auditEach(retry, registry.AuditJobReclaim, `'lease expired: back in the queue as attempt ' || attempt`, p.Now, p.Actor); err != nil {
+			return err
+		}
+		if err := t.auditEach(fail, registry.AuditJobReclaim, `'lease expired on the last attempt: failed (lease_expired)'`, p.Now, p.Actor); err != nil {
+			return err
+		}
 		return t.audit(registry.AuditEntry{At: p.Now, Actor: p.Actor, Action: registry.AuditJobReclaim, TargetKind: "jobs",
 			Reason: fmt.Sprintf("leases expired: %d jobs back in the queue, %d failed on their last attempt", counts.Requeued, counts.Failed)})
 	})
@@ -505,6 +513,18 @@ func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (in
 			Reason: fmt.Sprintf("%d queued jobs expired before any agent acked them", n)})
 	})
 	return n, err
+}
+
+// auditEach appends one audit entry per job in ids, whose reason is the SQL
+// expression reason over the job's row as it is now.
+func (t *txn) auditEach(ids []string, action, reason string, now time.Time, actor string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := t.exec(`INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
+		SELECT ?, ?, ?, cluster_id, 'job', id, `+reason+` FROM jobs WHERE id IN (SELECT value FROM json_each(?))`,
+		col.MS(now), actor, action, col.JSONText(ids))
+	return err
 }
 
 // pick runs a reaper's selection, whose rows are (id, keep), and splits the

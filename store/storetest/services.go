@@ -51,12 +51,24 @@ func testReaper(t *testing.T, newStore NewStore) {
 		if types != "[submitted claimed reclaimed claimed failed]" {
 			t.Fatalf("timeline %s", types)
 		}
-		// The reaper is the system: one audit entry per batch says what it did;
-		// each job's timeline has the detail.
-		reclaims := e.auditFor(registry.AuditJobReclaim)
-		if len(reclaims) != 2 || reclaims[0].Actor != "system:reaper" ||
-			!strings.Contains(reclaims[0].Reason, "1 failed") || !strings.Contains(reclaims[1].Reason, "1 jobs back in the queue") {
-			t.Fatalf("reaper audit entries = %+v", reclaims)
+		// The reaper is the system: one audit entry per batch says what it
+		// did, and one per job which job it took back and what became of it.
+		var batches, perJob []registry.AuditEntry
+		for _, a := range e.auditFor(registry.AuditJobReclaim) {
+			if a.TargetKind == "job" {
+				perJob = append(perJob, a)
+			} else {
+				batches = append(batches, a)
+			}
+		}
+		if len(batches) != 2 || batches[0].Actor != "system:reaper" ||
+			!strings.Contains(batches[0].Reason, "1 failed") || !strings.Contains(batches[1].Reason, "1 jobs back in the queue") {
+			t.Fatalf("reaper batch audit entries = %+v", batches)
+		}
+		if len(perJob) != 2 || perJob[0].TargetID != j.ID || perJob[0].ClusterID != a.Cluster.ID || perJob[0].Actor != "system:reaper" ||
+			!strings.Contains(perJob[0].Reason, "failed (lease_expired)") ||
+			perJob[1].TargetID != j.ID || !strings.Contains(perJob[1].Reason, "back in the queue as attempt 2") {
+			t.Fatalf("reaper per-job audit entries = %+v", perJob)
 		}
 		if c := e.counts(a.Cluster.ID); c[registry.JobFailed] != 1 || c[registry.JobInProgress] != 0 || c[registry.JobQueued] != 0 {
 			t.Fatalf("counts %v", c)
