@@ -227,7 +227,13 @@ func (c *Client) Rotate(ctx context.Context) (Credential, error) {
 func (c *Client) rotateLocked(ctx context.Context) (Credential, error) {
 	old := c.Credential()
 	var next Credential
-	err := c.do(ctx, call{method: http.MethodPost, path: "/api/agent/credentials/rotate", body: struct{}{}, out: &next, noRotate: true})
+	// Naming the capabilities this client speaks lets the rotation add one
+	// the cluster's policy started requiring since registration.
+	body := map[string]any{}
+	if len(old.Capabilities) > 0 {
+		body["capabilities"] = old.Capabilities
+	}
+	err := c.do(ctx, call{method: http.MethodPost, path: "/api/agent/credentials/rotate", body: body, out: &next, noRotate: true})
 	if err != nil {
 		return Credential{}, err
 	}

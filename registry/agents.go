@@ -240,8 +240,25 @@ func (r *Registry) HMACKey(a *Agent) ([]byte, error) {
 // capabilities. The old one keeps working for the rotation grace (or less, if
 // it expires sooner).
 func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCredential, error) {
+	return r.RotateCredentialAdding(ctx, a, nil)
+}
+
+// RotateCredentialAdding is RotateCredential where the new credential also
+// carries the capabilities in add (those tether does not know are ignored, as
+// at registration). Capabilities are only ever added: a rotation cannot drop
+// what the old credential negotiated. If the cluster's policy now requires a
+// capability the new credential would lack, the rotation is refused with
+// capability_required and the old credential stays as it was: a credential
+// below policy can reach policy at its next rotation, never renew below it.
+func (r *Registry) RotateCredentialAdding(ctx context.Context, a *Agent, add []string) (*IssuedCredential, error) {
 	now := r.Now()
-	cred, secrets, err := r.newCredential(a.Cluster.ID, a.Credential.Capabilities, now)
+	caps := negotiate(append(append([]string(nil), a.Credential.Capabilities...), add...))
+	for _, req := range a.Cluster.Policy.RequiredCapabilities {
+		if !slices.Contains(caps, req) {
+			return nil, Errorf(CodeCapabilityRequired, "cluster %s now requires the %q capability; rotate with capabilities %v", a.Cluster.ID, req, a.Cluster.Policy.RequiredCapabilities)
+		}
+	}
+	cred, secrets, err := r.newCredential(a.Cluster.ID, caps, now)
 	if err != nil {
 		return nil, err
 	}
@@ -255,13 +272,27 @@ func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCrede
 	}
 	err = r.store.CredentialRotate(ctx, CredentialRotateParams{
 		OldID: a.Credential.ID, Now: now, OldExpiresAt: graceUntil, New: cred,
-		Audit: r.auditEntry(ctx, AuditCredentialRotate, a.Cluster.ID, "credential", cred.ID, "replaces "+a.Credential.ID+"; old one valid until "+graceUntil.Format(time.RFC3339)),
+		Audit: r.auditEntry(ctx, AuditCredentialRotate, a.Cluster.ID, "credential", cred.ID, "replaces "+a.Credential.ID+"; old one valid until "+graceUntil.Format(time.RFC3339)+addedCapabilities(a.Credential.Capabilities, caps)),
 	})
 	r.cache.evictCredential(a.Credential.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &IssuedCredential{Credential: cred, Cluster: *a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}, nil
+}
+
+// addedCapabilities describes, for the audit trail, what a rotation added.
+func addedCapabilities(old, now []string) string {
+	var added []string
+	for _, c := range now {
+		if !slices.Contains(old, c) {
+			added = append(added, c)
+		}
+	}
+	if len(added) == 0 {
+		return ""
+	}
+	return "; adds capabilities " + strings.Join(added, ",")
 }
 
 // ListCredentials returns a cluster's credentials, newest first.

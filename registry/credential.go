@@ -55,6 +55,19 @@ func (c *Credential) HasCapability(capability string) bool {
 }
 
 // Signed reports whether writes with this credential must carry an HMAC.
+// BelowPolicy returns the capabilities p requires that c lacks (none: nil).
+// Such a credential keeps working until it expires, but its next rotation
+// must add them.
+func (c *Credential) BelowPolicy(p Policy) []string {
+	var missing []string
+	for _, req := range p.RequiredCapabilities {
+		if !c.HasCapability(req) {
+			missing = append(missing, req)
+		}
+	}
+	return missing
+}
+
 func (c *Credential) Signed() bool { return c.HasCapability(CapabilityHMAC) }
 
 // State says what the credential may do at now.

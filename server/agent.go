@@ -39,12 +39,16 @@ func (s *Server) handleRegister(c *call) error {
 }
 
 func (s *Server) handleRotate(c *call) error {
-	// The public operator sends {}; any JSON object (or nothing) will do.
-	var ignored struct{}
-	if err := decodeJSON(c.body, &ignored, false); err != nil {
+	// The public operator sends {}; any JSON object (or nothing) will do. An
+	// agent may name capabilities to add (ones its cluster's policy now
+	// requires): {"capabilities": ["hmac"]}.
+	var body struct {
+		Capabilities []string `json:"capabilities"`
+	}
+	if err := decodeJSON(c.body, &body, false); err != nil {
 		return err
 	}
-	issued, err := s.reg.RotateCredential(c.ctx, c.agent)
+	issued, err := s.reg.RotateCredentialAdding(c.ctx, c.agent, body.Capabilities)
 	if err != nil {
 		return err
 	}

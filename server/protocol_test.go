@@ -276,6 +276,31 @@ func TestBearerAuth401And403(t *testing.T) {
 	a.do(http.MethodPost, "/api/agent/credentials/rotate", withBody(`{}`)).wantError(t, http.StatusUnauthorized, "unauthorized")
 }
 
+// A capability the cluster's policy starts requiring applies at the
+// credential's next rotation: rotating without it is refused (the credential
+// keeps working until it expires), rotating with it adds it.
+func TestRotateAddsRequiredCapability(t *testing.T) {
+	e := newEnv(t)
+	old := e.newAgent("c1", "lease")
+	if _, err := e.reg.ModifyCluster(adminCtx(), "c1", func(s *registry.ClusterSpec) error {
+		s.Policy.RequiredCapabilities = []string{registry.CapabilityHMAC}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old.poll(0).want(t, http.StatusOK)
+	old.do(http.MethodPost, "/api/agent/credentials/rotate", withBody(`{}`)).
+		wantError(t, http.StatusBadRequest, "capability_required")
+	r := old.do(http.MethodPost, "/api/agent/credentials/rotate", withBody(`{"capabilities":["hmac"]}`))
+	r.want(t, http.StatusOK)
+	var ans credentialAnswer
+	r.decode(t, &ans)
+	if got := strings.Join(ans.Capabilities, ","); got != "hmac,lease" || ans.HMACKey == "" {
+		t.Fatalf("rotation answered capabilities %q (hmacKey set: %v), want hmac,lease with a key", got, ans.HMACKey != "")
+	}
+	e.agentFrom(ans).poll(0).want(t, http.StatusOK)
+}
+
 func TestRotateGraceAndExpiry(t *testing.T) {
 	e := newEnv(t)
 	old := e.newAgent("c1", "lease")

@@ -326,7 +326,7 @@ func newClusterGetCmd(g *globals) *cobra.Command {
 			now := a.reg.Now()
 			d := clusterDetail{
 				Cluster: c, Silent: c.Silent(now),
-				Credentials: credentialViews(now, creds), Tokens: tokenViews(now, tokens),
+				Credentials: credentialViews(now, c.Policy, creds), Tokens: tokenViews(now, tokens),
 				JobCounts: map[registry.JobState]int64{},
 			}
 			for _, s := range registry.JobStates {
@@ -399,7 +399,7 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 			writes = "signed writes (hmac)"
 		}
 		fmt.Fprintf(w, "  newest: %s, %s, capabilities %s, %s, expires %s, rotate after %s\n",
-			latest.ID, latest.State, list(latest.Capabilities), writes, until(now, latest.ExpiresAt), until(now, latest.RotateAfter))
+			latest.ID, latest.State, capabilitiesCell(&latest), writes, until(now, latest.ExpiresAt), until(now, latest.RotateAfter))
 	}
 
 	fmt.Fprintln(w, "\nRegistration tokens:")

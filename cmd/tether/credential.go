@@ -25,14 +25,26 @@ type credentialView struct {
 	registry.Credential
 	State  registry.CredentialState `json:"state"`
 	Signed bool                     `json:"signed"`
+	// BelowPolicy: capabilities the cluster's policy requires that this
+	// credential lacks; its next rotation must add them.
+	BelowPolicy []string `json:"belowPolicy,omitempty"`
 }
 
-func credentialViews(now time.Time, creds []registry.Credential) []credentialView {
+func credentialViews(now time.Time, policy registry.Policy, creds []registry.Credential) []credentialView {
 	out := make([]credentialView, len(creds))
 	for i, c := range creds {
-		out[i] = credentialView{Credential: c, State: c.State(now), Signed: c.Signed()}
+		out[i] = credentialView{Credential: c, State: c.State(now), Signed: c.Signed(), BelowPolicy: c.BelowPolicy(policy)}
 	}
 	return out
+}
+
+// capabilitiesCell lists a credential's capabilities and what policy needs
+// that it lacks.
+func capabilitiesCell(v *credentialView) string {
+	if len(v.BelowPolicy) == 0 {
+		return list(v.Capabilities)
+	}
+	return list(v.Capabilities) + " (below policy: needs " + list(v.BelowPolicy) + ")"
 }
 
 // grace says what is left of a credential that is on its way out.
@@ -62,12 +74,16 @@ func newCredentialListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			creds, err := a.reg.ListCredentials(ctx, args[0])
+			c, err := a.reg.GetCluster(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			creds, err := a.reg.ListCredentials(ctx, c.ID)
 			if err != nil {
 				return err
 			}
 			now := a.reg.Now()
-			views := credentialViews(now, creds)
+			views := credentialViews(now, c.Policy, creds)
 			if g.output == "json" {
 				return printJSON(g.stdout, views)
 			}
@@ -78,7 +94,7 @@ func newCredentialListCmd(g *globals) *cobra.Command {
 				if v.Signed {
 					writes = "signed"
 				}
-				t.row(v.ID, string(v.State), list(v.Capabilities), writes, ago(now, v.CreatedAt), until(now, v.ExpiresAt), until(now, v.RotateAfter), grace(now, v))
+				t.row(v.ID, string(v.State), capabilitiesCell(v), writes, ago(now, v.CreatedAt), until(now, v.ExpiresAt), until(now, v.RotateAfter), grace(now, v))
 			}
 			return t.flush()
 		},

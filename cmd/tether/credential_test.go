@@ -102,3 +102,24 @@ func TestCredentialListRotateRevoke(t *testing.T) {
 	}
 	wantError(t, cli(t, db, "credential", "list", "nope"), exitError, `no cluster has the id or name "nope"`)
 }
+
+// A capability the cluster's policy starts requiring: the credentials below
+// it are named in credential list and cluster get, until a rotation adds it.
+func TestCredentialBelowPolicy(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "policy")
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, c.RegistrationToken, "lease")
+	ok(t, db, "cluster", "edit", "policy", "--require-capability", "hmac")
+
+	cr := okJSON[[]credentialView](t, db, "credential", "list", "policy")[0]
+	if !slices.Equal(cr.BelowPolicy, []string{"hmac"}) {
+		t.Errorf("got belowPolicy %v, want [hmac]", cr.BelowPolicy)
+	}
+	for _, args := range [][]string{{"credential", "list", "policy"}, {"cluster", "get", "policy"}} {
+		if out := ok(t, db, args...).stdout; !strings.Contains(out, "below policy: needs hmac") {
+			t.Errorf("%v does not say the credential is below policy:\n%s", args, out)
+		}
+	}
+}

@@ -175,6 +175,42 @@ func testTokens(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("PolicyAppliesAtNextRotation", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, cred := e.agent("prod", registry.CapabilityLease)
+		_, err := e.reg.ModifyCluster(e.ctx, "prod", func(s *registry.ClusterSpec) error {
+			s.Policy.RequiredCapabilities = []string{registry.CapabilityHMAC}
+			return nil
+		})
+		wantNoErr(t, err)
+		// The existing credential keeps working, below policy...
+		_, err = e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
+		wantNoErr(t, err)
+		creds, err := e.reg.ListCredentials(e.ctx, "prod")
+		wantNoErr(t, err)
+		c, err := e.reg.GetCluster(e.ctx, "prod")
+		wantNoErr(t, err)
+		if got := creds[0].BelowPolicy(c.Policy); strings.Join(got, ",") != "hmac" {
+			t.Fatalf("below policy by %v, want hmac", got)
+		}
+		a := &registry.Agent{Credential: &creds[0], Cluster: c}
+		// ...but cannot renew below it: a rotation without hmac is refused
+		// and the credential stays as it was (it can still rotate).
+		_, err = e.reg.RotateCredential(e.ctx, a)
+		wantCode(t, err, registry.CodeCapabilityRequired)
+		next, err := e.reg.RotateCredentialAdding(e.ctx, a, []string{"HMAC", "unknown-future-thing"})
+		wantNoErr(t, err)
+		if got := strings.Join(next.Credential.Capabilities, ","); got != "hmac,lease" || next.HMACKey == "" {
+			t.Fatalf("rotated to %q (hmac key issued: %v), want hmac,lease with a key", got, next.HMACKey != "")
+		}
+		if len(next.Credential.BelowPolicy(c.Policy)) != 0 {
+			t.Fatal("the rotated credential is still below policy")
+		}
+		if got := e.auditFor(registry.AuditCredentialRotate); len(got) != 1 || !strings.Contains(got[0].Reason, "adds capabilities hmac") {
+			t.Fatalf("rotation audit %+v does not say what it added", got)
+		}
+	})
+
 	t.Run("Revoke", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		_, tok := e.cluster("prod", nil)
