@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -93,6 +94,12 @@ func (s *Server) verifySignature(r *http.Request, body []byte, a *registry.Agent
 		return replayed
 	}
 	return nil
+}
+
+// RunSignatureAudit writes the refused signatures to the audit trail, one
+// entry per credential per minute, until ctx ends (then what is left).
+func (s *Server) RunSignatureAudit(ctx context.Context, report func(error)) {
+	s.refusals.Run(ctx, 0, report)
 }
 
 // replayCache remembers signatures until their timestamps leave the window.

@@ -88,9 +88,10 @@ type Server struct {
 	// guessing tokens (or filling the audit trail) is slow.
 	addrLimits *limiters
 	replays    *replayCache
-	routes     map[string][]*route // by exact path
-	admin      []*adminRoute       // /api/admin/v1
-	jobs       map[string][]*route // /api/agent/jobs/{id}/{action}, by action
+	refusals   *registry.SignatureRefusals // refused signatures, audited per credential per minute
+	routes     map[string][]*route         // by exact path
+	admin      []*adminRoute               // /api/admin/v1
+	jobs       map[string][]*route         // /api/agent/jobs/{id}/{action}, by action
 	promh      http.Handler
 
 	trusted []netip.Prefix // Config.TrustedProxies
@@ -130,6 +131,7 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		// but far below what guessing needs. Off with the other limits.
 		addrLimits: newLimiters(registerLimit(cfg.RateLimit), RegisterRateBurst),
 		replays:    newReplayCache(cfg.ReplayCacheSize),
+		refusals:   registry.NewSignatureRefusals(reg),
 		draining:   make(chan struct{}),
 		trusted:    cfg.TrustedProxies,
 	}
@@ -462,6 +464,9 @@ func (s *Server) prepare(c *call) error {
 			return nil // mTLS identifies the cluster: it replaces the signature
 		}
 		if err := s.verifySignature(c.r, c.body, c.agent); err != nil {
+			if code := registry.ErrorCode(err); strings.HasPrefix(string(code), "signature_") {
+				s.refusals.Record(c.agent, code)
+			}
 			return err
 		}
 	}

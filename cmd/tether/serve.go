@@ -255,7 +255,13 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			}
 		}()
 	}
-	services.Add(5)
+	services.Add(6)
+	go func() {
+		defer services.Done()
+		srv.RunSignatureAudit(ctx, func(err error) {
+			log.Warn("auditing refused signatures failed; retrying", "err", registry.ErrorMessage(err))
+		})
+	}()
 	go func() {
 		defer services.Done()
 		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
