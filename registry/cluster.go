@@ -58,6 +58,10 @@ type Policy struct {
 	MaxAttempts int `json:"maxAttempts"`
 	// RequiredCapabilities must all be negotiated at registration.
 	RequiredCapabilities []string `json:"requiredCapabilities"`
+	// RequireClientCertificate: the agent's every authenticated request must
+	// come with a verified client certificate naming the cluster (mTLS);
+	// without one it is refused with 401 client_certificate_required.
+	RequireClientCertificate bool `json:"requireClientCertificate,omitempty"`
 }
 
 // ClusterSpec is the part of a cluster record an admin writes: seed 003's

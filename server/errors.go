@@ -20,6 +20,8 @@ const (
 	CodeSignatureExpired     registry.Code = "signature_expired"      // timestamp outside the window
 	CodeSignatureReplayed    registry.Code = "signature_replayed"     // same signature seen inside the window
 	CodeRequestTimeout       registry.Code = "request_timeout"        // the body did not arrive in time
+
+	CodeClientCertificateRequired registry.Code = "client_certificate_required" // the cluster's policy requires mTLS
 )
 
 // statusOf is the one table from error codes to HTTP statuses. A code missing
@@ -36,6 +38,7 @@ var statusOf = map[registry.Code]int{
 	CodeSignatureInvalid:                  http.StatusUnauthorized,
 	CodeSignatureExpired:                  http.StatusUnauthorized,
 	CodeSignatureReplayed:                 http.StatusUnauthorized,
+	CodeClientCertificateRequired:         http.StatusUnauthorized,
 
 	registry.CodeForbidden:       http.StatusForbidden,
 	registry.CodeClusterDisabled: http.StatusForbidden,

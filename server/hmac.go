@@ -192,12 +192,21 @@ func certClusters(chains [][]*x509.Certificate) []string {
 // refuseOtherClustersCert refuses a request whose verified client
 // certificate names a cluster other than its bearer credential's: the
 // certificate is an identity, and two identities must agree.
+//
+// A cluster whose policy requires mTLS also refuses a request that comes
+// without a verified certificate naming it: 401 client_certificate_required.
 func refuseOtherClustersCert(r *http.Request, a *registry.Agent) error {
-	if r.TLS == nil {
+	var named []string
+	if r.TLS != nil {
+		named = certClusters(r.TLS.VerifiedChains)
+	}
+	if len(named) == 0 {
+		if a.Cluster.Policy.RequireClientCertificate {
+			return errf(CodeClientCertificateRequired, "cluster %s requires mTLS: connect with a client certificate, issued by the server's client CA, that names the cluster (URI SAN spiffe://tether/cluster/%s or CN %s)", a.Cluster.ID, a.Cluster.ID, a.Cluster.ID)
+		}
 		return nil
 	}
-	named := certClusters(r.TLS.VerifiedChains)
-	if len(named) == 0 || slices.Contains(named, a.Cluster.ID) {
+	if slices.Contains(named, a.Cluster.ID) {
 		return nil
 	}
 	return errf(registry.CodeForbidden, "the client certificate names cluster %s, but the credential belongs to cluster %s; each cluster's agent uses its own certificate", named[0], a.Cluster.ID)

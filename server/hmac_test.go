@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -163,6 +164,22 @@ func TestMTLSReplacesTheSignature(t *testing.T) {
 	ack(clientFor("spiffe://tether/cluster/cl-someone-else"), e.submit(a.clusterID)).wantError(t, http.StatusForbidden, "forbidden")
 	ack(clientFor("a-person"), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "signature_required")
 	ack(clientFor(""), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "signature_required")
+
+	// A cluster whose policy requires mTLS: the right certificate is the only
+	// way in; none (or one naming no cluster) is 401, even with a valid
+	// HMAC signature, and another cluster's is still 403.
+	if _, err := e.reg.ModifyCluster(adminCtx(), a.clusterID, func(s *registry.ClusterSpec) error {
+		s.Policy.RequireClientCertificate = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ack(clientFor("spiffe://tether/cluster/"+a.clusterID), e.submit(a.clusterID)).wantNoContent(t)
+	ack(clientFor(""), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "client_certificate_required")
+	ack(clientFor("a-person"), e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "client_certificate_required")
+	ack(clientFor("spiffe://tether/cluster/cl-someone-else"), e.submit(a.clusterID)).wantError(t, http.StatusForbidden, "forbidden")
+	a.ack(e.submit(a.clusterID)).wantError(t, http.StatusUnauthorized, "client_certificate_required") // signed, plain HTTP
+	a.poll(0).wantError(t, http.StatusUnauthorized, "client_certificate_required")
 }
 
 func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {

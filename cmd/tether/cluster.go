@@ -95,6 +95,7 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	f.IntVar(&spec.Policy.LeaseSeconds, "lease-seconds", registry.DefaultLeaseSeconds, "lease of a lease client's claim; 0 disables automatic reclaim")
 	f.IntVar(&spec.Policy.MaxAttempts, "max-attempts", registry.DefaultMaxAttempts, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "capabilities the agent must negotiate: hmac, lease (comma-separated)")
+	f.BoolVar(&spec.Policy.RequireClientCertificate, "require-client-cert", false, "refuse the agent's requests without a verified client certificate naming the cluster (mTLS; serve --tls-client-ca)")
 	f.Var(newDuration(&tokenTTL, registry.DefaultTokenTTL), "token-ttl", "lifetime of the registration token (1m to 7d)")
 	return cmd
 }
@@ -437,6 +438,9 @@ func printSpec(w io.Writer, s *registry.ClusterSpec) error {
 	kv.row("  Lease:", lease)
 	kv.row("  Max attempts:", strconv.Itoa(s.Policy.MaxAttempts))
 	kv.row("  Required capabilities:", list(s.Policy.RequiredCapabilities))
+	if s.Policy.RequireClientCertificate {
+		kv.row("  Client certificate:", "required (mTLS)")
+	}
 	return kv.flush()
 }
 

@@ -58,6 +58,7 @@ func newClusterEditCmd(g *globals) *cobra.Command {
 		lease     int
 		attempts  int
 		caps      []string
+		mtls      bool
 		setLabels []string
 		delLabels []string
 		ifVersion int64
@@ -107,7 +108,7 @@ otherwise it fails and names the current version.`,
 				return usagef("--if-version %d is not a version: versions start at 1", ifVersion)
 			}
 			changes := ns.changes() || catalog.changes() || templates.changes()
-			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "label", "remove-label"} {
+			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "label", "remove-label"} {
 				changes = changes || fl.Changed(f)
 			}
 			if !changes {
@@ -141,6 +142,9 @@ otherwise it fails and names the current version.`,
 				}
 				if fl.Changed("require-capability") {
 					s.Policy.RequiredCapabilities = newCaps
+				}
+				if fl.Changed("require-client-cert") {
+					s.Policy.RequireClientCertificate = mtls
 				}
 				if len(addLabels) > 0 || len(delLabels) > 0 {
 					labels := maps.Clone(s.Labels)
@@ -210,6 +214,7 @@ otherwise it fails and names the current version.`,
 	f.IntVar(&lease, "lease-seconds", 0, "lease of a lease client's claim; 0 disables automatic reclaim")
 	f.IntVar(&attempts, "max-attempts", 0, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "replace the required capabilities: hmac, lease (\"\" for none)")
+	f.BoolVar(&mtls, "require-client-cert", false, "require a verified client certificate naming the cluster on the agent's requests (mTLS); =false to stop")
 	f.StringArrayVarP(&setLabels, "label", "l", nil, "set a label KEY=VALUE (repeat for more)")
 	f.StringArrayVar(&delLabels, "remove-label", nil, "remove the label KEY (repeat for more)")
 	f.Int64Var(&ifVersion, "if-version", 0, "write only if the cluster is still at this version")

@@ -123,3 +123,22 @@ func TestCredentialBelowPolicy(t *testing.T) {
 		}
 	}
 }
+
+// cluster create/edit --require-client-cert set the mTLS policy, and cluster
+// get says so.
+func TestClusterRequireClientCert(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "cluster", "create", "--name", "mtls", "--require-client-cert")
+	c := okJSON[registry.Cluster](t, db, "cluster", "get", "mtls", "-o", "json")
+	if !c.Policy.RequireClientCertificate || c.Policy.LeaseSeconds != registry.DefaultLeaseSeconds {
+		t.Errorf("got policy %+v, want mTLS required and the default lease", c.Policy)
+	}
+	if out := ok(t, db, "cluster", "get", "mtls").stdout; !strings.Contains(out, "required (mTLS)") {
+		t.Errorf("cluster get does not say mTLS is required:\n%s", out)
+	}
+	ok(t, db, "cluster", "edit", "mtls", "--require-client-cert=false")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "mtls", "-o", "json"); c.Policy.RequireClientCertificate {
+		t.Error("--require-client-cert=false did not turn mTLS off")
+	}
+}

@@ -42,6 +42,27 @@ func testClusters(t *testing.T, newStore NewStore) {
 		wantCode(t, err, registry.CodeNotFound)
 	})
 
+	t.Run("RequireClientCertificate", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, _ := e.cluster("mtls", func(s *registry.ClusterSpec) { s.Policy.RequireClientCertificate = true })
+		got, err := e.reg.GetCluster(e.ctx, c.ID)
+		wantNoErr(t, err)
+		if !got.Policy.RequireClientCertificate {
+			t.Fatal("the mTLS requirement was not stored")
+		}
+		got, err = e.reg.ModifyCluster(e.ctx, c.ID, func(s *registry.ClusterSpec) error {
+			s.Policy.RequireClientCertificate = false
+			return nil
+		})
+		wantNoErr(t, err)
+		if got.Policy.RequireClientCertificate {
+			t.Fatal("the update did not turn the mTLS requirement off")
+		}
+		if got, _ = e.reg.GetCluster(e.ctx, c.ID); got.Policy.RequireClientCertificate {
+			t.Fatal("the mTLS requirement read back after turning it off")
+		}
+	})
+
 	t.Run("DuplicateNameConflicts", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		e.cluster("prod", nil)
