@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -241,7 +242,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		if !cond.LastTransitionTime.IsZero() {
 			since = " · since " + ago(now, cond.LastTransitionTime)
 		}
-		line("  " + st.Render(k, pad(cond.Type, 20)+" "+pad(cond.Status, 8)) + st.Render(themes.Plain, strings.TrimSpace(cond.Reason+" "+cond.Message)) + st.Render(themes.Muted, since))
+		line("  " + st.Render(k, pad(cond.Type, 20)+" "+pad(cond.Status, 8)) + st.Render(themes.Plain, display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))) + st.Render(themes.Muted, since))
 	}
 
 	section("CREDENTIALS")

@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -352,7 +353,7 @@ func resourceText(r registry.ResourceRef) string {
 			parts = append(parts, p)
 		}
 	}
-	return strings.Join(parts, "/")
+	return display.Safe(strings.Join(parts, "/"))
 }
 
 func conditionsText(conds []registry.Condition) string {
@@ -377,14 +378,14 @@ func eventDetail(e *registry.Event) cell {
 		if c.Status == "False" && c.Reason != "" {
 			s += " (" + c.Reason + ")"
 		}
-		out = append(out, seg{s + " ", k})
+		out = append(out, seg{display.Safe(s) + " ", k}) // the agent's text
 	}
 	if e.Message != "" {
 		k := themes.Plain
 		if e.Kind == registry.EventBufferOverflow {
 			k = themes.Warning
 		}
-		out = append(out, seg{e.Message, k})
+		out = append(out, seg{display.Safe(e.Message), k})
 	}
 	if len(out) == 0 {
 		out = txt("-", themes.Muted)

@@ -177,7 +177,7 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	line := func(s string) { b.WriteString(truncate(s, w) + "\n") }
 	section := func(s string) { b.WriteString("\n" + st.Section.Render(s) + "\n") }
 	field := func(label, value string, k themes.Kind) {
-		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, value))
+		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, display.Safe(value))) // values are data, some the agent's
 	}
 
 	if why.Reason != NotStuck {
@@ -245,7 +245,7 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 		field("finished", stamp(j.FinishedAt)+" ("+ago(now, j.FinishedAt)+")", themes.Plain)
 		if len(j.Result) > 0 {
 			for _, l := range strings.Split(prettyJSON(j.Result), "\n") {
-				line("  " + st.Render(themes.Plain, l))
+				line("  " + st.Render(themes.Plain, display.Safe(l)))
 			}
 		}
 	}
@@ -264,19 +264,19 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 		}
 		line("  " + st.Render(themes.Muted, stamp(h.At)) + "  " + st.Render(themes.Accent, pad(string(h.Type), 15)) +
 			st.Render(themes.Muted, pad(fmt.Sprintf("#%d", h.Attempt), 4)) + st.Render(jobStateKind(h.State), pad(stateLabel(h.State), 12)) +
-			st.Render(themes.Plain, msg) + st.Render(themes.Muted, "  by "+shortActor(d.ctx.Fleet, h.Actor)))
+			st.Render(themes.Plain, display.Safe(msg)) + st.Render(themes.Muted, "  by "+shortActor(d.ctx.Fleet, h.Actor)))
 		for _, cond := range h.Conditions {
 			k := themes.Good
 			if cond.Status == "False" {
 				k = themes.Danger
 			}
-			line("      " + st.Render(k, cond.Type+"="+cond.Status) + st.Render(themes.Plain, " "+strings.TrimSpace(cond.Reason+" "+cond.Message)))
+			line("      " + st.Render(k, display.Safe(cond.Type+"="+cond.Status)) + st.Render(themes.Plain, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))))
 		}
 	}
 
 	section("PAYLOAD")
 	for _, l := range strings.Split(prettyJSON(j.Payload), "\n") {
-		line("  " + st.Render(themes.Plain, l))
+		line("  " + st.Render(themes.Plain, display.Safe(l)))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

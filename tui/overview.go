@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -464,7 +465,7 @@ func (o *overview) conditionsBlock() string {
 					since = " " + age(now, cond.LastTransitionTime)
 				}
 				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, 16))+st.Render(themes.Danger, cond.Type+"=False")+
-					st.Render(themes.Muted, " "+strings.TrimSpace(cond.Reason+" "+cond.Message)+since))
+					st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
 			}
 		}
 	}
