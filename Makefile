@@ -12,7 +12,7 @@ RACE    ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/n
 
 HELM_VERSION ?= v3.22.0
 
-.PHONY: all build run test bench lint clean tools image
+.PHONY: all build run test bench chaos lint clean tools image
 
 all: lint test build
 
@@ -44,6 +44,13 @@ image:
 ## of medians next to their targets, also written to bench/results/latest.json
 bench:
 	$(GO) run ./bench
+
+## chaos: the crash test (not part of test; at most 5 minutes): agents and a
+## producer under load while serve is killed with SIGKILL at random moments,
+## then the invariants (nothing acknowledged lost, no job acked twice at once
+## or finished twice, all ended, integrity_check ok) and a summary line
+chaos:
+	$(GO) test -tags chaos -count=1 -timeout 5m -v -run TestChaos ./internal/chaos/
 
 ## lint: formatting, vet, and go.mod/go.sum exactly as `go mod tidy` leaves them
 lint:
