@@ -18,4 +18,37 @@ type KeyStore interface {
 	SignatureRecord(ctx context.Context, key []byte, expiresAt, now time.Time) (fresh bool, err error)
 	// SignaturesPrune forgets signatures that expired before before.
 	SignaturesPrune(ctx context.Context, before time.Time) (int, error)
+
+	// SigningKeyEnsure stores key as its cluster's current payload-signing
+	// key unless the cluster already has one, and returns the current key
+	// (key or the existing one). Of concurrent ensures exactly one key wins.
+	SigningKeyEnsure(ctx context.Context, key SigningKey) (*SigningKey, error)
+	// SigningKeyRotate retires the cluster's current key (kept for
+	// verification until p.OverlapUntil) and makes p.New current, with its
+	// audit entry, atomically. A cluster without a current key just gets
+	// p.New. Of concurrent rotations one wins; the others are conflicts.
+	SigningKeyRotate(ctx context.Context, p SigningKeyRotateParams) error
+	// SigningKeys returns the cluster's current key and the retired keys
+	// whose overlap has not ended at now: current first, then newest first.
+	SigningKeys(ctx context.Context, clusterID string, now time.Time) ([]SigningKey, error)
+}
+
+// SigningKey is a cluster's Ed25519 key for signing job payloads. The
+// private half is sealed by the Keyring (bound to the key id).
+type SigningKey struct {
+	ID            string
+	ClusterID     string
+	PublicKey     []byte // ed25519.PublicKey
+	SealedPrivate []byte
+	CreatedAt     time.Time
+	RetiredAt     time.Time // zero: the current key
+	ExpiresAt     time.Time // retired keys: the end of their overlap
+}
+
+// SigningKeyRotateParams is SigningKeyRotate's input.
+type SigningKeyRotateParams struct {
+	New          SigningKey
+	Now          time.Time
+	OverlapUntil time.Time
+	Audit        AuditEntry
 }

@@ -27,6 +27,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 		newClusterSetPausedCmd(g, true),
 		newClusterSetPausedCmd(g, false),
 		newClusterDeleteCmd(g),
+		newClusterRotateSigningKeyCmd(g),
 	)
 }
 

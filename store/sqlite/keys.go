@@ -2,15 +2,19 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
 func (s *Store) SealedSecretsExist(ctx context.Context) (bool, error) {
 	var n int
 	err := s.queryRow(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM credentials WHERE sealed_hmac IS NOT NULL AND revoked_at IS NULL LIMIT 1))
-		+ (SELECT count(*) FROM (SELECT 1 FROM webhooks LIMIT 1))`).Scan(&n)
+		+ (SELECT count(*) FROM (SELECT 1 FROM webhooks LIMIT 1))
+		+ (SELECT count(*) FROM (SELECT 1 FROM cluster_signing_keys LIMIT 1))`).Scan(&n)
 	return n > 0, s.wrap(err, "look for sealed secrets")
 }
 
@@ -43,4 +47,74 @@ func (s *Store) SignaturesPrune(ctx context.Context, before time.Time) (int, err
 		return nil
 	})
 	return int(n), err
+}
+
+const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at`
+
+func scanSigningKey(row scanner) (*registry.SigningKey, error) {
+	var k registry.SigningKey
+	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt))
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+func (s *Store) SigningKeyEnsure(ctx context.Context, key registry.SigningKey) (*registry.SigningKey, error) {
+	var out *registry.SigningKey
+	err := s.write(ctx, func(t *txn) error {
+		_, err := t.exec(`INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at)
+			SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM clusters WHERE id = ?)
+			ON CONFLICT (cluster_id) WHERE retired_at IS NULL DO NOTHING`,
+			key.ID, key.ClusterID, key.PublicKey, key.SealedPrivate, col.MS(key.CreatedAt), key.ClusterID)
+		if err != nil {
+			return err
+		}
+		out, err = scanSigningKey(t.selectRow(`SELECT `+signingKeyCols+` FROM cluster_signing_keys WHERE cluster_id = ? AND retired_at IS NULL`, key.ClusterID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s not found", key.ClusterID)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) SigningKeyRotate(ctx context.Context, p registry.SigningKeyRotateParams) error {
+	return s.write(ctx, func(t *txn) error {
+		var exists int
+		if err := t.selectRow(`SELECT count(*) FROM clusters WHERE id = ?`, p.New.ClusterID).Scan(&exists); err != nil {
+			return err
+		}
+		if exists == 0 {
+			return registry.Errorf(registry.CodeNotFound, "cluster %s not found", p.New.ClusterID)
+		}
+		if _, err := t.exec(`UPDATE cluster_signing_keys SET retired_at = ?, expires_at = ? WHERE cluster_id = ? AND retired_at IS NULL`,
+			col.MS(p.Now), col.MS(p.OverlapUntil), p.New.ClusterID); err != nil {
+			return err
+		}
+		if _, err := t.exec(`INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at) VALUES (?, ?, ?, ?, ?)`,
+			p.New.ID, p.New.ClusterID, p.New.PublicKey, p.New.SealedPrivate, col.MS(p.New.CreatedAt)); err != nil {
+			return err
+		}
+		return t.audit(p.Audit)
+	})
+}
+
+func (s *Store) SigningKeys(ctx context.Context, clusterID string, now time.Time) ([]registry.SigningKey, error) {
+	rows, err := s.query(ctx, `SELECT `+signingKeyCols+` FROM cluster_signing_keys
+		WHERE cluster_id = ? AND (retired_at IS NULL OR expires_at > ?)
+		ORDER BY retired_at IS NOT NULL, created_at DESC, id DESC`, clusterID, col.MS(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []registry.SigningKey{}
+	for rows.Next() {
+		k, err := scanSigningKey(rows)
+		if err != nil {
+			return nil, s.wrap(err, "read signing keys")
+		}
+		out = append(out, *k)
+	}
+	return out, s.wrap(rows.Err(), "read signing keys")
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newStore) })
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newStore) })
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
+	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
 }
 
 // env is a registry over a fresh store on a fake clock.

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func TestClusterRotateSigningKey(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "signing")
+	first := okJSON[registry.JWK](t, db, "cluster", "rotate-signing-key", "signing")
+	if first.Kty != "OKP" || first.Crv != "Ed25519" || !strings.HasPrefix(first.Kid, "sk-") || first.X == "" {
+		t.Fatalf("got %+v, want an Ed25519 JWK", first)
+	}
+	out := ok(t, db, "cluster", "rotate-signing-key", "signing", "--overlap", "72h").stdout
+	if !strings.Contains(out, "now signs payloads with key sk-") || !strings.Contains(out, "previous key verifies until") {
+		t.Errorf("got %q", out)
+	}
+	reg := openRegistry(t, db)
+	set, err := reg.SigningKeySet(context.Background(), c.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set) != 2 || set[1].Kid != first.Kid {
+		t.Errorf("key set %+v: want the new key and %s in its overlap", set, first.Kid)
+	}
+	if strings.Contains(ok(t, db, "audit", "--action", registry.AuditSigningKeyRotate).stdout, "signing_key") == false {
+		t.Error("the rotation is not in the audit trail")
+	}
+}
