@@ -62,6 +62,10 @@ type Policy struct {
 	// come with a verified client certificate naming the cluster (mTLS);
 	// without one it is refused with 401 client_certificate_required.
 	RequireClientCertificate bool `json:"requireClientCertificate,omitempty"`
+	// RequireSignedPayloads: every job handed to the agent carries
+	// signature and signatureKeyId (Ed25519 over the payload's RFC 8785
+	// form, with the cluster's signing key).
+	RequireSignedPayloads bool `json:"requireSignedPayloads,omitempty"`
 }
 
 // ClusterSpec is the part of a cluster record an admin writes: seed 003's

@@ -19,9 +19,9 @@ func (r *Registry) CreateCluster(ctx context.Context, spec ClusterSpec, tokenTTL
 		return nil, nil, err
 	}
 	if spec.Policy.LeaseSeconds == 0 && spec.Policy.MaxAttempts == 0 && len(spec.Policy.RequiredCapabilities) == 0 {
-		mtls := spec.Policy.RequireClientCertificate
+		mtls, signed := spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads
 		spec.Policy = DefaultPolicy()
-		spec.Policy.RequireClientCertificate = mtls
+		spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads = mtls, signed
 	}
 	if err := spec.Normalize(); err != nil {
 		return nil, nil, err
@@ -284,6 +284,7 @@ func describeSpecChange(old, new *ClusterSpec) string {
 	diff("maxAttempts", old.Policy.MaxAttempts, new.Policy.MaxAttempts)
 	diff("requiredCapabilities", old.Policy.RequiredCapabilities, new.Policy.RequiredCapabilities)
 	diff("requireClientCertificate", old.Policy.RequireClientCertificate, new.Policy.RequireClientCertificate)
+	diff("requireSignedPayloads", old.Policy.RequireSignedPayloads, new.Policy.RequireSignedPayloads)
 	diff("publicKey", old.PublicKey != "", new.PublicKey != "")
 	if len(parts) == 0 {
 		return "no change"

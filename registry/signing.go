@@ -125,3 +125,22 @@ func (r *Registry) RotateSigningKey(ctx context.Context, clusterIDOrName string,
 	}
 	return &k, nil
 }
+
+// PublishedSigningKeys is the key set an agent sees (GET /api/agent/keys):
+// for a cluster that requires signed payloads, SigningKeySet (its key is
+// created on first use); for one that does not, only the keys it already
+// has, so that asking creates nothing.
+func (r *Registry) PublishedSigningKeys(ctx context.Context, c *Cluster) ([]JWK, error) {
+	if c.Policy.RequireSignedPayloads {
+		return r.SigningKeySet(ctx, c.ID)
+	}
+	keys, err := r.store.SigningKeys(ctx, c.ID, r.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JWK, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Ed25519JWK(k.ID, k.PublicKey))
+	}
+	return out, nil
+}

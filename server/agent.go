@@ -35,7 +35,13 @@ func (s *Server) handleRegister(c *call) error {
 	}
 	c.log().Info("agent registered", "cluster", issued.Cluster.ID, "credential", issued.Credential.ID,
 		"capabilities", strings.Join(issued.Credential.Capabilities, ","))
-	return writeJSON(c.w, http.StatusOK, credentialJSON(issued))
+	out := credentialJSON(issued)
+	if err := s.withServerKey(c.ctx, issued, &out); err != nil {
+		// The credential is issued and must reach the agent; it can fetch
+		// the key from GET /api/agent/keys once the cause is fixed.
+		c.log().Warn("answer without serverPublicKey", "cluster", issued.Cluster.ID, "err", err)
+	}
+	return writeJSON(c.w, http.StatusOK, out)
 }
 
 func (s *Server) handleRotate(c *call) error {
@@ -53,7 +59,13 @@ func (s *Server) handleRotate(c *call) error {
 		return err
 	}
 	c.log().Info("credential rotated", "old", c.agent.Credential.ID, "new", issued.Credential.ID, "old_valid_until", issued.GraceUntil)
-	return writeJSON(c.w, http.StatusOK, credentialJSON(issued))
+	out := credentialJSON(issued)
+	if err := s.withServerKey(c.ctx, issued, &out); err != nil {
+		// The credential is issued and must reach the agent; it can fetch
+		// the key from GET /api/agent/keys once the cause is fixed.
+		c.log().Warn("answer without serverPublicKey", "cluster", issued.Cluster.ID, "err", err)
+	}
+	return writeJSON(c.w, http.StatusOK, out)
 }
 
 func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
@@ -141,8 +153,40 @@ func (s *Server) writeJobs(c *call, jobs []registry.Job) error {
 	out := jobsResponse{Jobs: make([]wireJob, len(jobs))}
 	for i := range jobs {
 		out.Jobs[i] = toWireJob(&jobs[i], lease)
+		if c.agent.Cluster.Policy.RequireSignedPayloads {
+			sig, kid, err := s.reg.SignClusterPayload(c.ctx, c.agent.Cluster.ID, jobs[i].Payload)
+			if err != nil {
+				return err
+			}
+			out.Jobs[i].Signature, out.Jobs[i].SignatureKeyID = sig, kid
+		}
 	}
 	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// handleKeys is GET /api/agent/keys: the cluster's payload-signing public
+// keys as a JWK set, the current key first.
+func (s *Server) handleKeys(c *call) error {
+	keys, err := s.reg.PublishedSigningKeys(c.ctx, c.agent.Cluster)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, map[string]any{"keys": keys})
+}
+
+// withServerKey adds the cluster's signing key to a register or rotate
+// answer when the cluster requires signed payloads.
+func (s *Server) withServerKey(ctx context.Context, ic *registry.IssuedCredential, out *credentialResponse) error {
+	if !ic.Cluster.Policy.RequireSignedPayloads {
+		return nil
+	}
+	k, err := s.reg.CurrentSigningKey(ctx, ic.Cluster.ID)
+	if err != nil {
+		return err
+	}
+	jwk := registry.Ed25519JWK(k.ID, k.PublicKey)
+	out.ServerPublicKey = &jwk
+	return nil
 }
 
 func (s *Server) handleAck(c *call) error {

@@ -243,6 +243,7 @@ func (s *Server) buildRoutes() {
 		{pattern: "/api/agent/credentials/rotate", method: http.MethodPost, agentAPI: true, auth: authRotate, signed: true, maxBody: body, serve: s.handleRotate},
 		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handlePoll},
 		{pattern: "/api/agent/events", method: http.MethodPost, agentAPI: true, auth: authAgent, signed: true, maxBody: events, serve: s.handleEvents},
+		{pattern: "/api/agent/keys", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handleKeys},
 		{pattern: "/healthz", method: http.MethodGet, quiet: true, serve: s.handleHealth},
 		{pattern: "/readyz", method: http.MethodGet, quiet: true, serve: s.handleReady},
 		{pattern: "/metrics", method: http.MethodGet, quiet: true, serve: s.handleMetrics},

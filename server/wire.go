@@ -89,6 +89,9 @@ type credentialResponse struct {
 	HMACKey      string    `json:"hmacKey,omitempty"`
 	LeaseSeconds int       `json:"leaseSeconds,omitempty"`
 	Capabilities []string  `json:"capabilities"`
+	// ServerPublicKey: the cluster's payload-signing key, for clusters that
+	// require signed payloads.
+	ServerPublicKey *registry.JWK `json:"serverPublicKey,omitempty"`
 }
 
 type statusRequest struct {
@@ -130,6 +133,11 @@ type wireJob struct {
 	ExpiresAt      time.Time       `json:"expiresAt,omitzero"`
 	Attempt        int             `json:"attempt"`
 	LeaseSeconds   int             `json:"leaseSeconds,omitempty"`
+	// Signature and SignatureKeyID: for clusters that require signed
+	// payloads, the standard base64 Ed25519 signature over the payload's
+	// RFC 8785 form and the id of the key in GET /api/agent/keys.
+	Signature      string `json:"signature,omitempty"`
+	SignatureKeyID string `json:"signatureKeyId,omitempty"`
 }
 
 func toWireJob(j *registry.Job, leaseSeconds int) wireJob {

@@ -97,6 +97,7 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	f.IntVar(&spec.Policy.MaxAttempts, "max-attempts", registry.DefaultMaxAttempts, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "capabilities the agent must negotiate: hmac, lease (comma-separated)")
 	f.BoolVar(&spec.Policy.RequireClientCertificate, "require-client-cert", false, "refuse the agent's requests without a verified client certificate naming the cluster (mTLS; serve --tls-client-ca)")
+	f.BoolVar(&spec.Policy.RequireSignedPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key (signature, signatureKeyId)")
 	f.Var(newDuration(&tokenTTL, registry.DefaultTokenTTL), "token-ttl", "lifetime of the registration token (1m to 7d)")
 	return cmd
 }
@@ -441,6 +442,9 @@ func printSpec(w io.Writer, s *registry.ClusterSpec) error {
 	kv.row("  Required capabilities:", list(s.Policy.RequiredCapabilities))
 	if s.Policy.RequireClientCertificate {
 		kv.row("  Client certificate:", "required (mTLS)")
+	}
+	if s.Policy.RequireSignedPayloads {
+		kv.row("  Payloads:", "signed (Ed25519 over JCS)")
 	}
 	return kv.flush()
 }

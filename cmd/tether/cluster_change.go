@@ -50,18 +50,19 @@ func bracket(v []string) string {
 
 func newClusterEditCmd(g *globals) *cobra.Command {
 	var (
-		ns        = listEdit{what: "namespace"}
-		catalog   = listEdit{what: "catalog entry"}
-		templates = listEdit{what: "operation template"}
-		name, org string
-		mode      string
-		lease     int
-		attempts  int
-		caps      []string
-		mtls      bool
-		setLabels []string
-		delLabels []string
-		ifVersion int64
+		ns           = listEdit{what: "namespace"}
+		catalog      = listEdit{what: "catalog entry"}
+		templates    = listEdit{what: "operation template"}
+		name, org    string
+		mode         string
+		lease        int
+		attempts     int
+		caps         []string
+		mtls         bool
+		signPayloads bool
+		setLabels    []string
+		delLabels    []string
+		ifVersion    int64
 	)
 	cmd := &cobra.Command{
 		Use:   "edit CLUSTER [flags]",
@@ -108,7 +109,7 @@ otherwise it fails and names the current version.`,
 				return usagef("--if-version %d is not a version: versions start at 1", ifVersion)
 			}
 			changes := ns.changes() || catalog.changes() || templates.changes()
-			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "label", "remove-label"} {
+			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "sign-payloads", "label", "remove-label"} {
 				changes = changes || fl.Changed(f)
 			}
 			if !changes {
@@ -145,6 +146,9 @@ otherwise it fails and names the current version.`,
 				}
 				if fl.Changed("require-client-cert") {
 					s.Policy.RequireClientCertificate = mtls
+				}
+				if fl.Changed("sign-payloads") {
+					s.Policy.RequireSignedPayloads = signPayloads
 				}
 				if len(addLabels) > 0 || len(delLabels) > 0 {
 					labels := maps.Clone(s.Labels)
@@ -215,6 +219,7 @@ otherwise it fails and names the current version.`,
 	f.IntVar(&attempts, "max-attempts", 0, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "replace the required capabilities: hmac, lease (\"\" for none)")
 	f.BoolVar(&mtls, "require-client-cert", false, "require a verified client certificate naming the cluster on the agent's requests (mTLS); =false to stop")
+	f.BoolVar(&signPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key; =false to stop")
 	f.StringArrayVarP(&setLabels, "label", "l", nil, "set a label KEY=VALUE (repeat for more)")
 	f.StringArrayVar(&delLabels, "remove-label", nil, "remove the label KEY (repeat for more)")
 	f.Int64Var(&ifVersion, "if-version", 0, "write only if the cluster is still at this version")

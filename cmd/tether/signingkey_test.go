@@ -32,3 +32,19 @@ func TestClusterRotateSigningKey(t *testing.T) {
 		t.Error("the rotation is not in the audit trail")
 	}
 }
+
+func TestClusterSignPayloadsFlag(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok(t, db, "cluster", "create", "--name", "sp", "--sign-payloads")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); !c.Policy.RequireSignedPayloads {
+		t.Error("--sign-payloads was not stored")
+	}
+	if out := ok(t, db, "cluster", "get", "sp").stdout; !strings.Contains(out, "signed (Ed25519 over JCS)") {
+		t.Errorf("cluster get does not say payloads are signed:\n%s", out)
+	}
+	ok(t, db, "cluster", "edit", "sp", "--sign-payloads=false")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); c.Policy.RequireSignedPayloads {
+		t.Error("--sign-payloads=false did not turn signing off")
+	}
+}

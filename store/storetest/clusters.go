@@ -47,16 +47,20 @@ func testClusters(t *testing.T, newStore NewStore) {
 		c, _ := e.cluster("mtls", func(s *registry.ClusterSpec) { s.Policy.RequireClientCertificate = true })
 		got, err := e.reg.GetCluster(e.ctx, c.ID)
 		wantNoErr(t, err)
-		if !got.Policy.RequireClientCertificate {
-			t.Fatal("the mTLS requirement was not stored")
+		if !got.Policy.RequireClientCertificate || got.Policy.RequireSignedPayloads {
+			t.Fatalf("stored policy %+v, want mTLS required and payloads unsigned", got.Policy)
 		}
 		got, err = e.reg.ModifyCluster(e.ctx, c.ID, func(s *registry.ClusterSpec) error {
 			s.Policy.RequireClientCertificate = false
+			s.Policy.RequireSignedPayloads = true
 			return nil
 		})
 		wantNoErr(t, err)
-		if got.Policy.RequireClientCertificate {
-			t.Fatal("the update did not turn the mTLS requirement off")
+		if got.Policy.RequireClientCertificate || !got.Policy.RequireSignedPayloads {
+			t.Fatalf("updated policy %+v, want mTLS off and payloads signed", got.Policy)
+		}
+		if got, _ = e.reg.GetCluster(e.ctx, c.ID); !got.Policy.RequireSignedPayloads {
+			t.Fatal("the signed-payloads requirement did not read back")
 		}
 		if got, _ = e.reg.GetCluster(e.ctx, c.ID); got.Policy.RequireClientCertificate {
 			t.Fatal("the mTLS requirement read back after turning it off")

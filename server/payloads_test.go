@@ -1,0 +1,151 @@
+package server_test
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+type signedJob struct {
+	ID             string          `json:"id"`
+	Payload        json.RawMessage `json:"payload"`
+	Signature      *string         `json:"signature"`
+	SignatureKeyID *string         `json:"signatureKeyId"`
+}
+
+func pollSigned(t *testing.T, a *agent) []signedJob {
+	t.Helper()
+	r := a.poll(0)
+	r.want(t, http.StatusOK)
+	var ans struct {
+		Jobs []signedJob `json:"jobs"`
+	}
+	r.decode(t, &ans)
+	return ans.Jobs
+}
+
+func keySet(t *testing.T, a *agent) []registry.JWK {
+	t.Helper()
+	r := a.do(http.MethodGet, "/api/agent/keys")
+	r.want(t, http.StatusOK)
+	var set struct {
+		Keys []registry.JWK `json:"keys"`
+	}
+	r.decode(t, &set)
+	if set.Keys == nil {
+		t.Fatalf("key set without a keys array: %s", r.body)
+	}
+	return set.Keys
+}
+
+// verifyIndependently checks a job's signature with the key of its kid in
+// the set, with crypto/ed25519 over the JCS form (not tether's verifier).
+func verifyIndependently(t *testing.T, set []registry.JWK, j signedJob) {
+	t.Helper()
+	if j.Signature == nil || j.SignatureKeyID == nil {
+		t.Fatalf("job %s is not signed", j.ID)
+	}
+	for _, k := range set {
+		if k.Kid != *j.SignatureKeyID {
+			continue
+		}
+		pub, err := k.Ed25519PublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		canonical, err := jcs.Transform(j.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := base64Std(*j.Signature)
+		if err != nil || !ed25519.Verify(pub, canonical, sig) {
+			t.Fatalf("job %s: signature does not verify with key %s (%v)", j.ID, k.Kid, err)
+		}
+		return
+	}
+	t.Fatalf("job %s is signed with %s, which is not in the key set %v", j.ID, *j.SignatureKeyID, set)
+}
+
+func TestSignedPayloads(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.cluster("signed", func(s *registry.ClusterSpec) { s.Policy.RequireSignedPayloads = true })
+	r := e.do(http.MethodPost, "/api/agent/register", withJSON(map[string]any{"registrationToken": tok}))
+	r.want(t, http.StatusOK)
+	var ans struct {
+		credentialAnswer
+		ServerPublicKey *registry.JWK `json:"serverPublicKey"`
+	}
+	r.decode(t, &ans)
+	if ans.ServerPublicKey == nil || ans.ServerPublicKey.Kty != "OKP" || ans.ServerPublicKey.Crv != "Ed25519" || ans.ServerPublicKey.Kid == "" {
+		t.Fatalf("register answer's serverPublicKey = %+v, want an Ed25519 JWK", ans.ServerPublicKey)
+	}
+	a := e.agentFrom(ans.credentialAnswer)
+
+	e.submit(a.clusterID)
+	jobs := pollSigned(t, a)
+	set := keySet(t, a)
+	if len(jobs) != 1 || len(set) != 1 || set[0].Kid != ans.ServerPublicKey.Kid || *jobs[0].SignatureKeyID != set[0].Kid {
+		t.Fatalf("jobs %+v, key set %+v: want one job signed with the registered key", jobs, set)
+	}
+	verifyIndependently(t, set, jobs[0])
+
+	// Rotation: new jobs use the new key, the old key stays in the set.
+	if _, err := e.reg.RotateSigningKey(adminCtx(), a.clusterID, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	e.submit(a.clusterID)
+	set = keySet(t, a)
+	if len(set) != 2 || set[1].Kid != ans.ServerPublicKey.Kid {
+		t.Fatalf("after rotation the key set is %+v, want the new key and the old one", set)
+	}
+	for _, j := range pollSigned(t, a) {
+		verifyIndependently(t, set, j)
+		if *j.SignatureKeyID == ans.ServerPublicKey.Kid && j.ID != jobs[0].ID {
+			t.Errorf("job %s queued after the rotation is signed with the old key", j.ID)
+		}
+	}
+
+	// The rotate answer names the current key.
+	rr := a.do(http.MethodPost, "/api/agent/credentials/rotate", withBody(`{}`))
+	rr.want(t, http.StatusOK)
+	var rot struct {
+		ServerPublicKey *registry.JWK `json:"serverPublicKey"`
+	}
+	rr.decode(t, &rot)
+	if rot.ServerPublicKey == nil || rot.ServerPublicKey.Kid != set[0].Kid {
+		t.Fatalf("rotate answer's serverPublicKey = %+v, want %s", rot.ServerPublicKey, set[0].Kid)
+	}
+}
+
+// A cluster that does not require signing: jobs and answers exactly as a v1
+// client knows them, and asking for the key set creates no key.
+func TestUnsignedClusterUnchanged(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("plain")
+	e.submit(a.clusterID)
+	for _, j := range pollSigned(t, a) {
+		if j.Signature != nil || j.SignatureKeyID != nil {
+			t.Fatalf("job %s of an unsigned cluster carries a signature", j.ID)
+		}
+	}
+	if set := keySet(t, a); len(set) != 0 {
+		t.Fatalf("key set %+v, want none", set)
+	}
+	r := a.do(http.MethodPost, "/api/agent/credentials/rotate", withBody(`{}`))
+	r.want(t, http.StatusOK)
+	var raw map[string]any
+	r.decode(t, &raw)
+	if _, ok := raw["serverPublicKey"]; ok {
+		t.Fatal("an unsigned cluster's rotate answer carries serverPublicKey")
+	}
+}
+
+func base64Std(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
