@@ -100,11 +100,12 @@ func Register(ctx context.Context, server, token, stateDir string, capabilities 
 
 // Agent is a running agent.
 type Agent struct {
-	cfg    Config
-	log    *slog.Logger
-	client *apiclient.Client
-	ledger *Ledger
-	events *batcher
+	cfg     Config
+	log     *slog.Logger
+	client  *apiclient.Client
+	ledger  *Ledger
+	events  *batcher
+	sigKeys signingKeys // the cluster's payload-signing keys, by id
 
 	mu      sync.Mutex
 	running map[string]bool // job ids being worked on

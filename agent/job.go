@@ -46,6 +46,15 @@ func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 		a.report(ctx, log, j.ID, claim.ClaimID, apiclient.Result{Outcome: apiclient.OutcomeNoop, Error: "already applied (idempotency key " + j.IdempotencyKey + ")", Timestamp: time.Now().UTC()})
 		return
 	}
+	if why := a.checkSignature(ctx, j); why != "" {
+		// Never run a payload that is not the one tether signed; say so to
+		// tether (the result and an Audit event), not only in our log.
+		log.Warn("job payload signature invalid; not running it", "reason", why)
+		a.emit(apiclient.Event{Kind: apiclient.EventAudit, EventKey: EventPayloadSignatureInvalid, Message: why,
+			ResourceRef: clusterRef(a.client.Credential().ClusterID), Timestamp: time.Now().UTC()})
+		a.report(ctx, log, j.ID, claim.ClaimID, failed(why))
+		return
+	}
 	log.Info("job claimed", "lease_until", claim.LeaseExpiresAt)
 	res, stop := a.execute(ctx, j, claim, log)
 	if stop != nil {

@@ -216,6 +216,19 @@ func Register(ctx context.Context, baseURL, token string, opts RegisterOptions) 
 	return cred, nil
 }
 
+// SigningKeys returns the cluster's payload-signing keys (GET
+// /api/agent/keys): the current key first, then the keys still inside their
+// overlap after a rotation.
+func (c *Client) SigningKeys(ctx context.Context) ([]JWK, error) {
+	var set struct {
+		Keys []JWK `json:"keys"`
+	}
+	if err := c.do(ctx, call{method: http.MethodGet, path: "/api/agent/keys", out: &set}); err != nil {
+		return nil, err
+	}
+	return set.Keys, nil
+}
+
 // Rotate exchanges the credential for a new one (the old one keeps working
 // until GraceUntil), calls OnRotate, and uses the new one from then on.
 func (c *Client) Rotate(ctx context.Context) (Credential, error) {

@@ -37,6 +37,21 @@ type Credential struct {
 	// GraceUntil is, after a rotation, when the previous credential stops working.
 	GraceUntil   time.Time `json:"graceUntil,omitzero"`
 	Capabilities []string  `json:"capabilities,omitempty"`
+	// ServerPublicKey is the cluster's payload-signing key; tether sends it
+	// only to clusters that require signed payloads, so its presence means
+	// every job must carry a valid signature.
+	ServerPublicKey *JWK `json:"serverPublicKey,omitempty"`
+}
+
+// JWK is a public key as a JSON Web Key: the cluster's payload-signing keys
+// (OKP, Ed25519) in serverPublicKey and GET /api/agent/keys.
+type JWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Kid string `json:"kid"`
+	Alg string `json:"alg,omitempty"`
+	Use string `json:"use,omitempty"`
 }
 
 func (c Credential) String() string {
@@ -54,6 +69,7 @@ type Job struct {
 	CreatedAt      time.Time       `json:"createdAt,omitzero"`
 	ExpiresAt      time.Time       `json:"expiresAt,omitzero"`
 	Signature      string          `json:"signature,omitempty"`
+	SignatureKeyID string          `json:"signatureKeyId,omitempty"`
 	Attempt        int             `json:"attempt,omitempty"`
 	LeaseSeconds   int             `json:"leaseSeconds,omitempty"`
 }
