@@ -48,7 +48,8 @@ bench:
 ## chaos: the crash test (not part of test; at most 5 minutes): agents and a
 ## producer under load while serve is killed with SIGKILL at random moments,
 ## then the invariants (nothing acknowledged lost, no job acked twice at once
-## or finished twice, all ended, integrity_check ok) and a summary line
+## or finished twice, all ended, integrity_check ok) and a summary line; on
+## PostgreSQL too (two replicas, one killed) when TETHER_TEST_POSTGRES_DSN is set
 chaos:
 	$(GO) test -tags chaos -count=1 -timeout 5m -v -run TestChaos ./internal/chaos/
 
