@@ -23,7 +23,7 @@ const (
 	AuditJobCancel        = "job.cancel"
 	AuditJobExtendLease   = "job.extend_lease"
 	AuditJobReclaim       = "job.reclaim" // one entry per reclaimed job, and one per reaper batch (target kind "jobs")
-	AuditJobExpire        = "job.expire"  // one entry per reaper batch
+	AuditJobExpire        = "job.expire"  // one entry per expired job, and one per reaper batch (target kind "jobs")
 )
 
 // AuditEntry records who did what to which record and why. It never holds a

@@ -412,18 +412,16 @@ func reaperRecord(a *args, now time.Time, actor string, expire bool) string {
 		action = a.add(registry.AuditJobReclaim) + "::TEXT"
 		reason = `'leases expired: ' || s.q || ' jobs back in the queue, ' || s.f || ' failed on their last attempt'`
 	}
-	// A reclaimed job gets an audit entry of its own (who lost which job,
-	// and what became of it) besides the batch's sum.
-	perJob := ""
-	if !expire {
-		perJob = `
+	// Each job the batch reclaimed or expired gets an audit entry of its own
+	// (which job, and what became of it) besides the batch's sum.
+	perJob := `
 		aj AS (INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
 			SELECT ` + at + `, ` + who + `, ` + action + `, u.cluster_id, 'job', u.id,
 				CASE u.state
 					WHEN 'queued' THEN 'lease expired: back in the queue as attempt ' || u.attempt
-					ELSE 'lease expired on the last attempt: failed (lease_expired)' END
+					WHEN 'failed' THEN 'lease expired on the last attempt: failed (lease_expired)'
+					ELSE 'expired before any agent acked it' END
 			FROM u),`
-	}
 	return `h AS (INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
 			SELECT u.id, ` + at + `, CASE u.state WHEN 'queued' THEN 'reclaimed' WHEN 'failed' THEN 'failed' ELSE 'expired' END,
 				` + who + `, u.attempt, u.state,

@@ -509,6 +509,11 @@ func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (in
 			registry.HistoryExpired, `'expired before any agent acked it'`, p.Now, p.Actor); err != nil || n == 0 {
 			return err
 		}
+		// One audit entry per expired job, then the batch's sum, as the
+		// reclaim does.
+		if err := t.auditEach(due, registry.AuditJobExpire, `'expired before any agent acked it'`, p.Now, p.Actor); err != nil {
+			return err
+		}
 		return t.audit(registry.AuditEntry{At: p.Now, Actor: p.Actor, Action: registry.AuditJobExpire, TargetKind: "jobs",
 			Reason: fmt.Sprintf("%d queued jobs expired before any agent acked them", n)})
 	})

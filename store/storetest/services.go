@@ -122,6 +122,22 @@ func testReaper(t *testing.T, newStore NewStore) {
 		if rep.Expired != 1 || e.job(exp.ID).State != registry.JobExpired || e.job(keep.ID).State != registry.JobQueued {
 			t.Fatalf("report %+v", rep)
 		}
+		// One audit entry names the expired job, one sums the batch.
+		var perJob, batches []registry.AuditEntry
+		for _, en := range e.auditFor(registry.AuditJobExpire) {
+			if en.TargetKind == "job" {
+				perJob = append(perJob, en)
+			} else {
+				batches = append(batches, en)
+			}
+		}
+		if len(perJob) != 1 || perJob[0].TargetID != exp.ID || perJob[0].ClusterID != a.Cluster.ID ||
+			perJob[0].Actor != "system:reaper" || !strings.Contains(perJob[0].Reason, "expired before any agent acked it") {
+			t.Fatalf("per-job expire audit entries = %+v", perJob)
+		}
+		if len(batches) != 1 || !strings.Contains(batches[0].Reason, "1 queued jobs expired") {
+			t.Fatalf("batch expire audit entries = %+v", batches)
+		}
 		// The public operator may still report noop for it: already recorded.
 		err = e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"})
 		wantCode(t, err, registry.CodeJobClosed)
