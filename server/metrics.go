@@ -63,7 +63,7 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_pruned_total",
-			Help: "Records the pruner deleted, by kind (events, changes).",
+			Help: "Records the pruner and retention deleted, by kind (events, changes; jobs, audit).",
 		}, []string{"kind"}),
 		registerFail: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_registration_failures_total",
@@ -145,6 +145,13 @@ func (s *Server) RecordPrune(rep registry.PruneReport, err error) {
 	if rep.Events+rep.Changes > 0 {
 		s.log.Info("pruner", "events", rep.Events, "changes", rep.Changes)
 	}
+}
+
+// RecordRetention counts what one retention run deleted (finished jobs,
+// audit entries) in tether_pruned_total beside the pruner's kinds.
+func (s *Server) RecordRetention(rep registry.RetentionReport) {
+	s.metrics.pruned.WithLabelValues("jobs").Add(float64(rep.Jobs))
+	s.metrics.pruned.WithLabelValues("audit").Add(float64(rep.Audit))
 }
 
 // registrationReasons maps the registry's refusal reasons (audit text) to

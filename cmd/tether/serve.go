@@ -283,6 +283,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	go func() {
 		defer services.Done()
 		registry.NewRetention(a.reg, retention).Run(ctx, func(rep registry.RetentionReport, err error) {
+			srv.RecordRetention(rep)
 			switch {
 			case err != nil:
 				log.Warn("retention failed; retrying at the next run", "err", registry.ErrorMessage(err))
