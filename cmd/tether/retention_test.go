@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeDeletesWhatIsKeptNoLonger: serve's retention service deletes a
+// job that finished past --retain-finished-jobs (with its timeline) and audit
+// entries past --retain-audit at start, and keeps the recent ones; a bad
+// per-state flag is a usage error.
+func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	old := submit(t, db, "prod", "apply", configMap("apps", "old"))
+	recent := submit(t, db, "prod", "apply", configMap("apps", "recent"))
+	ok(t, db, "job", "cancel", old.ID, "--reason", "obsolete")
+	ok(t, db, "job", "cancel", recent.ID, "--reason", "obsolete")
+
+	// Make the one job and the first audit entry old, as if a month and two
+	// years had passed.
+	raw := openRawSQLite(t, db)
+	monthsAgo := time.Now().Add(-40 * 24 * time.Hour).UnixMilli()
+	yearsAgo := time.Now().Add(-2 * 365 * 24 * time.Hour).UnixMilli()
+	if _, err := raw.Exec("UPDATE jobs SET created_at = ?, finished_at = ? WHERE id = ?", monthsAgo, monthsAgo, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("UPDATE audit SET at = ? WHERE id = (SELECT min(id) FROM audit)", yearsAgo); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	wantError(t, cli(t, db, "serve", "--retain-jobs-state", "queued=1d"), exitUsage, "finished state")
+	srv, _, _ := startServe(t, db, "--retain-finished-jobs", "30d", "--retain-audit", "365d")
+	line := srv.waitLine(t, "retention deleted")
+	srv.stop(t)
+	if !strings.Contains(line, "jobs=1") || !strings.Contains(line, "audit_entries=1") {
+		t.Fatalf("retention log line: %s", line)
+	}
+	wantError(t, cli(t, db, "job", "get", old.ID), exitError, old.ID)
+	if out := ok(t, db, "job", "get", recent.ID).stdout; !strings.Contains(out, recent.ID) {
+		t.Fatalf("the recent job is gone:\n%s", out)
+	}
+
+	// 0 keeps forever: nothing more is deleted however old.
+	raw = openRawSQLite(t, db)
+	if _, err := raw.Exec("UPDATE jobs SET created_at = ?, finished_at = ?", yearsAgo, yearsAgo); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	srv, _, _ = startServe(t, db, "--retain-finished-jobs", "0", "--retain-audit", "0")
+	_, log := srv.stop(t)
+	if strings.Contains(log, "retention deleted") {
+		t.Fatalf("retention 0 deleted something:\n%s", log)
+	}
+	ok(t, db, "job", "get", recent.ID)
+}
