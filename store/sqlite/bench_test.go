@@ -151,3 +151,74 @@ func seedExpiredLeases(b *testing.B, path, clusterID string, n int, now time.Tim
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkRetention deletes 100,000 jobs finished past retention (each with
+// a history entry) in batches of 1,000 as the retention service does, and
+// reports the total and the longest batch: how long the writer was held at
+// most.
+func BenchmarkRetention(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		b.StopTimer()
+		dir := b.TempDir()
+		path := filepath.Join(dir, "tether.db")
+		st := openAt(b, path)
+		reg := registry.New(st, registry.Config{})
+		c, _, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"*"}}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := reg.Now()
+		seedFinished(b, path, c.ID, n, now.Add(-40*24*time.Hour))
+		b.StartTimer()
+		start := time.Now()
+		var longest time.Duration
+		total := 0
+		for {
+			t0 := time.Now()
+			k, err := st.JobsPrune(admin, registry.JobsPruneParams{State: registry.JobCanceled,
+				FinishedBefore: now.Add(-registry.DefaultJobRetention), Limit: registry.DefaultRetentionBatch})
+			longest = max(longest, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += k
+			if k < registry.DefaultRetentionBatch {
+				break
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if total != n {
+			b.Fatalf("pruned %d, want %d", total, n)
+		}
+		b.ReportMetric(elapsed.Seconds(), "s/100k")
+		b.ReportMetric(float64(longest.Microseconds())/1000, "ms/longest-batch")
+		reg.Close()
+		st.Close()
+	}
+}
+
+// seedFinished inserts n canceled jobs that finished at finished, each with
+// one history entry, in two statements.
+func seedFinished(b *testing.B, path, clusterID string, n int, finished time.Time) {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ms := finished.UnixMilli()
+	if _, err = db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
+		INSERT INTO jobs (id, cluster_id, kind, target_kind, target_namespace, target_name, payload, state, attempt,
+			created_at, updated_at, finished_at)
+		SELECT printf('j-ret%020d', i), ?, 'apply', 'ConfigMap', 'team-a', 'c' || i,
+			'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"team-a"}}', 'canceled', 1,
+			? - 60000, ?, ? FROM c`, n, clusterID, ms, ms, ms); err != nil {
+		b.Fatal(err)
+	}
+	if _, err = db.Exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
+		SELECT id, finished_at, 'canceled', 'admin', 1, 'canceled', 'bench' FROM jobs WHERE id LIKE 'j-ret%'`); err != nil {
+		b.Fatal(err)
+	}
+}
