@@ -84,6 +84,45 @@ func testRetention(t *testing.T, newStore NewStore) {
 	}
 }
 
+// testRetentionConcurrent: replicas' retention services running at once over
+// one backlog delete every job once between them, and the job counts end at
+// zero, never below.
+func testRetentionConcurrent(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("prod", registry.CapabilityLease)
+	const n = 20
+	for range n {
+		j := e.submit(a.Cluster.ID, nil)
+		claim, err := e.reg.AckJob(e.ctx, a, j.ID)
+		wantNoErr(t, err)
+		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+	}
+	e.clock.Advance(2 * time.Hour)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := registry.NewRetention(e.reg, registry.RetentionConfig{Jobs: time.Hour, Audit: -1, BatchSize: 3}).RunOnce(e.ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += rep.Jobs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if total != n {
+		t.Fatalf("concurrent retention deleted %d jobs in all, want %d", total, n)
+	}
+	if counts := e.counts(a.Cluster.ID); counts[registry.JobSucceeded] != 0 {
+		t.Fatalf("job counts after concurrent retention: %v", counts)
+	}
+}
+
 // testSealedSecrets: the store tells whether anything sealed with the key
 // file is kept (tether then never makes a new key next to it).
 func testSealedSecrets(t *testing.T, newStore NewStore) {

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Signatures", func(t *testing.T) { testSignatures(t, newStore) })
 	t.Run("SealedSecrets", func(t *testing.T) { testSealedSecrets(t, newStore) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, newStore) })
+	t.Run("RetentionConcurrent", func(t *testing.T) { testRetentionConcurrent(t, newStore) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newStore) })
 	t.Run("AgentText", func(t *testing.T) { testAgentText(t, newStore) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newStore) })
