@@ -163,11 +163,12 @@ certificate that does not load is logged and the previous one kept.
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
-	// --retain-finished-jobs is another name of --retain-jobs (it says what
-	// is deleted); both set the same setting.
+	// Other names of two flags: --retain-finished-jobs says what is deleted,
+	// and --client-ca is the name the agent protocol's own notes use.
+	aliases := map[string]string{"retain-finished-jobs": "retain-jobs", "client-ca": "tls-client-ca"}
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if name == "retain-finished-jobs" {
-			name = "retain-jobs"
+		if to, ok := aliases[name]; ok {
+			name = to
 		}
 		return pflag.NormalizedName(name)
 	})

@@ -253,6 +253,7 @@ func TestServeUsageErrors(t *testing.T) {
 	}{
 		{[]string{"serve", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key go together"},
 		{[]string{"serve", "--tls-client-ca", "ca.pem"}, "--tls-client-ca needs"},
+		{[]string{"serve", "--client-ca", "ca.pem"}, "--tls-client-ca needs"}, // the protocol notes' name
 		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml"`},
 		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"serve", "--rate", "-1"}, "must not be negative"},
