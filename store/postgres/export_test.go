@@ -11,3 +11,6 @@ func Retried(s *Store) int64 { return s.retried.Load() }
 
 // SchemaVersion is the schema version this build migrates to.
 func SchemaVersion() int { return len(migrationNames()) }
+
+// Batching returns how many group commits s made and the writes they held.
+func Batching(s *Store) (commits, writes int64) { return s.batches.Load(), s.batched.Load() }

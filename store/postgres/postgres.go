@@ -85,10 +85,18 @@ type Store struct {
 	listenMu  sync.Mutex
 	listeners map[chan<- struct{}]struct{}
 
-	// listenerPID is the backend of the newest LISTEN connection, and
-	// retried counts writes run again (see run); for tests.
+	// writes feeds the group-commit writer (writer.go), which closes
+	// writerDone when it has finished what was queued before Close.
+	writes     chan *writeRequest
+	writerDone chan struct{}
+
+	// listenerPID is the backend of the newest LISTEN connection, retried
+	// counts transactions run again (see commit), and batches and batched
+	// count commits and the writes they held; for tests and benchmarks.
 	listenerPID atomic.Uint32
 	retried     atomic.Int64
+	batches     atomic.Int64
+	batched     atomic.Int64
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -133,11 +141,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{
+	s := &Store{
 		pool: pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
-		closing:   make(chan struct{}),
-		listeners: map[chan<- struct{}]struct{}{},
-	}, nil
+		closing:    make(chan struct{}),
+		listeners:  map[chan<- struct{}]struct{}{},
+		writes:     make(chan *writeRequest),
+		writerDone: make(chan struct{}),
+	}
+	go s.writeLoop()
+	return s, nil
 }
 
 // Path describes the database for logs and messages: its URL without the
@@ -193,6 +205,7 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.listenMu.Unlock()
 		close(s.closing)
+		<-s.writerDone
 		s.notifiers.Wait()
 		s.pool.Close()
 	})
@@ -282,64 +295,6 @@ type db interface {
 }
 
 var errClosed = registry.Errorf(registry.CodeUnavailable, "the database is closed")
-
-const writeAttempts = 4
-
-// write runs fn in a transaction, and stmt runs it on the pool (for a write
-// that is a single statement, which is its own transaction). A request whose
-// context has ended is not started; once started it runs to its end (bounded
-// by WriteTimeout) whatever happens to the caller's context. A write that
-// PostgreSQL aborted for a deadlock or a serialization failure, or that
-// failed before anything was sent (a pooled connection found broken), is
-// retried: nothing of it was committed. Listeners are signalled after a
-// successful write.
-func (s *Store) write(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
-	return s.run(ctx, doing, true, fn)
-}
-
-func (s *Store) stmt(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
-	return s.run(ctx, doing, false, fn)
-}
-
-func (s *Store) run(ctx context.Context, doing string, inTx bool, fn func(ctx context.Context, q db) error) error {
-	if s.closed.Load() {
-		return errClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
-	defer cancel()
-	for attempt := 1; ; attempt++ {
-		var err error
-		if inTx {
-			err = pgx.BeginFunc(wctx, s.pool, func(tx pgx.Tx) error { return fn(wctx, tx) })
-		} else {
-			err = fn(wctx, s.pool)
-		}
-		if err == nil {
-			s.notifyLocal()
-			return nil
-		}
-		if attempt < writeAttempts && retryable(err) {
-			s.retried.Add(1)
-			time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-			continue
-		}
-		if wctx.Err() != nil && ctx.Err() == nil && !s.closed.Load() {
-			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("the database did not complete a write within %s; try again", s.opts.WriteTimeout), Err: err}
-		}
-		return s.wrap(err, doing)
-	}
-}
-
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "40P01" || pe.Code == "40001"
-	}
-	return pgconn.SafeToRetry(err)
-}
 
 func (s *Store) query(ctx context.Context, doing, sql string, args ...any) (pgx.Rows, error) {
 	if s.closed.Load() {

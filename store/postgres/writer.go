@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// --- group-commit writer ---
+//
+// Every write of the store goes through one goroutine, which runs the writes
+// that arrived while the previous transaction was committing together, in one
+// transaction: one commit (and one WAL flush) for the whole group instead of
+// one each, so that throughput rises with concurrency rather than with the
+// disk's flush rate. A caller still returns only once its write committed.
+//
+// Each group's transaction takes the change feed's lock (tether_feed's, see
+// migration 0001) before anything else. Every writing transaction of every
+// replica therefore takes its locks in the same order, the feed lock first and
+// row locks after it, so groups of different replicas cannot deadlock: they
+// queue on the feed lock, which tether_feed would have taken anyway.
+
+// feedLockKey is tether_feed's advisory lock ('tetherfe' as a big-endian int64).
+const feedLockKey int64 = 8387237872774833765
+
+// maxBatch bounds a group, so that one commit's latency stays bounded.
+const maxBatch = 256
+
+// writeAttempts is how many times a transaction PostgreSQL aborted for a
+// deadlock or a serialization failure, or that failed before anything was
+// sent, is run.
+const writeAttempts = 4
+
+type writeRequest struct {
+	ctx   context.Context
+	doing string
+	fn    func(ctx context.Context, q db) error
+	done  chan error
+}
+
+// write runs fn in a transaction and returns once it committed, or fn's
+// error once it was rolled back. A request whose context has ended is not
+// started; once started it runs to its end (bounded by WriteTimeout) whatever
+// happens to the caller's context, so that a caller never reports failure for
+// a change that was committed. Listeners are signalled after the commit.
+func (s *Store) write(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &writeRequest{ctx: ctx, doing: doing, fn: fn, done: make(chan error, 1)}
+	// s.writes is unbuffered: a send completes only into the writer's hands,
+	// never into a buffer the writer has stopped reading after Close.
+	select {
+	case s.writes <- req:
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// stmt is write for a single statement. It is a transaction of its own
+// like any other write: the group's.
+func (s *Store) stmt(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
+	return s.write(ctx, doing, fn)
+}
+
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	batch := make([]*writeRequest, 0, maxBatch)
+	for {
+		select {
+		case req := <-s.writes:
+			batch = append(batch[:0], req)
+		case <-s.closing:
+			return // write refuses new requests once closing is closed
+		}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case req := <-s.writes:
+				batch = append(batch, req)
+			default:
+				break gather
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs a group in one transaction. If one of its writes fails, the
+// transaction is rolled back, that write's caller gets its error, and the
+// others run again together: outcomes are those of running the writes one
+// after another in arrival order, and no failure undoes another's write.
+func (s *Store) commit(batch []*writeRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	live := batch[:0:0]
+	for _, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			req.done <- err // not started: its caller has gone
+			continue
+		}
+		live = append(live, req)
+	}
+	for len(live) > 0 {
+		failed, err := s.transact(ctx, live)
+		if failed >= 0 {
+			live[failed].done <- s.outcome(ctx, live[failed], err)
+			live = slices.Delete(live, failed, failed+1)
+			continue
+		}
+		if err == nil {
+			s.batches.Add(1)
+			s.batched.Add(int64(len(live)))
+			s.notifyLocal()
+		}
+		for _, req := range live {
+			req.done <- s.outcome(ctx, req, err)
+		}
+		return
+	}
+}
+
+// transact runs reqs in one transaction, run again when PostgreSQL aborted
+// it for a deadlock or a serialization failure, or it failed before anything
+// was sent. failed is the index of the write whose error rolled it back, or
+// -1 when it committed or failed as a whole (err).
+func (s *Store) transact(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
+	for attempt := 1; ; attempt++ {
+		failed, err = s.transactOnce(ctx, reqs)
+		if err != nil && attempt < writeAttempts && retryable(err) && ctx.Err() == nil {
+			s.retried.Add(1)
+			time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+			continue
+		}
+		return failed, err
+	}
+}
+
+// errNotCommitted: COMMIT answered ROLLBACK, because a statement of the
+// transaction failed and a write went on as if it had not.
+var errNotCommitted = errors.New("the transaction was rolled back")
+
+// transactOnce is one attempt of transact.
+func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return -1, err
+	}
+	// Release destroys a connection left inside a transaction (after an
+	// error below), so a rolled-back or broken one is never reused.
+	defer conn.Release()
+	// Without arguments Exec uses the simple protocol: both statements in one
+	// round trip.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d)", feedLockKey)); err != nil {
+		return -1, err
+	}
+	for i, req := range reqs {
+		if err := req.fn(ctx, conn); err != nil {
+			conn.Exec(ctx, "ROLLBACK")
+			if retryable(err) {
+				return -1, err // the whole group runs again
+			}
+			return i, err
+		}
+	}
+	tag, err := conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return -1, err
+	}
+	if tag.String() != "COMMIT" {
+		return -1, errNotCommitted
+	}
+	return -1, nil
+}
+
+// outcome is what a write's caller is told of err.
+func (s *Store) outcome(ctx context.Context, req *writeRequest, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && req.ctx.Err() == nil && !s.closed.Load() {
+		return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("the database did not complete a write within %s; try again", s.opts.WriteTimeout), Err: err}
+	}
+	return s.wrap(err, req.doing)
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40P01" || pe.Code == "40001"
+	}
+	return pgconn.SafeToRetry(err)
+}

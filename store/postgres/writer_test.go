@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/postgres"
+)
+
+// TestGroupCommit: writes that arrive while a commit is in flight commit
+// together, and a write that fails inside a group fails alone: the others
+// of its group still commit, each caller getting its own outcome.
+func TestGroupCommit(t *testing.T) {
+	dsn := freshSchema(t)
+	st := openAt(t, dsn)
+	reg := newRegistry(t, st, t.TempDir()+"/key")
+	c, _, err := reg.CreateCluster(adminCtx, registry.ClusterSpec{Name: "group", AllowedNamespaces: []string{"default"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := admin(t, dsn)
+	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"default"}}`)
+	const n = 20
+	t.Run("grouped", func(t *testing.T) {
+		commits, writes, errs := insertWhileLocked(t, st, conn, c.ID, payload, n, func(int) bool { return false })
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("insert %d: %v", i, err)
+			}
+		}
+		t.Logf("%d writes in %d commits", writes, commits)
+		if writes != n || commits >= writes {
+			t.Errorf("%d writes committed in %d commits: want %d writes in fewer commits", writes, commits, n)
+		}
+	})
+	t.Run("a failure fails alone", func(t *testing.T) {
+		bad := func(i int) bool { return i%5 == 4 } // a foreign-key violation inside the group
+		commits, writes, errs := insertWhileLocked(t, st, conn, c.ID, payload, n, bad)
+		for i, err := range errs {
+			switch {
+			case bad(i) && registry.ErrorCode(err) != registry.CodeNotFound:
+				t.Errorf("insert %d into a cluster that does not exist: got %v, want not_found", i, err)
+			case !bad(i) && err != nil:
+				t.Errorf("insert %d: %v", i, err)
+			}
+		}
+		t.Logf("%d writes in %d commits", writes, commits)
+		if writes != n-n/5 || commits >= writes {
+			t.Errorf("%d writes committed in %d commits: want %d writes in fewer commits", writes, commits, n-n/5)
+		}
+	})
+	counts, err := reg.JobCounts(adminCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2*n - n/5); len(counts) != 1 || counts[0].Count != want {
+		t.Errorf("job counts %+v, want %d queued", counts, want)
+	}
+	jobs, err := reg.ListJobs(adminCtx, registry.JobListParams{Limit: 1000})
+	if err != nil || len(jobs) != 2*n-n/5 {
+		t.Errorf("%d jobs listed (%v), want %d", len(jobs), err, 2*n-n/5)
+	}
+}
+
+// insertWhileLocked holds the feed lock from another session, so that the
+// writer's next transaction waits for it and the n inserts arriving
+// meanwhile queue behind it, then lets them go. Inserts for which bad is
+// true name a cluster that does not exist.
+func insertWhileLocked(t *testing.T, st *postgres.Store, conn *pgx.Conn, clusterID string, payload json.RawMessage, n int, bad func(int) bool) (commits, writes int64, errs []error) {
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(8387237872774833765)"); err != nil {
+		t.Fatal(err)
+	}
+	commits0, writes0 := postgres.Batching(st)
+	errs = make([]error, n)
+	var started, wg sync.WaitGroup
+	for i := range n {
+		started.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started.Done()
+			cluster := clusterID
+			if bad(i) {
+				cluster = "cl-gone"
+			}
+			_, _, errs[i] = st.JobInsert(ctx, registry.JobInsertParams{
+				Job: registry.Job{ID: fmt.Sprintf("j-%s-%d", t.Name(), i), ClusterID: cluster, Kind: registry.KindApply, Payload: payload,
+					State: registry.JobQueued, Attempt: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()},
+				History: registry.JobHistoryEntry{At: time.Now(), Type: registry.HistorySubmitted},
+				Audit:   registry.AuditEntry{At: time.Now(), Actor: "tester", Action: registry.AuditJobSubmit},
+			})
+		}()
+	}
+	started.Wait()
+	// The writer is waiting for the lock once PostgreSQL says so.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var waiting int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no write waited for the feed lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(8387237872774833765)"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	commits, writes = postgres.Batching(st)
+	return commits - commits0, writes - writes0, errs
+}
