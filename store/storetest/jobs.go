@@ -534,8 +534,19 @@ func testVisibility(t *testing.T, newStore NewStore) {
 	if jobs, _ := e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 100); len(jobs) != 0 {
 		t.Fatalf("a poll inside the window got %d hidden jobs", len(jobs))
 	}
+	// Hiding a job is no change a watcher sees: delivering writes no feed row.
+	before, _, err := e.store.ChangesLatest(e.ctx)
+	wantNoErr(t, err)
+	e.clock.Advance(registry.DefaultVisibilityWindow)
+	delivered, err := e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 100)
+	wantNoErr(t, err)
+	after, _, err := e.store.ChangesLatest(e.ctx)
+	wantNoErr(t, err)
+	if len(delivered) != 30 || after != before {
+		t.Fatalf("a poll delivered %d jobs and moved the change feed from %d to %d; want 30 jobs, no feed row", len(delivered), before, after)
+	}
 	// Acked ones are gone for good; the rest come back after the window.
-	_, err := e.reg.AckJob(e.ctx, a, ids[0])
+	_, err = e.reg.AckJob(e.ctx, a, ids[0])
 	wantNoErr(t, err)
 	e.clock.Advance(registry.DefaultVisibilityWindow)
 	jobs, err := e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 100)
