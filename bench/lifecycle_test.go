@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/apiclient"
+	"github.com/tetherhq/tether/internal/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/store/sqlite"
@@ -113,6 +115,9 @@ func openSQLite(b *testing.B) registry.Store {
 	return st
 }
 
+// tetherRuns counts runTether's runs.
+var tetherRuns atomic.Int64
+
 func runTether(b *testing.B, st registry.Store, agents, n int) (rate, p50, p99 float64) {
 	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(b.TempDir(), "tether.key"))})
 	defer reg.Close()
@@ -130,8 +135,9 @@ func runTether(b *testing.B, st registry.Store, agents, n int) (rate, p50, p99 f
 	hc := httpClient(agents)
 	clients := make([]*apiclient.Client, agents)
 	clusters := make([]string, agents)
+	run := tetherRuns.Add(1) // a database may serve several runs (BenchmarkLifecycleMillion's)
 	for i := range agents {
-		c, tok, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: fmt.Sprintf("bench-%d", i), AllowedNamespaces: []string{"default"}}, 0)
+		c, tok, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: fmt.Sprintf("bench-%d-%d", run, i), AllowedNamespaces: []string{"default"}}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -230,4 +236,39 @@ func runBaseline(b *testing.B, agents, n int) float64 {
 			Credential: apiclient.Credential{ClusterID: "cl-baseline", Token: "tether_cred_baseline"}})
 	}
 	return runAgents(b, clients, n, func(int, string) {})
+}
+
+// BenchmarkLifecycleMillion is the lifecycle on SQLite with a million jobs
+// of 50 other clusters already in the tables (97.5% of them finished, as
+// internal/benchseed shapes a month of work), against an empty database in
+// the same run: what a store that has been in service for a while costs.
+func BenchmarkLifecycleMillion(b *testing.B) {
+	empty, _, _ := runTether(b, openSQLite(b), lifecycleAgents, b.N)
+	path := benchseed.Cached(b, benchseed.Config{Clusters: 50, Jobs: 1_000_000})
+	st, err := sqlite.Open(admin, path, sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	full, _, _ := runTether(b, st, lifecycleAgents, b.N)
+	b.ReportMetric(full, "lifecycles/s")
+	b.ReportMetric(empty, "empty-lifecycles/s")
+	b.ReportMetric(full/empty, "ratio")
+}
+
+// BenchmarkLifecycleAgents is the lifecycle on SQLite with 8, 32 and 128
+// agents: how throughput grows with concurrency.
+func BenchmarkLifecycleAgents(b *testing.B) {
+	for _, n := range []int{8, 32, 128} {
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
+			rate, _, _ := runTether(b, openSQLite(b), n, b.N)
+			b.ReportMetric(rate, "lifecycles/s")
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	benchseed.Cleanup()
+	os.Exit(code)
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/tetherhq/tether/store/postgres"
 )
 
-const dsnEnv = "TETHER_TEST_POSTGRES_DSN"
-
 // BenchmarkLifecyclePostgres is BenchmarkLifecycle with the PostgreSQL
 // store: the same agents, requests and producers, in a schema of its own.
 func BenchmarkLifecyclePostgres(b *testing.B) {
