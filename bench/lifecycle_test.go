@@ -35,7 +35,7 @@ const lifecycleAgents = 32
 // ratio is what the protocol and the store cost.
 func BenchmarkLifecycle(b *testing.B) {
 	baseline := runBaseline(b, lifecycleAgents, b.N)
-	rate, p50, p99 := runTether(b, openSQLite(b), lifecycleAgents, b.N)
+	rate, p50, p99 := runTether(b, []registry.Store{openSQLite(b)}, lifecycleAgents, b.N)
 	b.ReportMetric(rate, "lifecycles/s")
 	b.ReportMetric(baseline, "baseline-lifecycles/s")
 	b.ReportMetric(rate/baseline, "ratio")
@@ -118,25 +118,33 @@ func openSQLite(b *testing.B) registry.Store {
 // tetherRuns counts runTether's runs.
 var tetherRuns atomic.Int64
 
-func runTether(b *testing.B, st registry.Store, agents, n int) (rate, p50, p99 float64) {
-	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(b.TempDir(), "tether.key"))})
-	defer reg.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+// runTether runs the scenario against one tether server per store (replicas
+// when the stores share a database), agents spread over them in turn.
+func runTether(b *testing.B, stores []registry.Store, agents, n int) (rate, p50, p99 float64) {
+	keyFile := filepath.Join(b.TempDir(), "tether.key") // replicas share the key file
+	regs := make([]*registry.Registry, len(stores))
+	urls := make([]string, len(stores))
+	for k, st := range stores {
+		regs[k] = registry.New(st, registry.Config{Keyring: registry.NewKeyFile(keyFile)})
+		defer regs[k].Close()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srvCtx, stopSrv := context.WithCancel(context.Background())
+		srvDone := make(chan error, 1)
+		go func() {
+			srvDone <- server.New(regs[k], server.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1}).Serve(srvCtx, ln)
+		}()
+		defer func() { stopSrv(); <-srvDone }()
+		urls[k] = "http://" + ln.Addr().String()
 	}
-	srvCtx, stopSrv := context.WithCancel(context.Background())
-	srvDone := make(chan error, 1)
-	go func() {
-		srvDone <- server.New(reg, server.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1}).Serve(srvCtx, ln)
-	}()
-	defer func() { stopSrv(); <-srvDone }()
-	url := "http://" + ln.Addr().String()
 	hc := httpClient(agents)
 	clients := make([]*apiclient.Client, agents)
 	clusters := make([]string, agents)
 	run := tetherRuns.Add(1) // a database may serve several runs (BenchmarkLifecycleMillion's)
 	for i := range agents {
+		reg, url := regs[i%len(regs)], urls[i%len(urls)]
 		c, tok, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: fmt.Sprintf("bench-%d-%d", run, i), AllowedNamespaces: []string{"default"}}, 0)
 		if err != nil {
 			b.Fatal(err)
@@ -151,7 +159,7 @@ func runTether(b *testing.B, st registry.Store, agents, n int) (rate, p50, p99 f
 	// Producers: two queued jobs per cluster; each ack makes room for one more.
 	var enqueued sync.Map
 	submit := func(i int) {
-		j, _, err := reg.SubmitJob(admin, registry.JobSubmission{ClusterID: clusters[i], Kind: registry.KindApply,
+		j, _, err := regs[i%len(regs)].SubmitJob(admin, registry.JobSubmission{ClusterID: clusters[i], Kind: registry.KindApply,
 			Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bench","namespace":"default"},"data":{"k":"v"}}`)})
 		if err != nil {
 			b.Error(err)
@@ -243,14 +251,14 @@ func runBaseline(b *testing.B, agents, n int) float64 {
 // internal/benchseed shapes a month of work), against an empty database in
 // the same run: what a store that has been in service for a while costs.
 func BenchmarkLifecycleMillion(b *testing.B) {
-	empty, _, _ := runTether(b, openSQLite(b), lifecycleAgents, b.N)
+	empty, _, _ := runTether(b, []registry.Store{openSQLite(b)}, lifecycleAgents, b.N)
 	path := benchseed.Cached(b, benchseed.Config{Clusters: 50, Jobs: 1_000_000})
 	st, err := sqlite.Open(admin, path, sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	full, _, _ := runTether(b, st, lifecycleAgents, b.N)
+	full, _, _ := runTether(b, []registry.Store{st}, lifecycleAgents, b.N)
 	b.ReportMetric(full, "lifecycles/s")
 	b.ReportMetric(empty, "empty-lifecycles/s")
 	b.ReportMetric(full/empty, "ratio")
@@ -261,7 +269,7 @@ func BenchmarkLifecycleMillion(b *testing.B) {
 func BenchmarkLifecycleAgents(b *testing.B) {
 	for _, n := range []int{8, 32, 128} {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
-			rate, _, _ := runTether(b, openSQLite(b), n, b.N)
+			rate, _, _ := runTether(b, []registry.Store{openSQLite(b)}, n, b.N)
 			b.ReportMetric(rate, "lifecycles/s")
 		})
 	}

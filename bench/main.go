@@ -7,6 +7,7 @@
 //
 //	lifecycle  ./bench         BenchmarkLifecycle, BenchmarkLifecycleMillion,
 //	                           BenchmarkLifecycleAgents, BenchmarkLifecyclePostgres
+//	replicas   ./bench         BenchmarkReplicasPostgres
 //	River      ./bench/river   BenchmarkRiver (a module of its own: cd bench/river)
 //	wake-up    ./bench         BenchmarkWakeup (also the fan-in memory)
 //	reaper     ./store/sqlite  BenchmarkReap
@@ -45,6 +46,7 @@ var runs = []run{
 	{"lifecycle with 1,000,000 jobs in the database, and on an empty one", "", "./bench", "^BenchmarkLifecycleMillion$", []string{"-benchtime", "4000x"}, 3},
 	{"lifecycle with 8, 32 and 128 agents", "", "./bench", "^BenchmarkLifecycleAgents$", []string{"-benchtime", "4000x"}, 1},
 	{"lifecycle on PostgreSQL (skipped without " + dsnEnv + ")", "", "./bench", "^BenchmarkLifecyclePostgres$", []string{"-benchtime", "4000x"}, 3},
+	{"two replicas on PostgreSQL, and one (64 agents; skipped without " + dsnEnv + ")", "", "./bench", "^BenchmarkReplicasPostgres$", []string{"-benchtime", "4000x"}, 3},
 	{"River on the same PostgreSQL (skipped without " + dsnEnv + ")", "bench/river", ".", "^BenchmarkRiver$", []string{"-benchtime", "4000x"}, 3},
 	{"wake-up and fan-in (tether serve in its own process; 1,000 and 10,000 held polls)", "", "./bench", "^BenchmarkWakeup$", []string{"-benchtime", "200x"}, 3},
 	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
@@ -66,6 +68,7 @@ type row struct {
 }
 
 func atLeast(v float64) func(float64) bool { return func(x float64) bool { return x >= v } }
+func above(v float64) func(float64) bool   { return func(x float64) bool { return x > v } }
 func below(v float64) func(float64) bool   { return func(x float64) bool { return x < v } }
 func atMost(v float64) func(float64) bool  { return func(x float64) bool { return x <= v } }
 
@@ -81,6 +84,7 @@ var rows = []row{
 	{"lifecycle: 128 agents", "BenchmarkLifecycleAgents/agents=128", "lifecycles/s", "", nil, false},
 	{"lifecycle on PostgreSQL / River", "BenchmarkLifecyclePostgres", "river-ratio", ">= 1.0", atLeast(1), true},
 	{"lifecycle on PostgreSQL", "BenchmarkLifecyclePostgres", "lifecycles/s", "", nil, true},
+	{"PostgreSQL: two replicas / one (64 agents)", "BenchmarkReplicasPostgres", "ratio", "> 1.0", above(1), true},
 	{"River on PostgreSQL (one insert at a time, no-op worker, fetch cooldown 5 ms)", "BenchmarkRiver", "jobs/s", "", nil, true},
 	{"wake-up p50, 1,000 held polls", "BenchmarkWakeup/polls=1000", "p50-ms", "", nil, false},
 	{"wake-up p99, 1,000 held polls", "BenchmarkWakeup/polls=1000", "p99-ms", "", nil, false},
