@@ -32,6 +32,14 @@ func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 		}
 		return
 	}
+	// Verify before claiming: a job that cannot be verified now (the keys
+	// cannot be fetched) stays queued for a later poll instead of being
+	// claimed and then failed for a fault that is not its own.
+	why, err := a.checkSignature(ctx, j)
+	if err != nil {
+		log.Warn("cannot verify the job's signature now; leaving it queued", "err", err)
+		return
+	}
 	claim, err := a.client.Ack(ctx, j.ID)
 	switch {
 	case errors.Is(err, apiclient.ErrNotClaimed), errors.Is(err, apiclient.ErrJobGone):
@@ -46,7 +54,7 @@ func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 		a.report(ctx, log, j.ID, claim.ClaimID, apiclient.Result{Outcome: apiclient.OutcomeNoop, Error: "already applied (idempotency key " + j.IdempotencyKey + ")", Timestamp: time.Now().UTC()})
 		return
 	}
-	if why := a.checkSignature(ctx, j); why != "" {
+	if why != "" {
 		// Never run a payload that is not the one tether signed; say so to
 		// tether (the result and an Audit event), not only in our log.
 		log.Warn("job payload signature invalid; not running it", "reason", why)

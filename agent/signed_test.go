@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,3 +124,59 @@ func TestAgentVerifiesPayloadSignatures(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// A job whose signing key the agent cannot fetch right now (tether or the
+// network is down) is not failed for it: the agent leaves it unclaimed, and
+// it runs once the keys can be fetched. An agent that stops meanwhile leaves
+// it queued, unclaimed, its command not run.
+func TestSigningKeysUnreachableLeavesTheJobQueued(t *testing.T) {
+	e := newEnv(t)
+	var keysDown atomic.Bool
+	var keyFetches atomic.Int64
+	proxy := injector(t, e.url, func(r *http.Request) int {
+		if r.URL.Path != "/api/agent/keys" {
+			return 0
+		}
+		if n := keyFetches.Add(1); keysDown.Load() || n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	c, dir := e.signedCluster("keys-down", proxy)
+	marker := filepath.Join(e.dir, "ran-")
+	cmd := `cat >/dev/null; touch "` + marker + `$TETHER_JOB_ID"`
+	// A new signing key: the credential names the old one, so the agent
+	// must fetch the key set to verify jobs signed with the new one.
+	if _, err := e.reg.RotateSigningKey(admin, c.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.run(dir, cmd, nil)
+	first := e.submit(c.ID, nil)
+	if got := e.waitJob(first.ID, "finished", terminal); got.State != registry.JobSucceeded {
+		t.Fatalf("job verified after two failed key fetches: %s %q, want succeeded", got.State, got.Error)
+	}
+
+	keysDown.Store(true)
+	if _, err := e.reg.RotateSigningKey(admin, c.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := keyFetches.Load()
+	second := e.submit(c.ID, nil)
+	for deadline := time.Now().Add(30 * time.Second); keyFetches.Load() < before+2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never tried to fetch the new signing key")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	got, err := e.reg.GetJob(admin, second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != registry.JobQueued || got.ClaimID != "" {
+		t.Fatalf("job whose keys could not be fetched: %s claim %q error %q, want queued and unclaimed", got.State, got.ClaimID, got.Error)
+	}
+	if fileExists(marker + second.ID) {
+		t.Error("the job ran although its signature was never verified")
+	}
+}
