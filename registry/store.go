@@ -23,6 +23,7 @@ type Store interface {
 	KeyStore
 	RetentionStore
 	RolloutStore
+	QueueStatsStore
 
 	// ClusterCreate inserts a cluster, its first registration token (optional)
 	// and audit entries. CodeConflict if the name is taken.

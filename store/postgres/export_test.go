@@ -14,3 +14,6 @@ func SchemaVersion() int { return len(migrationNames()) }
 
 // Batching returns how many group commits s made and the writes they held.
 func Batching(s *Store) (commits, writes int64) { return s.batches.Load(), s.batched.Load() }
+
+// QueueStatsSQL is the statement JobQueueStats runs.
+func QueueStatsSQL() string { return queueStatsSQL }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 	"github.com/tetherhq/tether/store/storetest"
@@ -43,7 +44,9 @@ func TestMain(m *testing.M) {
 	if action := os.Getenv("TETHER_SQLITE_CHILD"); action != "" {
 		os.Exit(child(action, os.Getenv("TETHER_SQLITE_DB"), os.Getenv("TETHER_SQLITE_ARG")))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	benchseed.Cleanup()
+	os.Exit(code)
 }
 
 func child(action, path, arg string) int {

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newStore) })
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
+	t.Run("QueueHealth", func(t *testing.T) { testQueueHealth(t, newStore) })
+	t.Run("QueueStats", func(t *testing.T) { testQueueStats(t, newStore) })
 }
 
 // env is a registry over a fresh store on a fake clock.
