@@ -18,7 +18,7 @@ const (
 	CodeConflict     Code = "conflict"     // compare-and-swap lost, or a uniqueness rule broken
 	CodeUnauthorized Code = "unauthorized" // bearer credential unknown, expired or revoked
 	CodeForbidden    Code = "forbidden"    // authenticated, but not for this cluster or job
-	CodeUnavailable  Code = "unavailable"  // the store is closed or shutting down
+	CodeUnavailable  Code = "unavailable"  // the store cannot serve now (closed, read-only, disk full, down, locked); retry later
 	CodeInternal     Code = "internal"     // a bug or an I/O failure; details are logged, not shown
 	CodeRateLimited  Code = "rate_limited" // too many requests; retry later
 	CodeTooLarge     Code = "too_large"    // a body or batch over its limit

@@ -54,6 +54,7 @@ type Registry struct {
 	cfg   Config
 	hub   *hub
 	cache *recordCache
+	ready readiness
 }
 
 // New returns a registry over store. Close it to stop its background work; it
@@ -72,7 +73,8 @@ func (r *Registry) Close() { r.hub.close() }
 // Now is the registry's time, at the millisecond precision stores keep.
 func (r *Registry) Now() time.Time { return r.cfg.Clock.Now().UTC().Truncate(time.Millisecond) }
 
-// Ping checks the store.
+// Ping checks the store is reachable and its schema current (Ready also
+// checks it can write).
 func (r *Registry) Ping(ctx context.Context) error { return r.store.Ping(ctx) }
 
 // Config returns the registry's effective configuration.

@@ -13,8 +13,13 @@ import (
 // means. store/storetest holds the behaviour every implementation must pass.
 //
 // Errors: CodeNotFound for a missing record, CodeConflict for a lost
-// compare-and-swap or a broken uniqueness rule, CodeUnavailable after Close,
-// CodeInternal for anything else. Methods document other codes they return.
+// compare-and-swap or a broken uniqueness rule, CodeUnavailable after Close
+// and whenever the database cannot serve for now but may once its cause is
+// gone (read-only, disk full, down, locked, shutting down), CodeInternal for
+// anything else. Methods document other codes they return. A CodeUnavailable
+// message says what failed, never where (no file path, no database URL): it
+// reaches agents and unauthenticated probes; the cause, kept in Err, reaches
+// the log.
 type Store interface {
 	// Areas added after the first release each have their own file
 	// (store_<area>.go), so that they are read and grown on their own.
@@ -155,6 +160,12 @@ type Store interface {
 
 	// Ping checks the store is reachable and its schema current.
 	Ping(ctx context.Context) error
+	// CheckWritable makes one small real write and commits it, so that a
+	// store that can be read but not written (a read-only file, directory or
+	// file system, a full disk, a PostgreSQL standby or a database that is
+	// down) is seen before a caller's write fails. It writes no change-feed
+	// entry. CodeUnavailable when the write failed.
+	CheckWritable(ctx context.Context) error
 	Close() error
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -262,18 +263,19 @@ func (s *Server) handleHealth(c *call) error {
 	return writeJSON(c.w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReady says whether this process should get traffic: the store answers
-// with its schema current, and shutdown has not begun.
+// handleReady says whether this process should get traffic: the store
+// answers with its schema current and takes writes (registry.Ready, whose
+// outcome is reused for a moment so that frequent probes do not load the
+// writer), and shutdown has not begun.
 func (s *Server) handleReady(c *call) error {
 	if s.leaving.Load() || s.isDraining() {
 		return errf(registry.CodeUnavailable, "shutting down")
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-	defer cancel()
-	if err := s.reg.Ping(ctx); err != nil {
-		c.log().Warn("not ready", "err", err)
-		// Unauthenticated: say what is wrong, not where (the log says where).
-		return errf(registry.CodeUnavailable, "not ready: the database cannot be reached or is not at this tether's schema")
+	if err := s.reg.Ready(c.ctx); err != nil {
+		c.log().Warn("not ready", "err", err, "cause", errors.Unwrap(err))
+		// Unauthenticated: Ready says what is wrong, not where (the log
+		// says where).
+		return errf(registry.CodeUnavailable, "not ready: %s", registry.ErrorMessage(err))
 	}
 	return writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})
 }

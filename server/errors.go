@@ -3,7 +3,9 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -95,14 +97,20 @@ func public(err error) error {
 	if !errors.As(err, &e) {
 		return errf(registry.CodeInternal, "the server failed while handling this request; its log has the details under this request id")
 	}
-	switch {
-	case e.Code == registry.CodeInternal:
+	if e.Code == registry.CodeInternal {
 		return errf(registry.CodeInternal, "the server failed while handling this request; its log has the details under this request id")
-	case e.Code == registry.CodeUnavailable && e.Err != nil:
-		return errf(registry.CodeUnavailable, "the server's database is unavailable right now; try again shortly")
 	}
+	// CodeUnavailable messages say what failed and never where (the
+	// registry.Store contract): "the database is read-only" tells an agent's
+	// operator that waiting is the remedy. Its cause stays in the log.
 	return err
 }
+
+// unavailableRetryAfter is the Retry-After of a 503: the store's failures
+// (read-only, disk full, database down or locked) last seconds at least, and
+// an agent fleet retrying at once would only add load; readiness is checked
+// again every registry.ReadyCacheTTL.
+const unavailableRetryAfter = 5 * time.Second
 
 // writeError answers with err's status and the error shape. The request id is
 // the one the outermost middleware put in the X-Request-Id header.
@@ -115,8 +123,11 @@ func writeError(w http.ResponseWriter, err error) {
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
 	status := HTTPStatus(code)
-	if status == http.StatusUnauthorized {
+	switch {
+	case status == http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="tether"`)
+	case status == http.StatusServiceUnavailable && h.Get("Retry-After") == "":
+		h.Set("Retry-After", fmt.Sprint(retryAfterSeconds(unavailableRetryAfter)))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))

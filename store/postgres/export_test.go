@@ -17,3 +17,7 @@ func Batching(s *Store) (commits, writes int64) { return s.batches.Load(), s.bat
 
 // QueueStatsSQL is the statement JobQueueStats runs.
 func QueueStatsSQL() string { return queueStatsSQL }
+
+// Unavailable is what the store says of err when it is a failure that
+// passes, "" otherwise.
+func Unavailable(err error) string { return unavailable(err) }

@@ -226,6 +226,24 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// CheckWritable commits one increment of the probe row (migration 0013) in a
+// transaction of its own, outside the group-commit writer: the probe row has
+// no feed trigger and needs no feed lock, so it neither waits behind nor
+// delays the agents' writes. A standby, a read-only database, a full disk or
+// a server that is down fails it.
+func (s *Store) CheckWritable(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE store_probe SET probes = probes + 1 WHERE id = 1"); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return &registry.Error{Code: registry.CodeUnavailable, Message: "the database did not complete a one-row write in time", Err: err}
+		}
+		return s.wrap(err, "write the readiness probe")
+	}
+	return nil
+}
+
 // --- migrations ---
 
 func migrationNames() []string {
@@ -247,9 +265,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, desc string) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
 		return openError(desc, err)
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+	// Create the table only when it is missing: CREATE TABLE IF NOT EXISTS
+	// is refused by a read-only database (a standby) even when the table
+	// exists, and a replica that finds its schema current should start, say
+	// it is not ready, and recover once the database takes writes.
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations')").Scan(&exists); err != nil {
 		return openError(desc, err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE TABLE schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+			return openError(desc, err)
+		}
 	}
 	var current int
 	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
@@ -348,19 +376,44 @@ func (s *Store) wrap(err error, doing string) error {
 		return errClosed
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "23505":
-			return &registry.Error{Code: registry.CodeConflict, Message: "the change conflicts with an existing record (" + pe.ConstraintName + ")", Err: err}
-		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == "53300":
-			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("database %s is unavailable (%s); try again", s.desc, pe.Message), Err: err}
-		case pe.Code == "53100":
-			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("disk full writing %s", s.desc), Err: err}
-		}
-	} else if isConnError(err) {
-		return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("cannot reach the database %s; try again", s.desc), Err: err}
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return &registry.Error{Code: registry.CodeConflict, Message: "the change conflicts with an existing record (" + pe.ConstraintName + ")", Err: err}
+	}
+	if u := unavailable(err); u != "" {
+		return &registry.Error{Code: registry.CodeUnavailable, Message: u, Err: err}
 	}
 	return &registry.Error{Code: registry.CodeInternal, Message: "database error while trying to " + doing, Err: err}
+}
+
+// unavailable says what failed when err is a failure that passes once its
+// cause is gone (the server back, a failover over, space freed), and ""
+// otherwise. It never says where: the message reaches agents and
+// unauthenticated probes, and a database URL names hosts and users; the
+// driver's error, in the log, does.
+func unavailable(err error) string {
+	if pe := pgErr(err); pe != nil {
+		switch {
+		case pe.Code == "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
+			return "the database is read-only (a standby, or set read-only); writes resume once it takes writes"
+		case pe.Code == "53100": // disk_full
+			return "the database server's disk is full; writes resume once space is freed"
+		case pe.Code == "57P01", pe.Code == "57P02": // admin_shutdown, crash_shutdown
+			return "the database server is shutting down or restarting; try again"
+		case pe.Code == "57P03": // cannot_connect_now: starting up, or recovering
+			return "the database server is starting up; try again"
+		case pe.Code == "53300": // too_many_connections
+			return "the database server has no connection to spare; try again"
+		case pe.Code == "53200": // out_of_memory
+			return "the database server is out of memory; try again"
+		case strings.HasPrefix(pe.Code, "08"): // connection exceptions
+			return "the connection to the database failed; try again"
+		}
+		return ""
+	}
+	if isConnError(err) {
+		return "the database cannot be reached; try again"
+	}
+	return ""
 }
 
 // isConnError reports whether err means the server could not be reached or

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -53,9 +54,16 @@ type Options struct {
 type Store struct {
 	path    string
 	writer  *sql.DB
-	wconn   *sql.Conn // the writer's one connection, held for the store's life
+	wconn   *sql.Conn // the writer's one connection (reopened after it failed; see reopenWriter)
 	readers *sql.DB
 	opts    Options
+
+	// writerDSN opens the writer's connection again; writerBroken (writer
+	// goroutine only) says its last batch failed in a way a new connection
+	// may cure (see needsReopen).
+	writerDSN    string
+	writerBroken bool
+	reopened     atomic.Int64 // times the writer was reopened, for tests
 
 	queue   chan *writeRequest
 	closing chan struct{}
@@ -125,16 +133,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Set("_txlock", "immediate") // take the write lock at BEGIN: no deadlocking upgrades between processes
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
-	writer, err := sql.Open("sqlite", dsn())
+	writerDSN := dsn()
+	writer, err := openWriter(ctx, writerDSN)
 	if err != nil {
-		return nil, openError(path, err)
-	}
-	writer.SetMaxOpenConns(1)
-	writer.SetMaxIdleConns(1)
-	writer.SetConnMaxLifetime(0)
-	writer.SetConnMaxIdleTime(0)
-	if err := writer.PingContext(ctx); err != nil {
-		writer.Close()
 		return nil, openError(path, err)
 	}
 	if err := migrate(ctx, writer, path); err != nil {
@@ -159,7 +160,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	readers.SetMaxIdleConns(opts.Readers + 1)
 	readers.SetConnMaxIdleTime(0)
 	s := &Store{
-		path: path, writer: writer, wconn: wconn, readers: readers, opts: opts,
+		path: path, writer: writer, wconn: wconn, readers: readers, opts: opts, writerDSN: writerDSN,
 		queue: make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
 		wstmts:    map[string]*sql.Stmt{},
 		rstmts:    map[string]*sql.Stmt{},
@@ -167,6 +168,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	go s.writeLoop()
 	return s, nil
+}
+
+// openWriter opens the pool of the writer's one connection, and connects it.
+func openWriter(ctx context.Context, dsn string) (*sql.DB, error) {
+	writer, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	return writer, nil
 }
 
 // Path is the database file.
@@ -319,18 +337,52 @@ func (s *Store) wrap(err error, doing string) error {
 	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "database is closed") {
 		return errClosed
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("database %s is locked by another process; try again", s.path), Err: err}
-		case sqlite3.SQLITE_FULL:
-			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("disk full writing %s", s.path), Err: err}
-		case sqlite3.SQLITE_READONLY:
-			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("database %s is read-only", s.path), Err: err}
-		}
+	if u := unavailable(err); u != "" {
+		return &registry.Error{Code: registry.CodeUnavailable, Message: u, Err: err}
 	}
 	return &registry.Error{Code: registry.CodeInternal, Message: "database error while trying to " + doing, Err: err}
+}
+
+// unavailable says what failed when err is a failure that passes once its
+// cause is gone (a lock released, space freed, permissions fixed), and ""
+// otherwise. It never says where: the message reaches agents and
+// unauthenticated probes; the path is in the operator's configuration and the
+// driver's error in the log.
+func unavailable(err error) string {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return "the database is locked by another process; try again"
+	case sqlite3.SQLITE_FULL:
+		return "the disk holding the database is full; writes resume once space is freed"
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+		return "the database cannot be written: its file, its directory or its file system is read-only; writes resume once it is writable"
+	case sqlite3.SQLITE_CANTOPEN:
+		return "the database file cannot be opened; try again"
+	case sqlite3.SQLITE_IOERR:
+		return "the database could not be read or written (an I/O error); try again"
+	}
+	return ""
+}
+
+// needsReopen reports whether err may have left the writer's connection
+// unable to write until it is opened again. A connection SQLite opened while
+// the file was read-only stays read-only for its life (it fell back to a
+// read-only descriptor), whatever happens to the file; after an I/O error or
+// a file that could not be opened, a fresh connection is the safe start.
+func needsReopen(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR:
+		return true
+	}
+	return false
 }
 
 func isForeignKeyViolation(err error) bool {

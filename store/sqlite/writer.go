@@ -13,6 +13,9 @@ type writeRequest struct {
 	ctx  context.Context
 	fn   func(*txn) error
 	done chan error
+	// probe: the request changes nothing anyone watches (CheckWritable), so
+	// a batch of probes alone wakes no listener.
+	probe bool
 }
 
 // write runs fn in the writer's transaction, inside its own savepoint, and
@@ -74,14 +77,16 @@ func (s *Store) writeLoop() {
 // whole batch is rolled back and each request run again in a savepoint of its
 // own, so that every caller still gets its own outcome.
 func (s *Store) commit(batch []*writeRequest) {
+	if err := s.reviveWriter(); err != nil {
+		s.failAll(batch, err)
+		return
+	}
 	errs := make([]error, len(batch))
 	t := &txn{s: s, ctx: context.Background()} // a batch is not cancelled by one caller
 	// BEGIN IMMEDIATE takes the write lock now (waiting for another process up
 	// to the busy timeout), so no statement inside deadlocks upgrading a lock.
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
-		for _, req := range batch {
-			req.done <- err
-		}
+		s.failAll(batch, err)
 		return
 	}
 	dirty := false
@@ -117,9 +122,7 @@ func (s *Store) commitIsolated(batch []*writeRequest) {
 	errs := make([]error, len(batch))
 	t := &txn{s: s, ctx: context.Background()}
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
-		for _, req := range batch {
-			req.done <- err
-		}
+		s.failAll(batch, err)
 		return
 	}
 	for i, req := range batch {
@@ -158,13 +161,88 @@ func (s *Store) commitIsolated(batch []*writeRequest) {
 }
 
 func (s *Store) reply(batch []*writeRequest, errs []error) {
-	ok := false
+	wake := false
 	for i, req := range batch {
+		s.noteFailure(errs[i])
 		req.done <- errs[i]
-		ok = ok || errs[i] == nil
+		wake = wake || (errs[i] == nil && !req.probe)
 	}
-	if ok {
+	if wake {
 		s.notifyLocal()
+	}
+}
+
+// failAll answers every request of a batch that could not start with err.
+func (s *Store) failAll(batch []*writeRequest, err error) {
+	s.noteFailure(err)
+	for _, req := range batch {
+		req.done <- err
+	}
+}
+
+// noteFailure marks the writer's connection for reopening when err may have
+// left it unable to write (see needsReopen).
+func (s *Store) noteFailure(err error) {
+	if err != nil && needsReopen(err) {
+		s.writerBroken = true
+	}
+}
+
+// reviveWriter opens the writer's connection again if the previous batch
+// left it broken, so that the store recovers by itself once the cause is gone
+// (permissions fixed, a file system remounted read-write) instead of failing
+// every write until a restart. While the cause remains, each batch tries once
+// more: opening costs about a millisecond, and callers are told to come back
+// later (503 with Retry-After) rather than retrying at once. The old
+// connection is closed only once a new one is open.
+func (s *Store) reviveWriter() error {
+	if !s.writerBroken {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	writer, err := openWriter(ctx, s.writerDSN)
+	if err != nil {
+		return s.wrap(err, "open the database again")
+	}
+	wconn, err := writer.Conn(ctx)
+	if err != nil {
+		writer.Close()
+		return s.wrap(err, "open the database again")
+	}
+	for q, st := range s.wstmts {
+		st.Close()
+		delete(s.wstmts, q)
+	}
+	s.wconn.Close()
+	s.writer.Close()
+	s.writer, s.wconn, s.writerBroken = writer, wconn, false
+	s.reopened.Add(1)
+	return nil
+}
+
+// CheckWritable commits one increment of the probe row (migration 0013)
+// through the writer, in the next batch like any write: it sees what writes
+// see (a read-only file, a full disk, another process holding the lock past
+// the busy timeout), and a writer broken by such a failure is reopened for it.
+// It stops waiting when ctx ends; the probe may still run, harmlessly.
+func (s *Store) CheckWritable(ctx context.Context) error {
+	req := &writeRequest{ctx: ctx, probe: true, done: make(chan error, 1), fn: func(t *txn) error {
+		_, err := t.exec("UPDATE store_probe SET probes = probes + 1 WHERE id = 1")
+		return err
+	}}
+	select {
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case s.queue <- req:
+	}
+	select {
+	case err := <-req.done:
+		return s.wrap(err, "write the readiness probe")
+	case <-ctx.Done():
+		return &registry.Error{Code: registry.CodeUnavailable, Message: "the database did not complete a one-row write in time", Err: ctx.Err()}
 	}
 }
 
