@@ -96,6 +96,25 @@ type request struct {
 }
 
 func (c *Client) do(ctx context.Context, r request) error {
+	var resp *http.Response
+	if err := c.doStream(ctx, r, &resp); err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if r.replied != nil {
+		r.replied(resp)
+	}
+	if r.out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(r.out); err != nil {
+			return fmt.Errorf("decode tether's answer to %s %s: %w", r.method, r.path, err)
+		}
+	}
+	return nil
+}
+
+// doStream sends the request and hands back a 2xx answer with its body
+// unread (the caller closes it); any other answer is an *Error.
+func (c *Client) doStream(ctx context.Context, r request, out **http.Response) error {
 	u := *c.base
 	u.Path = c.base.Path + "/api/admin/v1" + r.path
 	if len(r.query) > 0 {
@@ -117,7 +136,9 @@ func (c *Client) do(ctx context.Context, r request) error {
 		req.Header[k] = vs
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -125,8 +146,8 @@ func (c *Client) do(ctx context.Context, r request) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
 		e := &Error{StatusCode: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
 		var shape struct {
 			Error     string `json:"error"`
@@ -144,14 +165,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 		}
 		return e
 	}
-	if r.replied != nil {
-		r.replied(resp)
-	}
-	if r.out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(r.out); err != nil {
-			return fmt.Errorf("decode tether's answer to %s %s: %w", r.method, r.path, err)
-		}
-	}
+	*out = resp
 	return nil
 }
 
@@ -182,4 +196,18 @@ func reason(r string) any {
 		return nil
 	}
 	return map[string]string{"reason": r}
+}
+
+// Call sends one request to the admin API: path is relative to
+// /api/admin/v1 (e.g. "/jobs/count"), body (when not nil) is sent as JSON
+// and a 2xx answer is decoded into out (when not nil). The typed methods
+// cover the common calls; Call reaches every endpoint the API documents,
+// with the caller's own types.
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.do(ctx, request{method: method, path: path, query: query, body: body, out: out})
+}
+
+// CallWithHeader is Call with extra request headers (If-Match, for one).
+func (c *Client) CallWithHeader(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) error {
+	return c.do(ctx, request{method: method, path: path, query: query, header: header, body: body, out: out})
 }

@@ -56,11 +56,14 @@ func (s *Server) adminRoutes() []*route {
 		write(http.MethodPost, "/clusters/{c}/pause", s.adminSetPaused(true)),
 		write(http.MethodPost, "/clusters/{c}/resume", s.adminSetPaused(false)),
 		write(http.MethodPost, "/clusters/{c}/registration-tokens", s.adminIssueToken),
+		read("/clusters/{c}/registration-tokens", s.adminListTokens),
+		read("/registration-tokens", s.adminListTokens),
 		read("/clusters/{c}/credentials", s.adminListCredentials),
 		write(http.MethodPost, "/clusters/{c}/credentials/rotate", s.adminForceRotation),
 		write(http.MethodPost, "/clusters/{c}/credentials/revoke", s.adminRevokeCredentials),
 
 		read("/jobs", s.adminListJobs),
+		read("/jobs/count", s.adminCountJobs),
 		write(http.MethodPost, "/jobs", s.adminSubmitJob),
 		read("/jobs/{id}", s.adminGetJob),
 		write(http.MethodPost, "/jobs/{id}/requeue", s.adminRequeueJob),
@@ -79,6 +82,7 @@ func (s *Server) adminRoutes() []*route {
 		read("/events", s.adminListEvents),
 		read("/audit", s.adminListAudit),
 		read("/stats", s.adminStats),
+		read("/whoami", s.adminWhoami),
 		read("/watch", s.adminWatch),
 
 		read("/webhooks", s.adminListWebhooks),

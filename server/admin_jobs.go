@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -27,28 +28,10 @@ func (s *Server) adminListJobs(c *call) error {
 	if err != nil {
 		return err
 	}
-	var p registry.JobListParams
-	for _, ref := range splitList(q["cluster"]) {
-		cl, err := s.reg.GetCluster(c.ctx, ref)
-		if err != nil {
-			return err
-		}
-		p.ClusterIDs = append(p.ClusterIDs, cl.ID)
+	p, err := s.jobFilters(c, q)
+	if err != nil {
+		return err
 	}
-	for _, st := range splitList(q["state"]) {
-		state := registry.JobState(strings.ReplaceAll(st, "-", "_"))
-		if !state.Valid() {
-			return errf(registry.CodeInvalid, "state %q is not a job state (queued, in_progress, succeeded, failed, noop, conflict, canceled, expired)", st)
-		}
-		p.States = append(p.States, state)
-	}
-	if k := q.Get("kind"); k != "" {
-		p.Kind = registry.JobKind(k)
-		if p.Kind != registry.KindApply && p.Kind != registry.KindDelete && p.Kind != registry.KindIntent {
-			return errf(registry.CodeInvalid, "kind %q is not one of apply, delete, intent", k)
-		}
-	}
-	p.Search = q.Get("search")
 	if stuck := q.Get("stuck"); stuck == "true" || stuck == "1" {
 		return s.adminListStuck(c, p, limit)
 	} else if stuck != "" && stuck != "false" && stuck != "0" {
@@ -61,6 +44,19 @@ func (s *Server) adminListJobs(c *call) error {
 		}
 		p.After = &registry.JobCursor{CreatedAt: after.CreatedAt, ID: after.ID}
 	}
+	if p.Offset, err = intParam(q, "offset", 0, 1<<30); err != nil {
+		return err
+	}
+	switch o := q.Get("order"); o {
+	case "", "newest":
+	case "oldest":
+		p.OldestFirst = true
+	default:
+		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
+	}
+	if p.After != nil && (p.Offset > 0 || p.OldestFirst) {
+		return errf(registry.CodeInvalid, "cursor pages newest first from the start: it cannot be combined with offset or order=oldest")
+	}
 	p.Limit = limit + 1
 	jobs, err := s.reg.ListJobs(c.ctx, p)
 	if err != nil {
@@ -72,6 +68,79 @@ func (s *Server) adminListJobs(c *call) error {
 		out.Items, out.NextCursor = jobs[:limit], encodeCursor(jobCursor{last.CreatedAt, last.ID})
 	}
 	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// jobFilters reads the filters GET /jobs and GET /jobs/count share:
+// cluster, state, kind, search, and the ones the console's stuck views use
+// (error, leaseExpiredBefore, noLease, activityBefore, finishedAfter).
+func (s *Server) jobFilters(c *call, q url.Values) (registry.JobListParams, error) {
+	var p registry.JobListParams
+	for _, ref := range splitList(q["cluster"]) {
+		cl, err := s.reg.GetCluster(c.ctx, ref)
+		if err != nil {
+			return p, err
+		}
+		p.ClusterIDs = append(p.ClusterIDs, cl.ID)
+	}
+	for _, st := range splitList(q["state"]) {
+		state := registry.JobState(strings.ReplaceAll(st, "-", "_"))
+		if !state.Valid() {
+			return p, errf(registry.CodeInvalid, "state %q is not a job state (queued, in_progress, succeeded, failed, noop, conflict, canceled, expired)", st)
+		}
+		p.States = append(p.States, state)
+	}
+	if k := q.Get("kind"); k != "" {
+		p.Kind = registry.JobKind(k)
+		if p.Kind != registry.KindApply && p.Kind != registry.KindDelete && p.Kind != registry.KindIntent {
+			return p, errf(registry.CodeInvalid, "kind %q is not one of apply, delete, intent", k)
+		}
+	}
+	p.Search = q.Get("search")
+	p.Error = q.Get("error")
+	var err error
+	for name, dst := range map[string]*time.Time{
+		"leaseExpiredBefore": &p.LeaseExpiredBefore, "activityBefore": &p.ActivityBefore, "finishedAfter": &p.FinishedAfter,
+	} {
+		if v := q.Get(name); v != "" {
+			if *dst, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return p, errf(registry.CodeInvalid, "%s %q is not an RFC 3339 time such as 2026-11-25T06:00:00Z", name, truncate(v, 100))
+			}
+		}
+	}
+	switch v := q.Get("noLease"); v {
+	case "", "false", "0":
+	case "true", "1":
+		p.NoLease = true
+	default:
+		return p, errf(registry.CodeInvalid, "noLease %q is not true or false", truncate(v, 100))
+	}
+	return p, nil
+}
+
+// adminCountJobs counts the jobs GET /jobs would list with the same filters.
+func (s *Server) adminCountJobs(c *call) error {
+	p, err := s.jobFilters(c, c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	n, err := s.reg.CountJobs(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, map[string]int{"count": n})
+}
+
+// intParam reads an optional whole-number query parameter in [lo, hi].
+func intParam(q url.Values, name string, lo, hi int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return lo, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, errf(registry.CodeInvalid, "%s %q must be a whole number from %d to %d", name, truncate(v, 100), lo, hi)
+	}
+	return n, nil
 }
 
 // adminListStuck lists stuck jobs (registry.StuckFilters), newest first, in

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/tetherhq/tether/registry"
@@ -94,6 +96,24 @@ type idCursor struct {
 	ID int64 `json:"i"`
 }
 
+// idRange reads ?beforeId= and ?afterId= (entries are numbered in the order
+// they were recorded): what a client that keeps a live list needs to load
+// the next older page or what came since. beforeId and a cursor are two
+// ways to say the same thing: only one may be given.
+func idRange(q url.Values, cursor string) (before, after int64, err error) {
+	for name, dst := range map[string]*int64{"beforeId": &before, "afterId": &after} {
+		if v := q.Get(name); v != "" {
+			if *dst, err = strconv.ParseInt(v, 10, 64); err != nil || *dst < 1 {
+				return 0, 0, errf(registry.CodeInvalid, "%s %q must be a positive whole number (an entry's id)", name, truncate(v, 100))
+			}
+		}
+	}
+	if before > 0 && cursor != "" {
+		return 0, 0, errf(registry.CodeInvalid, "give beforeId or cursor, not both")
+	}
+	return before, after, nil
+}
+
 func (s *Server) adminListEvents(c *call) error {
 	q := c.r.URL.Query()
 	limit, cursor, err := pageParams(q)
@@ -101,6 +121,16 @@ func (s *Server) adminListEvents(c *call) error {
 		return err
 	}
 	p := registry.EventListParams{Kinds: splitList(q["kind"]), Limit: limit + 1}
+	switch v := q.Get("falseOnly"); v {
+	case "", "false", "0":
+	case "true", "1":
+		p.FalseOnly = true
+	default:
+		return errf(registry.CodeInvalid, "falseOnly %q is not true or false", truncate(v, 100))
+	}
+	if p.BeforeID, p.AfterID, err = idRange(q, cursor); err != nil {
+		return err
+	}
 	if ref := q.Get("cluster"); ref != "" {
 		cl, err := s.reg.GetCluster(c.ctx, ref)
 		if err != nil {
@@ -133,6 +163,9 @@ func (s *Server) adminListAudit(c *call) error {
 		return err
 	}
 	p := registry.AuditListParams{Action: q.Get("action"), Limit: limit + 1}
+	if p.BeforeID, p.AfterID, err = idRange(q, cursor); err != nil {
+		return err
+	}
 	if ref := q.Get("cluster"); ref != "" {
 		cl, err := s.reg.GetCluster(c.ctx, ref)
 		if err != nil {
@@ -163,14 +196,21 @@ type statsJSON struct {
 	Jobs     map[registry.JobState]int64            `json:"jobs"`
 	Clusters map[string]map[registry.JobState]int64 `json:"clusters"`
 	At       time.Time                              `json:"at"`
+	// FeedSeq is the change feed's position when the counts were read: a
+	// watch from ?since=FeedSeq misses no change made after them.
+	FeedSeq int64 `json:"feedSeq"`
 }
 
 func (s *Server) adminStats(c *call) error {
+	seq, err := s.reg.LatestSeq(c.ctx)
+	if err != nil {
+		return err
+	}
 	counts, err := s.reg.JobCounts(c.ctx)
 	if err != nil {
 		return err
 	}
-	out := statsJSON{Jobs: map[registry.JobState]int64{}, Clusters: map[string]map[registry.JobState]int64{}, At: s.reg.Now()}
+	out := statsJSON{FeedSeq: seq, Jobs: map[registry.JobState]int64{}, Clusters: map[string]map[registry.JobState]int64{}, At: s.reg.Now()}
 	for _, st := range registry.JobStates {
 		out.Jobs[st] = 0
 	}
@@ -224,4 +264,32 @@ func (s *Server) adminRevokeAdminToken(c *call) error {
 		return err
 	}
 	return writeJSON(c.w, http.StatusOK, t)
+}
+
+// adminListTokens lists registration tokens (never their secrets): one
+// cluster's, or with no cluster in the path every visible cluster's.
+func (s *Server) adminListTokens(c *call) error {
+	tokens, err := s.reg.ListTokens(c.ctx, c.params["c"])
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, list[registry.RegistrationToken]{Items: tokens})
+}
+
+// whoamiJSON says who the caller's token is: what a client shows and what
+// it hides (a viewer's console hides every action).
+type whoamiJSON struct {
+	Actor string        `json:"actor"`
+	Name  string        `json:"name"`
+	Role  registry.Role `json:"role"`
+	Org   string        `json:"org,omitempty"`
+}
+
+func (s *Server) adminWhoami(c *call) error {
+	a := registry.ActorFrom(c.ctx)
+	role := a.Role
+	if role == "" {
+		role = registry.RoleAdmin
+	}
+	return writeJSON(c.w, http.StatusOK, whoamiJSON{Actor: a.String(), Name: a.Name, Role: role, Org: a.Org})
 }

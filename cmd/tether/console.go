@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -23,11 +24,13 @@ func init() { register(newConsoleCmd) }
 
 // consoleOptions are the console's flags.
 type consoleOptions struct {
-	serve    bool
-	listen   string
-	readOnly bool
-	theme    string
-	start    string
+	server    string // the admin API to run over, instead of --db
+	tokenFile string
+	serve     bool
+	listen    string
+	readOnly  bool
+	theme     string
+	start     string
 }
 
 // notATerminal is what the console says when it cannot run: where to find the
@@ -58,6 +61,12 @@ console issues; its address is shown in the header and its log goes to
 DB.serve.log (tether-serve.log for a PostgreSQL database). --read-only
 hides and refuses every change.
 
+Remotely: --server URL runs every view and action over that tether's admin
+API with an admin token (--token-file, else $TETHER_ADMIN_TOKEN), and so
+does a context saved by 'tether login' unless --db or $TETHER_DB names a
+database. The token's role and organization bound what it shows and does: a
+viewer's console is read-only.
+
 Themes: --theme or $TETHER_THEME picks dark, light, high-contrast, mono, auto
 (the default: dark or light from the terminal's background), or a user theme:
 NAME.json in the themes directory of the user's configuration directory
@@ -71,6 +80,7 @@ Colours: foreground, muted, border, accent, accentText, selectedBackground,
 selectedForeground, marked, header, good, warning, danger, info; each
 "#rrggbb", "#rgb", an ANSI number 0-255, or "none".`,
 		Example: `  tether console
+  tether console --server https://tether.example:7070 --token-file ~/.tether-token
   tether console --serve --listen 0.0.0.0:7070
   tether console --read-only --theme high-contrast`,
 		Args: cobra.NoArgs,
@@ -78,10 +88,22 @@ selectedForeground, marked, header, good, warning, danger, info; each
 			if cmd.Flags().Changed("listen") && !opts.serve {
 				return usagef("--listen needs --serve")
 			}
+			if opts.server != "" && opts.serve {
+				return usagef("--serve runs the agent API over a local database; it cannot be combined with --server")
+			}
+			remote, source, err := consoleRemote(cmd, g, opts)
+			if err != nil {
+				return err
+			}
+			if remote != nil {
+				return runRemoteConsole(cmd.Context(), g, opts, remote, source)
+			}
 			return runConsole(cmd.Context(), g, opts)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&opts.server, "server", "", "run over this tether's admin API (http(s)://HOST:PORT) instead of a local database")
+	f.StringVar(&opts.tokenFile, "token-file", "", "with --server: file holding the admin token (else $TETHER_ADMIN_TOKEN, else the saved context's)")
 	f.BoolVar(&opts.serve, "serve", false, "also serve the agent API in this process")
 	f.StringVar(&opts.listen, "listen", defaultListen, "with --serve: address to listen on (host:port; port 0 picks a free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "hide and refuse every change")
@@ -208,6 +230,11 @@ func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, 
 		Start:     opts.start,
 		Context:   ctx,
 	})
+	return runProgram(ctx, g, model, choice)
+}
+
+// runProgram runs the console until the person quits or ctx ends.
+func runProgram(ctx context.Context, g *globals, model *tui.Model, choice themes.Choice) error {
 	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(g.stdout)}
 	if choice.NoColor {
 		progOpts = append(progOpts, tea.WithColorProfile(colorprofile.Ascii))
@@ -235,4 +262,70 @@ func agentURL(addr string) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// consoleRemote picks the admin API the console runs over, if any: --server
+// (with --token-file or $TETHER_ADMIN_TOKEN, else the saved context's token
+// for that server), else the current saved context unless a database was
+// named. It returns nil to run over the local database.
+func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*tui.Remote, string, error) {
+	if opts.server == "" && cmd.Flags().Changed("token-file") {
+		return nil, "", usagef("--token-file needs --server")
+	}
+	if opts.server == "" && (cmd.Flags().Changed("db") || opts.serve) {
+		return nil, "", nil // a database was named: no need to read the contexts
+	}
+	cf, _, err := loadContexts()
+	if err != nil {
+		return nil, "", err
+	}
+	server, token := opts.server, ""
+	switch {
+	case server == "":
+		cur := cf.current()
+		if cur == nil {
+			return nil, "", nil
+		}
+		server, token = cur.Server, cur.Token
+	case opts.tokenFile != "":
+		if token, err = readTokenFile(g, opts.tokenFile); err != nil {
+			return nil, "", err
+		}
+	case os.Getenv("TETHER_ADMIN_TOKEN") != "":
+		token = strings.TrimSpace(os.Getenv("TETHER_ADMIN_TOKEN"))
+	default:
+		for _, c := range cf.Contexts {
+			if strings.TrimRight(c.Server, "/") == strings.TrimRight(server, "/") {
+				token = c.Token
+			}
+		}
+	}
+	if token == "" {
+		return nil, "", usagef("an admin token is required with --server: --token-file FILE, $TETHER_ADMIN_TOKEN, or 'tether login %s --token-file FILE' first", server)
+	}
+	if _, err := consoleChoice(g, opts); err != nil {
+		return nil, "", err // no terminal: say so before reaching out
+	}
+	r, err := connectRemote(cmd.Context(), server, token)
+	return r, server, err
+}
+
+// runRemoteConsole runs the console over a tether's admin API.
+func runRemoteConsole(ctx context.Context, g *globals, opts consoleOptions, remote *tui.Remote, server string) error {
+	choice, err := consoleChoice(g, opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	model := tui.New(tui.Options{
+		Backend:   remote,
+		Theme:     choice,
+		ReadOnly:  opts.readOnly || remote.ReadOnly(),
+		ServerURL: server, // agents reach the same listener
+		Source:    server + " as " + remote.Actor,
+		Start:     opts.start,
+		Context:   ctx,
+	})
+	return runProgram(ctx, g, model, choice)
 }

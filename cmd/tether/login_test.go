@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// cliWithEnv runs the binary with extra environment variables and without
+// --db when db is empty.
+func cliWithEnv(t *testing.T, db string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := command(ctx, db, args...)
+	if db == "" {
+		cmd.Args = append(cmd.Args[:1], args...)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		res.code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cannot run tether %s: %v", strings.Join(args, " "), err)
+	}
+	return res
+}
+
+// tether login checks the token against a real server and saves the context
+// readable by its owner only; tether console then runs over that server's
+// admin API, in a real terminal, with the token's identity in its header.
+func TestLoginAndRemoteConsole(t *testing.T) {
+	db := newDB(t)
+	reg := openRegistry(t, db)
+	admin := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "seed"})
+	seed, _, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: "far-away", Organization: "acme", AllowedNamespaces: []string{"default"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"remote-cm","namespace":"default"}}`
+	if _, _, err := reg.SubmitJob(admin, registry.JobSubmission{ClusterID: seed.ID, Kind: registry.KindApply, Payload: json.RawMessage(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	issued := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "oncall", "--role", "viewer")
+	_, addr, _ := startServe(t, db)
+	server := "http://" + addr
+
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(issued.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	os.WriteFile(bad, []byte("tether_adm_notarealtoken\n"), 0o600)
+	if res := cliWithEnv(t, "", env, "login", server, "--token-file", bad); res.code == exitOK || !strings.Contains(res.stderr, server) {
+		t.Fatalf("login with a bad token must fail naming the server:\n%s", res)
+	}
+	if _, err := os.Stat(filepath.Join(home, "tether", "config.yaml")); err == nil {
+		t.Fatal("a refused login saved a context")
+	}
+	if res := cliWithEnv(t, "", env, "login", server); res.code != exitUsage || !strings.Contains(res.stderr, "--token-file") {
+		t.Fatalf("login without a token:\n%s", res)
+	}
+
+	res := cliWithEnv(t, "", env, "login", server, "--token-file", tokenFile, "--name", "prod")
+	if res.code != exitOK || !strings.Contains(res.stdout, "admin-token:oncall") || !strings.Contains(res.stdout, "role viewer") {
+		t.Fatalf("login:\n%s", res)
+	}
+	path := filepath.Join(home, "tether", "config.yaml")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %o, want 600: it holds a token", path, info.Mode().Perm())
+	}
+	saved, _ := os.ReadFile(path)
+	if !strings.Contains(string(saved), "current-context: prod") || !strings.Contains(string(saved), server) {
+		t.Errorf("saved contexts:\n%s", saved)
+	}
+	if strings.Contains(res.stdout+res.stderr, issued.Token) {
+		t.Error("login printed the token")
+	}
+
+	if res := cliWithEnv(t, "", env, "console", "--server", "http://127.0.0.1:1"); res.code != exitUsage || !strings.Contains(res.stderr, "admin token is required") {
+		t.Errorf("console --server without a token for it:\n%s", res)
+	}
+	if res := cliWithEnv(t, "", env, "console"); res.code != exitUsage || !strings.Contains(res.stderr, "interactive terminal") {
+		t.Errorf("console over the saved context, without a terminal:\n%s", res)
+	}
+
+	// In a terminal: the saved context's server, no database.
+	cwd := t.TempDir()
+	s := startTmux(t, 120, 40, fmt.Sprintf("cd %s && env -u TETHER_DB XDG_CONFIG_HOME=%s %s console --view clusters", cwd, home, binPath))
+	screen := s.waitText("far-away")
+	if !strings.Contains(screen, "READ-ONLY") {
+		t.Errorf("a viewer's console must be read-only:\n%s", s.describe(screen))
+	}
+	s.keys("3")
+	s.waitText("ConfigMap/default/remo")
+	if _, err := os.Stat(filepath.Join(cwd, "tether.db")); err == nil {
+		t.Error("the remote console created a local database")
+	}
+}
