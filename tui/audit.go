@@ -129,23 +129,23 @@ func (v *auditView) load(older bool) tea.Cmd {
 	}
 }
 
-func (v *auditView) rebuild() {
-	var sel int64
-	if c := v.table.cursor; c < len(v.rows) {
-		sel = v.rows[c].ID
-	}
+func (v *auditView) rowID(i int) int64 { return v.rows[i].ID }
+
+// anchor is the selected entry. Take it before v.all changes: the rows
+// point into it.
+func (v *auditView) anchor() anchor[int64] { return anchorAt(v.table, len(v.rows), v.rowID) }
+
+func (v *auditView) rebuild() { v.refilter(v.anchor()) }
+
+// refilter rebuilds the rows from v.all, the selection on sel's entry.
+func (v *auditView) refilter(sel anchor[int64]) {
 	v.rows = v.rows[:0]
 	for i := range v.all {
 		if v.fl.match(v.ctx.Fleet, &v.all[i]) {
 			v.rows = append(v.rows, &v.all[i])
 		}
 	}
-	if v.table.cursor > 0 {
-		if i := slices.IndexFunc(v.rows, func(a *registry.AuditEntry) bool { return a.ID == sel }); i >= 0 {
-			v.table.setCursor(i, len(v.rows))
-		}
-	}
-	v.table.clampTo(len(v.rows))
+	sel.restore(v.table, len(v.rows), v.rowID)
 }
 
 func (v *auditView) Update(msg tea.Msg) tea.Cmd {
@@ -159,6 +159,7 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 			return failed("could not read the audit trail: " + errText(msg.err))
 		}
 		v.oldest = len(msg.entries) < auditPage
+		sel := v.anchor()
 		if msg.older {
 			v.all = append(v.all, msg.entries...)
 		} else {
@@ -174,7 +175,7 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 			}
 			slices.SortFunc(v.all, func(a, b registry.AuditEntry) int { return cmp.Compare(b.ID, a.ID) })
 		}
-		v.rebuild()
+		v.refilter(sel)
 	case feedMsg:
 		if len(msg.batch.Audit) == 0 {
 			return nil

@@ -64,10 +64,8 @@ func (v *clustersView) rebuild() {
 		return
 	}
 	v.built = v.ctx.Fleet.version
-	var sel string
-	if c := v.selected(); c != nil {
-		sel = c.ID
-	}
+	id := func(i int) string { return v.rows[i].ID }
+	sel := anchorAt(v.table, len(v.rows), id)
 	now := v.ctx.Now
 	f := v.ctx.Fleet
 	v.rows = v.rows[:0]
@@ -98,11 +96,7 @@ func (v *clustersView) rebuild() {
 		}
 		return r
 	})
-	i := slices.IndexFunc(v.rows, func(c *registry.Cluster) bool { return c.ID == sel })
-	if i >= 0 {
-		v.table.setCursor(i, len(v.rows))
-	}
-	v.table.clampTo(len(v.rows))
+	sel.restore(v.table, len(v.rows), id)
 }
 
 func credentialExpiry(f *fleet, c *registry.Cluster, now time.Time) time.Time {

@@ -164,23 +164,28 @@ func (v *eventsView) load(older bool) tea.Cmd {
 	}
 }
 
-func (v *eventsView) rebuild() {
-	var sel int64
-	if c := v.table.cursor; c < len(v.rows) {
-		sel = v.rows[c].ID
-	}
+func (v *eventsView) rowID(i int) int64 { return v.rows[i].ID }
+
+// anchor is the selected event. Take it before v.all changes: the rows
+// point into it.
+func (v *eventsView) anchor() anchor[int64] { return anchorAt(v.table, len(v.rows), v.rowID) }
+
+func (v *eventsView) rebuild() { v.refilter(v.anchor()) }
+
+// refilter rebuilds the rows from v.all, the selection on sel's event.
+func (v *eventsView) refilter(sel anchor[int64]) {
 	v.rows = v.rows[:0]
 	for i := range v.all {
 		if v.fl.match(v.ctx.Fleet, &v.all[i]) {
 			v.rows = append(v.rows, &v.all[i])
 		}
 	}
-	if !v.follow || v.table.cursor > 0 {
-		if i := slices.IndexFunc(v.rows, func(e *registry.Event) bool { return e.ID == sel }); i >= 0 {
-			v.table.setCursor(i, len(v.rows))
-		}
+	if v.follow && v.table.cursor == 0 {
+		// Following the tail at the top: the newest event is the selection.
+		v.table.clampTo(len(v.rows))
+		return
 	}
-	v.table.clampTo(len(v.rows))
+	sel.restore(v.table, len(v.rows), v.rowID)
 }
 
 // prepend adds new events (oldest first) on top.
@@ -212,6 +217,7 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 			v.older = false
 			return failed("could not read events: " + errText(msg.err))
 		}
+		sel := v.anchor()
 		if msg.older {
 			v.older = false
 			v.oldest = len(msg.events) < eventsPage
@@ -232,12 +238,13 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 			}
 			slices.SortFunc(v.all, func(a, b registry.Event) int { return cmp.Compare(b.ID, a.ID) })
 		}
-		v.rebuild()
+		v.refilter(sel)
 	case feedMsg:
 		v.dropped += msg.batch.DroppedEvents
 		if len(msg.batch.Deleted) > 0 {
+			sel := v.anchor()
 			v.all = slices.DeleteFunc(v.all, func(e registry.Event) bool { return slices.Contains(msg.batch.Deleted, e.ClusterID) })
-			v.rebuild()
+			v.refilter(sel)
 		}
 		if len(msg.batch.Events) == 0 {
 			return nil

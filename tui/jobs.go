@@ -109,7 +109,10 @@ type jobsView struct {
 	dirty   bool
 	last    time.Time // when the last load was issued
 	err     error
-	pinned  string // the selected job's id, kept across reloads
+	// pin is the selected job (id and creation time, its place in the
+	// list's order): reloads put the cursor back on it, wherever it moved.
+	// Empty while the cursor is on a row not loaded yet.
+	pin registry.JobCursor
 
 	queryCounts [numTabs]int // for filters the counters cannot answer; -1 unknown
 	stuck       int          // -1 unknown
@@ -124,9 +127,14 @@ type jobsView struct {
 
 type jobsPageMsg struct {
 	gen   int
-	start int
+	req   int // the start asked for (v.want)
+	start int // the start read: another when the pinned job was looked for
 	jobs  []registry.Job
-	err   error
+	// at is the pinned job's row when the load had to look for it (it had
+	// moved out of the window asked for), else -1; offset is then the
+	// table's first line that keeps it on screen.
+	at, offset int
+	err        error
 }
 
 type jobsCountsMsg struct {
@@ -244,12 +252,10 @@ func (v *jobsView) tabCount(tab int) int {
 }
 
 // rowCount is what the table scrolls over: the tab's count when known, else
-// what is loaded.
+// what is loaded. The counters may lag a page just read (jobs submitted
+// since): the rows held are there all the same.
 func (v *jobsView) rowCount() int {
-	if t := v.total(); t >= 0 {
-		return t
-	}
-	return v.start + len(v.rows)
+	return max(v.total(), v.start+len(v.rows))
 }
 
 func (v *jobsView) job(i int) *registry.Job {
@@ -273,7 +279,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 	t := v.table()
 	switch msg := msg.(type) {
 	case jobsPageMsg:
-		if msg.gen != v.gen || msg.start != v.want {
+		if msg.gen != v.gen || msg.req != v.want {
 			return nil
 		}
 		v.loading, v.err = false, msg.err
@@ -281,14 +287,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 			return failed("could not read jobs: " + errText(msg.err))
 		}
 		v.loaded, v.start, v.rows = true, msg.start, msg.jobs
-		if v.pinned != "" {
-			// Keep the selection on the job it was on: new jobs arriving on
-			// top must not slide another one under the cursor (and under R).
-			if i := slices.IndexFunc(v.rows, func(j registry.Job) bool { return j.ID == v.pinned }); i >= 0 {
-				t.setCursor(v.start+i, v.rowCount())
-			}
-		}
-		t.clampTo(v.rowCount())
+		v.restorePin(msg)
 		if v.dirty {
 			v.dirty = false
 			return v.markDirty()
@@ -355,17 +354,12 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 				return v.open()
 			}
 			t.setCursor(i, v.rowCount())
-			if j := v.selected(); j != nil {
-				v.pinned = j.ID
-			}
+			v.pinCursor()
 			return v.ensureWindow()
 		}
 	case tea.MouseWheelMsg:
 		t.wheel(msg, v.rowCount())
-		v.pinned = ""
-		if j := v.selected(); j != nil {
-			v.pinned = j.ID
-		}
+		v.pinCursor()
 		return v.ensureWindow()
 	case tea.KeyPressMsg:
 		return v.key(msg)
@@ -377,10 +371,7 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := v.ctx.Keys
 	t := v.table()
 	if t.navigate(msg, k, v.rowCount()) {
-		v.pinned = "" // the selection follows the cursor, not a job
-		if j := v.selected(); j != nil {
-			v.pinned = j.ID
-		}
+		v.pinCursor()
 		return v.ensureWindow()
 	}
 	switch {
@@ -402,6 +393,7 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 				v.marks[j.ID] = *j
 			}
 			t.setCursor(t.cursor+1, v.rowCount())
+			v.pinCursor()
 			return v.ensureWindow()
 		}
 	case key.Matches(msg, k.ClearMarks):

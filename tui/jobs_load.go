@@ -30,11 +30,16 @@ func (v *jobsView) ensureWindow() tea.Cmd {
 	return v.load(max(0, top-h))
 }
 
-// load reads the window starting at start for the current query.
+// load reads the window starting at start for the current query. When the
+// selected job has moved out of that window (jobs submitted or finished
+// above it since the last read), it looks for the job and reads the window
+// around it instead, so that the selection stays on its job.
 func (v *jobsView) load(start int) tea.Cmd {
 	v.loading, v.want, v.dirty, v.last = true, start, false, time.Now()
 	gen, tab, base, limit := v.gen, v.tab, v.base(), v.pageSize()
 	total := v.total()
+	t := v.table()
+	pin, cursor, offset, height := v.pin, t.cursor, t.offset, t.height
 	b := v.ctx.Backend
 	now := v.ctx.Now
 	var unreachable []string
@@ -44,24 +49,105 @@ func (v *jobsView) load(start int) tea.Cmd {
 	return func() tea.Msg {
 		ctx := context.Background()
 		if tab == tabStuck {
+			// The stuck tab is several queries merged: there is no count to
+			// place a job by, and it is short. The view keeps the job if it
+			// is in the window, else the nearest row.
 			jobs, err := listStuck(ctx, b, stuckQueries(base, unreachable, now), start, limit)
-			return jobsPageMsg{gen: gen, start: start, jobs: jobs, err: err}
+			return jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
 		}
 		p := base
-		p.States, p.Limit, p.Offset = tabStates(tab), limit, start
-		reverse := false
-		if total > 0 && start > total/2 {
-			// Deep in a large tab: read from the other end, which the index
-			// serves as cheaply as the first page.
-			end := min(total, start+limit)
-			p.OldestFirst, p.Offset, p.Limit = true, total-end, max(1, end-start)
-			reverse = true
+		p.States = tabStates(tab)
+		jobs, err := readJobsPage(ctx, b, p, total, start, limit, deep(start, total))
+		msg := jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
+		if err != nil || pin.ID == "" || slices.ContainsFunc(jobs, func(j registry.Job) bool { return j.ID == pin.ID }) {
+			return msg
 		}
-		jobs, err := b.ListJobs(ctx, p)
-		if reverse {
-			slices.Reverse(jobs)
+		// Count from the nearer end and read the page from that same end,
+		// so that the rows and the count agree even when the tab's total
+		// (the counters) lags the jobs just submitted.
+		reverse := deep(cursor, total)
+		at, err := jobPosition(ctx, b, p, pin, total, reverse)
+		if err != nil {
+			return msg // the page read stands; the view keeps the row
 		}
-		return jobsPageMsg{gen: gen, start: start, jobs: jobs, err: err}
+		off := offset
+		if at < off {
+			off = at
+		}
+		if at >= off+height {
+			off = at - height + 1
+		}
+		from := max(0, off-height)
+		jobs, err = readJobsPage(ctx, b, p, total, from, limit, reverse)
+		if err != nil {
+			return msg
+		}
+		return jobsPageMsg{gen: gen, req: start, start: from, jobs: jobs, at: at, offset: off}
+	}
+}
+
+// deep reports whether row is in the far half of a tab of total rows, where
+// reading from the other end is cheaper.
+func deep(row, total int) bool { return total > 0 && row > total/2 }
+
+// readJobsPage reads limit jobs of p's list from row start, of total rows;
+// reverse reads them from the other end (deep in a large tab the index
+// serves that as cheaply as the first page).
+func readJobsPage(ctx context.Context, b Backend, p registry.JobListParams, total, start, limit int, reverse bool) ([]registry.Job, error) {
+	p.Limit, p.Offset = limit, start
+	if end := min(total, start+limit); !reverse || end <= start {
+		reverse = false // past the total the counters know: from the top
+	} else {
+		p.OldestFirst, p.Offset, p.Limit = true, total-end, end-start
+	}
+	jobs, err := b.ListJobs(ctx, p)
+	if reverse {
+		slices.Reverse(jobs)
+	}
+	return jobs, err
+}
+
+// jobPosition is the row of the job at pin in p's list (newest first): the
+// jobs listed before it, counted from the end the pages are read from (the
+// far one when reverse). A job that has left the list gets the row of its
+// nearest neighbour.
+func jobPosition(ctx context.Context, b Backend, p registry.JobListParams, pin registry.JobCursor, total int, reverse bool) (int, error) {
+	p.After = &pin
+	if reverse {
+		n, err := b.CountJobs(ctx, p) // the older ones
+		return max(0, total-1-n), err
+	}
+	p.OldestFirst = true // the newer ones
+	return b.CountJobs(ctx, p)
+}
+
+// pinCursor makes the job under the cursor the selection; a row not loaded
+// yet pins nothing until its page arrives.
+func (v *jobsView) pinCursor() {
+	v.pin = registry.JobCursor{}
+	if j := v.selected(); j != nil {
+		v.pin = registry.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID}
+	}
+}
+
+// restorePin puts the cursor back on the pinned job after a page arrived:
+// where the load found it, or where it is in the page, or, when it left the
+// list, on the nearest row; that row's job is the selection from then on.
+func (v *jobsView) restorePin(msg jobsPageMsg) {
+	t := v.table()
+	n := v.rowCount()
+	if msg.at >= 0 {
+		t.offset = msg.offset
+		t.setCursor(msg.at, n)
+	}
+	if v.pin.ID != "" {
+		if i := slices.IndexFunc(v.rows, func(j registry.Job) bool { return j.ID == v.pin.ID }); i >= 0 {
+			t.setCursor(v.start+i, n)
+		}
+	}
+	t.clampTo(n)
+	if v.selected() != nil {
+		v.pinCursor()
 	}
 }
 
@@ -114,6 +200,7 @@ func (v *jobsView) requery() tea.Cmd {
 	}
 	v.table().setCursor(0, 1)
 	v.table().offset = 0
+	v.pin = registry.JobCursor{}
 	return tea.Batch(v.load(0), v.countCmd())
 }
 

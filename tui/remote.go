@@ -410,8 +410,10 @@ func (r *Remote) ListJobs(ctx context.Context, p registry.JobListParams) ([]regi
 	}
 }
 
+// CountJobs refuses After like ListJobs (GET /jobs/count has no cursor):
+// the jobs view then keeps a moved selection's row rather than place it by
+// a count that ignored the cursor.
 func (r *Remote) CountJobs(ctx context.Context, p registry.JobListParams) (int, error) {
-	p.After = nil
 	q, err := jobQuery(p)
 	if err != nil {
 		return 0, err

@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -90,15 +89,10 @@ func (v *rolloutsView) Update(msg tea.Msg) tea.Cmd {
 	case rolloutsMsg:
 		v.loading, v.loaded, v.err = false, true, msg.err
 		if msg.err == nil {
-			var sel string
-			if c := v.table.cursor; c < len(v.list) {
-				sel = v.list[c].ID
-			}
+			id := func(i int) string { return v.list[i].ID }
+			sel := anchorAt(v.table, len(v.list), id)
 			v.list = msg.list
-			if i := slices.IndexFunc(v.list, func(r registry.Rollout) bool { return r.ID == sel }); i >= 0 {
-				v.table.setCursor(i, len(v.list))
-			}
-			v.table.clampTo(len(v.list))
+			sel.restore(v.table, len(v.list), id)
 		}
 		if v.stale {
 			v.stale = false
@@ -287,6 +281,9 @@ func (d *rolloutDetail) load() tea.Cmd {
 	}
 }
 
+// targetKey identifies a target: a rollout reaches each cluster once.
+func (d *rolloutDetail) targetKey(i int) string { return d.ro.Targets[i].ClusterID }
+
 func (d *rolloutDetail) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case rolloutMsg:
@@ -295,9 +292,13 @@ func (d *rolloutDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 		d.loading, d.err = false, msg.err
 		if msg.err == nil {
+			var sel anchor[string]
+			if d.ro != nil {
+				sel = anchorAt(d.table, len(d.ro.Targets), d.targetKey)
+			}
 			d.ro = msg.ro
 			d.id, d.name = msg.ro.ID, msg.ro.Name // opened by name: follow its id
-			d.table.clampTo(len(d.ro.Targets))
+			sel.restore(d.table, len(d.ro.Targets), d.targetKey)
 		}
 		if d.stale {
 			d.stale = false
