@@ -130,6 +130,13 @@ func TestProducerFlow(t *testing.T) {
 	if err != nil || stats.Jobs["succeeded"] != 1 {
 		t.Fatalf("stats = %+v %v", stats, err)
 	}
+	q, err := c.ClusterQueue(ctx, "prod")
+	if err != nil || q.Finished != 1 || q.FailureRate == nil || *q.FailureRate != 0 || q.WaitSamples != 1 || q.NotDraining {
+		t.Fatalf("queue of prod = %+v %v", q, err)
+	}
+	if queues, err := c.Queues(ctx); err != nil || len(queues) != 1 || queues[0].ClusterID != q.ClusterID {
+		t.Fatalf("queues = %+v %v", queues, err)
+	}
 	audit, err := c.ListAudit(ctx, "", "job.submit", 10, "")
 	if err != nil || len(audit.Items) != 1 || audit.Items[0].Actor != "admin-token:admin-token" {
 		t.Fatalf("audit = %+v %v", audit, err)

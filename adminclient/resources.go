@@ -280,10 +280,48 @@ type Stats struct {
 	At       time.Time                   `json:"at"`
 }
 
+// QueueHealth is how a cluster's queue is doing. Figures that are unknown
+// (nothing queued, no claim or nothing finished in the last hour) are nil.
+type QueueHealth struct {
+	ClusterID      string    `json:"clusterId"`
+	At             time.Time `json:"at"`
+	Queued         int64     `json:"queued"`
+	InFlight       int64     `json:"inFlight"`
+	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
+	// OldestQueuedSeconds is how long the oldest queued job has waited.
+	OldestQueuedSeconds *float64 `json:"oldestQueuedSeconds"`
+	// WaitP50Seconds is the median wait from submit to claim over
+	// WaitSamples claims of the last hour.
+	WaitP50Seconds *float64  `json:"waitP50Seconds"`
+	WaitSamples    int       `json:"waitSamples"`
+	LastClaimAt    time.Time `json:"lastClaimAt"`
+	// FailureRate is Failed / Finished, of the jobs submitted in the last
+	// hour that have ended (canceled ones aside).
+	FailureRate *float64 `json:"failureRate"`
+	Finished    int64    `json:"finished"`
+	Failed      int64    `json:"failed"`
+	// NotDraining: jobs wait, none is in flight or was claimed lately, while
+	// the agent heartbeats and the queue is not paused. Reason says so.
+	NotDraining bool   `json:"notDraining"`
+	Reason      string `json:"reason"`
+}
+
 // Stats returns the job counts.
 func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 	var out Stats
 	return &out, c.do(ctx, request{method: http.MethodGet, path: "/stats", out: &out})
+}
+
+// Queues returns the queue health of every cluster, in name order.
+func (c *Client) Queues(ctx context.Context) ([]QueueHealth, error) {
+	var out Page[QueueHealth]
+	return out.Items, c.do(ctx, request{method: http.MethodGet, path: "/queues", out: &out})
+}
+
+// ClusterQueue returns one cluster's queue health, by id or name.
+func (c *Client) ClusterQueue(ctx context.Context, cluster string) (*QueueHealth, error) {
+	var out QueueHealth
+	return &out, c.do(ctx, request{method: http.MethodGet, path: path("clusters", cluster, "queue"), out: &out})
 }
 
 // AuditEntry is one entry of the audit trail.

@@ -59,6 +59,8 @@ func (s *Server) adminRoutes() []*route {
 		read("/clusters/{c}/registration-tokens", s.adminListTokens),
 		read("/registration-tokens", s.adminListTokens),
 		read("/clusters/{c}/credentials", s.adminListCredentials),
+		read("/clusters/{c}/queue", s.adminQueueHealth),
+		read("/queues", s.adminFleetQueueHealth),
 		write(http.MethodPost, "/clusters/{c}/credentials/rotate", s.adminForceRotation),
 		write(http.MethodPost, "/clusters/{c}/credentials/revoke", s.adminRevokeCredentials),
 

@@ -319,6 +319,8 @@ func TestAdminAPIRoleMatrix(t *testing.T) {
 		{"GET", "/events", nil, registry.RoleViewer},
 		{"GET", "/audit", nil, registry.RoleViewer},
 		{"GET", "/stats", nil, registry.RoleViewer},
+		{"GET", "/queues", nil, registry.RoleViewer},
+		{"GET", "/clusters/prod/queue", nil, registry.RoleViewer},
 		{"GET", "/rollouts", nil, registry.RoleViewer},
 		{"POST", "/jobs", map[string]any{"cluster": "prod", "kind": "apply", "payload": json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m","namespace":"x"}}`)}, registry.RoleOperator},
 		{"POST", "/jobs/{job}/cancel", nil, registry.RoleOperator},

@@ -195,6 +195,14 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			queues, err := a.reg.FleetQueueHealth(ctx)
+			if err != nil {
+				return err
+			}
+			queueOf := map[string]*registry.QueueHealth{}
+			for i := range queues {
+				queueOf[queues[i].ClusterID] = &queues[i]
+			}
 			now := a.reg.Now()
 			headers := []string{"ID", "NAME", "ORG", "STATE", "HEALTH", "LAST HEARTBEAT", "QUEUED", "IN PROGRESS"}
 			if g.wide { // -o wide
@@ -207,7 +215,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			for i := range clusters {
 				c := &clusters[i]
 				n := counts[c.ID]
-				row := []string{c.ID, c.Name, orDash(c.Organization), string(c.State), health(now, c), ago(now, c.Status.LastHeartbeatAt),
+				row := []string{c.ID, c.Name, orDash(c.Organization), string(c.State), health(now, c, queueOf[c.ID]), ago(now, c.Status.LastHeartbeatAt),
 					strconv.FormatInt(n[registry.JobQueued], 10), strconv.FormatInt(n[registry.JobInProgress], 10)}
 				if g.wide {
 					row = append(row, string(c.Mode), list(c.Status.Capabilities), list(c.AllowedNamespaces), ago(now, c.CreatedAt))
@@ -228,8 +236,9 @@ func newClusterListCmd(g *globals) *cobra.Command {
 }
 
 // health summarizes what an on-call engineer needs first about a cluster:
-// whether its agent is talking and whether it reports anything wrong.
-func health(now time.Time, c *registry.Cluster) string {
+// whether its agent is talking, whether it takes its work (q, when known)
+// and whether it reports anything wrong.
+func health(now time.Time, c *registry.Cluster, q *registry.QueueHealth) string {
 	if c.State != registry.ClusterActive {
 		return "-"
 	}
@@ -240,6 +249,9 @@ func health(now time.Time, c *registry.Cluster) string {
 		return "silent"
 	}
 	var bad []string
+	if q != nil && q.NotDraining {
+		bad = append(bad, "not draining")
+	}
 	for _, cond := range c.FalseConditions() {
 		bad = append(bad, cond.Type+"=False")
 	}
@@ -293,6 +305,7 @@ func nameOf(names map[string]string, id string) string {
 type clusterDetail struct {
 	*registry.Cluster
 	Silent      bool                        `json:"silent"`
+	Queue       *registry.QueueHealth       `json:"queue"`
 	Credentials []credentialView            `json:"credentials"`
 	Tokens      []tokenView                 `json:"tokens"`
 	JobCounts   map[registry.JobState]int64 `json:"jobCounts"`
@@ -326,9 +339,13 @@ func newClusterGetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			queue, err := a.reg.QueueHealth(ctx, c.ID)
+			if err != nil {
+				return err
+			}
 			now := a.reg.Now()
 			d := clusterDetail{
-				Cluster: c, Silent: c.Silent(now),
+				Cluster: c, Silent: c.Silent(now), Queue: queue,
 				Credentials: credentialViews(now, c.Policy, creds), Tokens: tokenViews(now, tokens),
 				JobCounts: map[registry.JobState]int64{},
 			}
@@ -372,7 +389,7 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 
 	fmt.Fprintln(w, "\nObserved status:")
 	kv = newKV(w)
-	kv.row("  Health:", health(now, c))
+	kv.row("  Health:", health(now, c, d.Queue))
 	kv.row("  Last heartbeat:", stamp(now, c.Status.LastHeartbeatAt))
 	kv.row("  Capabilities:", list(c.Status.Capabilities))
 	if len(c.Status.Conditions) == 0 {
@@ -423,7 +440,7 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 		parts = append(parts, fmt.Sprintf("%s %d", s, d.JobCounts[s]))
 	}
 	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
-	return nil
+	return printQueueHealth(w, now, d.Queue)
 }
 
 // printSpec shows a cluster's allowlists and policy.

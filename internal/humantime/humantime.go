@@ -49,3 +49,19 @@ func Relative(now, t time.Time) string {
 	}
 	return Duration(now.Sub(t)) + " ago"
 }
+
+// Wait is a measured span such as a queue wait: under a second in
+// milliseconds, under a minute to a tenth of a second (a wait of 1.9s is not
+// "1s"), longer ones as Duration.
+func Wait(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d < time.Second:
+		return strconv.Itoa(int(d/time.Millisecond)) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(float64(d/(100*time.Millisecond))/10, 'f', 1, 64) + "s"
+	}
+	return Duration(d)
+}

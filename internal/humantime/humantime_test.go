@@ -25,3 +25,14 @@ func TestRelative(t *testing.T) {
 		}
 	}
 }
+
+func TestWait(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0ms", 340 * time.Millisecond: "340ms", 1999 * time.Millisecond: "1.9s",
+		42 * time.Second: "42.0s", 90 * time.Second: "1m", 3 * time.Hour: "3h",
+	} {
+		if got := Wait(d); got != want {
+			t.Errorf("Wait(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
