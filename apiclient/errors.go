@@ -57,6 +57,9 @@ const (
 	CodeJobCanceled           = "job_canceled"
 	CodeResultAlreadyRecorded = "result_already_recorded"
 	CodeRateLimited           = "rate_limited"
+	// CodeTooManyPolls (429, with Retry-After): the credential, or the client
+	// address, already holds as many long-polls as the server allows.
+	CodeTooManyPolls = "too_many_polls"
 	// Signed writes (the hmac extension).
 	CodeSignatureRequired = "signature_required"
 	CodeSignatureInvalid  = "signature_invalid"

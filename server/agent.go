@@ -96,11 +96,25 @@ func (s *Server) handlePoll(c *call) error {
 	if p.Cluster != c.agent.Cluster.ID {
 		return errf(registry.CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", c.agent.Cluster.ID)
 	}
+	release := func() {}
+	if p.Wait > 0 {
+		// Counted from the start, not from when it begins to wait, so that
+		// a client cannot open more than its share by racing.
+		if release, err = s.holdPoll(c); err != nil {
+			return err
+		}
+	}
 	wake, unsubscribe, err := s.reg.SubscribeJobs(c.agent.Cluster.ID)
 	if err != nil {
+		release()
 		return err
 	}
-	defer unsubscribe()
+	// The slot is taken before the subscription and given back before it
+	// ends: whoever sees the poll subscribed sees its slot taken.
+	defer func() {
+		release()
+		unsubscribe()
+	}()
 	var deadline <-chan time.Time
 	if p.Wait > 0 {
 		t := time.NewTimer(p.Wait)

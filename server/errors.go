@@ -22,6 +22,7 @@ const (
 	CodeSignatureExpired     registry.Code = "signature_expired"      // timestamp outside the window
 	CodeSignatureReplayed    registry.Code = "signature_replayed"     // same signature seen inside the window
 	CodeRequestTimeout       registry.Code = "request_timeout"        // the body did not arrive in time
+	CodeTooManyPolls         registry.Code = "too_many_polls"         // a credential or address holds its most long-polls
 
 	CodeClientCertificateRequired registry.Code = "client_certificate_required" // the cluster's policy requires mTLS
 )
@@ -66,6 +67,7 @@ var statusOf = map[registry.Code]int{
 	registry.CodeTooLarge:    http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	registry.CodeRateLimited: http.StatusTooManyRequests,
+	CodeTooManyPolls:         http.StatusTooManyRequests,
 
 	registry.CodeInternal:    http.StatusInternalServerError,
 	registry.CodeUnavailable: http.StatusServiceUnavailable,

@@ -85,7 +85,7 @@ func TestStatusTable(t *testing.T) {
 		registry.CodeConflict: 409, registry.CodeAlreadyClaimed: 409, registry.CodeJobClosed: 409, registry.CodeStaleClaim: 409,
 		registry.CodeJobCanceled: 409, registry.CodeResultAlreadyRecorded: 409,
 		registry.CodeNamespaceNotAllowed: 422, registry.CodeCatalogEntryNotAllowed: 422, registry.CodeOperationTemplateNotAllowed: 422,
-		registry.CodeTooLarge: 413, CodeUnsupportedMediaType: 415, registry.CodeRateLimited: 429,
+		registry.CodeTooLarge: 413, CodeUnsupportedMediaType: 415, registry.CodeRateLimited: 429, CodeTooManyPolls: 429,
 		registry.CodeInternal: 500, registry.CodeUnavailable: 503,
 	}
 	for code, status := range want {
@@ -98,5 +98,34 @@ func TestStatusTable(t *testing.T) {
 	}
 	if HTTPStatus("no_such_code") != 500 {
 		t.Error("an unknown code must be a 500")
+	}
+}
+
+// TestHeldPollsCount: the caps count per credential and per address, and a
+// released slot leaves no entry behind (the maps hold only what is held).
+func TestHeldPollsCount(t *testing.T) {
+	h := newHeldPolls(2, 3)
+	for _, k := range [][2]string{{"c1", "a"}, {"c1", "a"}, {"c2", "a"}} {
+		if err := h.acquire(k[0], k[1]); err != nil {
+			t.Fatalf("acquire %v: %v", k, err)
+		}
+	}
+	if err := h.acquire("c1", "b"); registry.ErrorCode(err) != CodeTooManyPolls {
+		t.Fatalf("third poll of a credential: %v, want too_many_polls", err)
+	}
+	if err := h.acquire("c3", "a"); registry.ErrorCode(err) != CodeTooManyPolls {
+		t.Fatalf("fourth poll of an address: %v, want too_many_polls", err)
+	}
+	h.release("c1", "a")
+	h.release("c1", "a")
+	h.release("c2", "a")
+	if len(h.byCred) != 0 || len(h.byAddr) != 0 {
+		t.Fatalf("entries left after every release: %v %v", h.byCred, h.byAddr)
+	}
+	if off := newHeldPolls(-1, -1); off.acquire("c", "a") != nil || off.perCredential != 0 {
+		t.Fatal("negative caps must turn the caps off")
+	}
+	if def := newHeldPolls(0, 0); def.perCredential != DefaultMaxPollsPerCredential || def.perAddress != DefaultMaxPollsPerAddress {
+		t.Fatalf("zero caps took %d/%d, want the defaults", def.perCredential, def.perAddress)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/store/sqlite"
 )
 
@@ -109,7 +110,7 @@ func TestLongPollReturnsWhenTheClusterIsDisabled(t *testing.T) {
 }
 
 func TestManyHeldPollsAreCheapAndAllWake(t *testing.T) {
-	e := newEnvWith(t, withoutVisibility)
+	e := newEnvWith(t, withoutVisibility, func(c *server.Config) { c.MaxPollsPerCredential = -1 })
 	a := e.newAgent("c1")
 	const n = 200
 	before := e.reg.Waiting()
@@ -209,7 +210,7 @@ func TestGracefulShutdownAnswersHeldPollsWithAnEmptyList(t *testing.T) {
 // the visibility window passes without an ack. Held polls are not all woken
 // with the same job either: exactly one answers.
 func TestVisibilityWindowHandsAJobToOnePoll(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(c *server.Config) { c.MaxPollsPerCredential = -1 }) // 20 pollers of one credential
 	a := e.newAgent("c1")
 	job := e.submit(a.clusterID)
 	if ids := a.poll(0).jobIDs(t); !slices.Equal(ids, []string{job}) {

@@ -66,6 +66,13 @@ type Config struct {
 	// stops sending is answered 408 and its connection closed, instead of
 	// holding a connection and a goroutine forever.
 	BodyTimeout time.Duration
+	// MaxPollsPerCredential and MaxPollsPerAddress cap the long-polls (wait
+	// > 0) one credential, and one client address (see TrustedProxies), may
+	// have open at once; past a cap a poll is answered 429 too_many_polls
+	// with Retry-After. Zero takes DefaultMaxPollsPerCredential and
+	// DefaultMaxPollsPerAddress; negative sets no cap.
+	MaxPollsPerCredential int
+	MaxPollsPerAddress    int
 }
 
 // Defaults of Config.
@@ -88,6 +95,7 @@ type Server struct {
 	// guessing tokens (or filling the audit trail) is slow.
 	addrLimits *limiters
 	replays    *replayCache
+	polls      *heldPolls                  // long-polls open per credential and per address
 	refusals   *registry.SignatureRefusals // refused signatures, audited per credential per minute
 	routes     map[string][]*route         // by exact path
 	admin      []*adminRoute               // /api/admin/v1
@@ -131,6 +139,7 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		// but far below what guessing needs. Off with the other limits.
 		addrLimits: newLimiters(registerLimit(cfg.RateLimit), RegisterRateBurst),
 		replays:    newReplayCache(cfg.ReplayCacheSize),
+		polls:      newHeldPolls(cfg.MaxPollsPerCredential, cfg.MaxPollsPerAddress),
 		refusals:   registry.NewSignatureRefusals(reg),
 		draining:   make(chan struct{}),
 		trusted:    cfg.TrustedProxies,

@@ -53,6 +53,9 @@ type serveOptions struct {
 	shutdownDelay time.Duration
 	// bodyTimeout bounds how long a client may take to send a body.
 	bodyTimeout time.Duration
+	// pollsPerCredential and pollsPerAddress cap the long-polls held at once
+	// (0: the server's default; negative: no cap).
+	pollsPerCredential, pollsPerAddress int
 	// visibility is the registry's visibility window (negative: off).
 	visibility time.Duration
 	// retention of finished jobs (overall and per state) and of the audit
@@ -117,6 +120,14 @@ certificate that does not load is logged and the previous one kept.
 			if rate == 0 {
 				opts.rate = -1 // the flag's 0 means "no limit"; serveOptions' 0 means "default"
 			}
+			for _, n := range []*int{&opts.pollsPerCredential, &opts.pollsPerAddress} {
+				switch {
+				case *n < 0:
+					return usagef("--max-polls-per-credential and --max-polls-per-address must not be negative (0: no cap)")
+				case *n == 0:
+					*n = -1 // as for --rate: the flag's 0 is "no cap"
+				}
+			}
 			if isPostgresURL(g.db) && g.keyFile == "" {
 				return usagef("serve on PostgreSQL needs --key-file (or $TETHER_KEY_FILE): every replica must seal and open secrets with the same key. Create one with: tether keys init --key-file FILE, and give each replica a copy")
 			}
@@ -160,6 +171,8 @@ certificate that does not load is logged and the previous one kept.
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
 	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (-1s: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
+	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
+	f.IntVar(&opts.pollsPerAddress, "max-polls-per-address", server.DefaultMaxPollsPerAddress, "long-polls one client address may hold at once, all credentials together; raise it for a fleet behind one NAT (0: no cap)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
@@ -244,7 +257,8 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 
 	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
-		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay, BodyTimeout: opts.bodyTimeout})
+		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay, BodyTimeout: opts.bodyTimeout,
+		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress})
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
 	if certs != nil {
