@@ -286,7 +286,7 @@ func (s *Server) handleReady(c *call) error {
 		return errf(registry.CodeUnavailable, "shutting down")
 	}
 	if err := s.reg.Ready(c.ctx); err != nil {
-		c.log().Warn("not ready", "err", err, "cause", errors.Unwrap(err))
+		c.log().Warn("not ready", "err", err, "store", errors.Unwrap(err), "cause", driverCause(err))
 		// Unauthenticated: Ready says what is wrong, not where (the log
 		// says where).
 		return errf(registry.CodeUnavailable, "not ready: %s", registry.ErrorMessage(err))

@@ -108,6 +108,20 @@ func public(err error) error {
 	return err
 }
 
+// driverCause is what lies under err's registry errors: the driver's or the
+// system's words (a file's path, a database's address), for the log only.
+// Nil when err has no such cause.
+func driverCause(err error) error {
+	var cause error
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := e.(*registry.Error); !ok && e != err {
+			cause = e
+			break
+		}
+	}
+	return cause
+}
+
 // unavailableRetryAfter is the Retry-After of a 503: the store's failures
 // (read-only, disk full, database down or locked) last seconds at least, and
 // an agent fleet retrying at once would only add load; readiness is checked

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -80,7 +79,7 @@ func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time)
 		if status >= 500 {
 			level = slog.LevelError
 			attrs = append(attrs, slog.Any("err", c.err)) // the cause, for the operator; callers saw only the message
-			if cause := errors.Unwrap(c.err); cause != nil && registry.ErrorCode(c.err) != registry.CodeInternal {
+			if cause := driverCause(c.err); cause != nil && registry.ErrorCode(c.err) != registry.CodeInternal {
 				// An internal error's text holds its cause already; an
 				// unavailable one's says only what failed (a read-only
 				// database): the driver's words say where and why.
