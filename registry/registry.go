@@ -53,6 +53,7 @@ type Registry struct {
 	store Store
 	cfg   Config
 	hub   *hub
+	feed  *feedReader
 	cache *recordCache
 	ready readiness
 }
@@ -63,6 +64,7 @@ func New(store Store, cfg Config) *Registry {
 	cfg.setDefaults()
 	r := &Registry{store: store, cfg: cfg}
 	r.hub = newHub(store)
+	r.feed = newFeedReader(store)
 	r.cache = newRecordCache(r.hub)
 	return r
 }

@@ -164,16 +164,14 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 		}
 		// Follow.
 		for {
-			changes, err := r.store.ChangesSince(ctx, cursor, feedBatch)
+			// The oldest position kept is read after the changes: a prune
+			// between a check and the read would otherwise skip entries
+			// without a word.
+			page, err := r.feed.page(ctx, cursor, feedBatch)
 			if err != nil {
 				return err
 			}
-			// Checked after the read: a prune between a check and the read
-			// would otherwise skip entries without a word.
-			_, oldest, err := r.store.ChangesLatest(ctx)
-			if err != nil {
-				return err
-			}
+			changes, oldest := page.changes, page.oldest
 			if oldest > cursor+1 {
 				// Entries we have not seen were pruned: start over.
 				if !send(WatchEvent{Type: WatchReset, Seq: cursor}) {
@@ -197,7 +195,12 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 					break
 				}
 				cursor = changes[len(changes)-1].Seq
-				continue
+				if len(changes) == feedBatch {
+					continue // there may be more already
+				}
+				// The page ended at the feed's end when it was read: wait
+				// for the follower to see a later change (at once when it
+				// already has) rather than read an empty page.
 			}
 			wait, ok := r.hub.waitPast(cursor)
 			if !ok {
@@ -281,44 +284,50 @@ func (r *Registry) emit(ctx context.Context, changes []Change, wants func(Entity
 		if !wants(c.Kind) {
 			continue
 		}
-		ev := WatchEvent{Type: WatchUpsert, Seq: c.Seq, Kind: c.Kind, ID: c.ID, ClusterID: c.ClusterID}
 		if c.Op == OpDelete {
-			ev.Type = WatchDelete
-			if !send(ev) {
+			if !send(WatchEvent{Type: WatchDelete, Seq: c.Seq, Kind: c.Kind, ID: c.ID, ClusterID: c.ClusterID}) {
 				return false, false
 			}
 			continue
 		}
-		var err error
-		switch c.Kind {
-		case EntityCluster:
-			ev.Cluster, err = r.store.ClusterGet(ctx, c.ID)
-		case EntityJob:
-			ev.Job, err = r.store.JobGet(ctx, c.ID)
-		case EntityToken:
-			ev.Token, err = r.store.TokenGet(ctx, c.ID)
-		case EntityCredential:
-			ev.Credential, err = r.store.CredentialGet(ctx, c.ID)
-		case EntityEvent:
-			ev.Event, err = r.oneEvent(ctx, c.ID)
-		case EntityAudit:
-			ev.Audit, err = r.oneAudit(ctx, c.ID)
-		case EntityRollout:
-			ev.Rollout, err = r.store.RolloutGet(ctx, c.ID)
-		default:
-			continue // bookkeeping entries (the feed's first row) carry no entity
-		}
+		ev, exists, err := r.feed.entity(ctx, c, r.loadChange)
 		switch {
-		case ErrorCode(err) == CodeNotFound:
-			continue
 		case err != nil:
 			return ctx.Err() == nil, false
+		case !exists:
+			continue
 		}
 		if !send(ev) {
 			return false, false
 		}
 	}
 	return true, true
+}
+
+// loadChange loads the record a change is about. A bookkeeping entry (the
+// feed's first row) carries none: it is reported as not found, and skipped.
+func (r *Registry) loadChange(ctx context.Context, c Change) (WatchEvent, error) {
+	ev := WatchEvent{Type: WatchUpsert, Seq: c.Seq, Kind: c.Kind, ID: c.ID, ClusterID: c.ClusterID}
+	var err error
+	switch c.Kind {
+	case EntityCluster:
+		ev.Cluster, err = r.store.ClusterGet(ctx, c.ID)
+	case EntityJob:
+		ev.Job, err = r.store.JobGet(ctx, c.ID)
+	case EntityToken:
+		ev.Token, err = r.store.TokenGet(ctx, c.ID)
+	case EntityCredential:
+		ev.Credential, err = r.store.CredentialGet(ctx, c.ID)
+	case EntityEvent:
+		ev.Event, err = r.oneEvent(ctx, c.ID)
+	case EntityAudit:
+		ev.Audit, err = r.oneAudit(ctx, c.ID)
+	case EntityRollout:
+		ev.Rollout, err = r.store.RolloutGet(ctx, c.ID)
+	default:
+		err = Errorf(CodeNotFound, "change %d is about no record", c.Seq)
+	}
+	return ev, err
 }
 
 func (r *Registry) oneEvent(ctx context.Context, id string) (*Event, error) {
