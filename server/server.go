@@ -415,7 +415,9 @@ func (s *Server) prepare(c *call) error {
 	}
 	if rt.perAddress {
 		host := s.clientAddr(c.r)
-		if ok, wait := s.addrLimits.allow(host, time.Now()); !ok {
+		// The registry's clock, not the wall's: tests drive it, so a slow
+		// machine refilling a bucket mid-test cannot change the answer.
+		if ok, wait := s.addrLimits.allow(host, s.reg.Now()); !ok {
 			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
 			return errf(registry.CodeRateLimited, "too many registration attempts from %s; retry after %d s", host, retryAfterSeconds(wait))
 		}
@@ -451,7 +453,7 @@ func (s *Server) prepare(c *call) error {
 			// until its expiry either way.
 			c.w.Header().Set(headerRotateAfter, ra.UTC().Format(time.RFC3339Nano))
 		}
-		if ok, wait := s.limits.allow(a.Cluster.ID, time.Now()); !ok {
+		if ok, wait := s.limits.allow(a.Cluster.ID, s.reg.Now()); !ok {
 			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
 			return errf(registry.CodeRateLimited, "cluster %s is over its rate limit; retry after %d s", a.Cluster.ID, retryAfterSeconds(wait))
 		}
