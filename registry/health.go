@@ -146,7 +146,8 @@ func assessQueue(c *Cluster, counts map[JobState]int64, s JobQueueStats, now tim
 	h.WaitP50 = median(waits)
 	h.NotDraining = notDraining(c, &h, now)
 	if h.NotDraining {
-		h.Reason = "jobs are queued and none is in flight or was claimed lately, yet the agent heartbeats and the queue is not paused: the agent is not taking work"
+		h.Reason = "the agent heartbeats but takes no work: jobs wait, none is in flight, none was claimed for " +
+			NotDrainingAfter.String() + ", and the queue is not paused"
 	}
 	return h
 }

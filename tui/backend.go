@@ -41,6 +41,9 @@ type Backend interface {
 	ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
 	CountJobs(ctx context.Context, p registry.JobListParams) (int, error)
 	JobCounts(ctx context.Context) ([]registry.JobCount, error)
+	// QueueHealth is every visible cluster's queue health
+	// (registry.Registry.FleetQueueHealth).
+	QueueHealth(ctx context.Context) ([]registry.QueueHealth, error)
 	GetJob(ctx context.Context, id string) (*registry.Job, error)
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
@@ -139,6 +142,10 @@ func (l *Local) CountJobs(ctx context.Context, p registry.JobListParams) (int, e
 
 func (l *Local) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
 	return l.Reg.JobCounts(ctx)
+}
+
+func (l *Local) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
+	return l.Reg.FleetQueueHealth(ctx)
 }
 
 func (l *Local) GetJob(ctx context.Context, id string) (*registry.Job, error) {

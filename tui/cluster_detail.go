@@ -160,6 +160,9 @@ func (d *clusterDetail) View() string {
 		d.drawn = in
 	}
 	title := st.Title.Render(c.Name) + "  " + joinCell(st, clusterStateCell(c, d.ctx.Now))
+	if d.ctx.Fleet.notDraining(c.ID) {
+		title += st.Render(themes.Danger, " ⚠ not draining")
+	}
 	if info := d.pager.scrollInfo(); info != "" {
 		title += st.Render(themes.Muted, "  "+info)
 	}
@@ -212,6 +215,8 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	field("registered", reg, themes.Plain)
 	field("last heartbeat", hb, hk)
 	field("agent capabilities", listOrNone(c.Status.Capabilities), themes.Plain)
+
+	d.renderQueue(c, section, field)
 
 	section("ALLOWLISTS")
 	field("namespaces", listOrNone(c.AllowedNamespaces), themes.Plain)

@@ -31,7 +31,7 @@ type clustersView struct {
 	height  int
 }
 
-var clusterSorts = []string{"name", "state", "heartbeat", "queued", "credential expiry"}
+var clusterSorts = []string{"name", "state", "heartbeat", "queued", "oldest queued", "credential expiry"}
 
 func newClustersView(ctx *Context) *clustersView {
 	v := &clustersView{ctx: ctx, built: -1}
@@ -44,6 +44,7 @@ func newClustersView(ctx *Context) *clustersView {
 		{Title: "HEARTBEAT", Width: 9, Right: true},
 		{Title: "QUEUED", Width: 6, Right: true},
 		{Title: "IN FLIGHT", Width: 9, Right: true},
+		{Title: "OLDEST", Width: 7, Right: true},
 		{Title: "CREDENTIAL", Width: 11},
 		{Title: "WRITES", Width: 8, Drop: 2},
 	})
@@ -71,7 +72,11 @@ func (v *clustersView) rebuild() {
 	v.rows = v.rows[:0]
 	q := strings.ToLower(strings.TrimSpace(v.filter))
 	for _, c := range f.sorted {
-		if q != "" && !strings.Contains(strings.ToLower(c.Name+" "+c.ID+" "+c.Organization+" "+string(c.State)+" "+clusterHealth(c, now)), q) {
+		text := c.Name + " " + c.ID + " " + c.Organization + " " + string(c.State) + " " + clusterHealth(c, now)
+		if f.notDraining(c.ID) {
+			text += " not draining"
+		}
+		if q != "" && !strings.Contains(strings.ToLower(text), q) {
 			continue
 		}
 		v.rows = append(v.rows, c)
@@ -84,6 +89,8 @@ func (v *clustersView) rebuild() {
 			return lastSeen(a).Compare(lastSeen(b))
 		case "queued":
 			return cmp.Compare(f.count(b.ID, registry.JobQueued), f.count(a.ID, registry.JobQueued))
+		case "oldest queued":
+			return cmp.Compare(oldestAge(f.queue(b.ID)), oldestAge(f.queue(a.ID)))
 		case "credential expiry":
 			return credentialExpiry(f, a, now).Compare(credentialExpiry(f, b, now))
 		}
@@ -97,6 +104,15 @@ func (v *clustersView) rebuild() {
 		return r
 	})
 	sel.restore(v.table, len(v.rows), id)
+}
+
+// oldestAge is how long a queue's oldest job has waited (0: none, or not
+// read yet).
+func oldestAge(q *registry.QueueHealth) time.Duration {
+	if q == nil {
+		return 0
+	}
+	return q.OldestQueuedAge()
 }
 
 func credentialExpiry(f *fleet, c *registry.Cluster, now time.Time) time.Time {
@@ -148,6 +164,13 @@ func (v *clustersView) rowCells(i int) []cell {
 		qk = themes.Warning
 	}
 	cred, writes := credentialCells(f, c, now)
+	oldest := txt(oldestText(f.queue(c.ID)), themes.Plain)
+	if f.notDraining(c.ID) {
+		// OLDEST is never dropped (no Drop), so the flag shows at any width.
+		oldest = txt("⚠ "+oldestText(f.queue(c.ID)), themes.Danger)
+	} else if queued > 0 && qk == themes.Warning {
+		oldest = txt(oldestText(f.queue(c.ID)), themes.Warning)
+	}
 	return []cell{
 		txt(c.Name, themes.Plain),
 		txt(c.ID, themes.Muted),
@@ -157,6 +180,7 @@ func (v *clustersView) rowCells(i int) []cell {
 		hb,
 		txt(thousands(queued), qk),
 		txt(thousands(f.count(c.ID, registry.JobInProgress)), themes.Plain),
+		oldest,
 		cred,
 		writes,
 	}
@@ -303,7 +327,9 @@ func (v *clustersView) SetFilter(s string) tea.Cmd {
 	return nil
 }
 
-func (v *clustersView) FilterHelp() string { return "text in name, id, organization or state" }
+func (v *clustersView) FilterHelp() string {
+	return "text in name, id, organization or state (\"not draining\" finds stalled queues)"
+}
 
 func (v *clustersView) Actions() []key.Binding {
 	k := v.ctx.Keys

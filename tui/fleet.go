@@ -25,6 +25,10 @@ type fleet struct {
 	tokens  map[string][]registry.RegistrationToken
 	loaded  bool // the first cluster list arrived
 	counted bool // the first counts arrived
+	// queues is each cluster's queue health (queues.go), by cluster id.
+	queues       map[string]registry.QueueHealth
+	queuesLoaded bool
+	queuesErr    error
 	// version changes whenever anything above does, for render caches.
 	version int
 }
@@ -33,7 +37,7 @@ func newFleet() *fleet {
 	return &fleet{
 		byID: map[string]*registry.Cluster{}, counts: map[string]map[registry.JobState]int64{},
 		totals: map[registry.JobState]int64{}, creds: map[string][]registry.Credential{},
-		tokens: map[string][]registry.RegistrationToken{},
+		tokens: map[string][]registry.RegistrationToken{}, queues: map[string]registry.QueueHealth{},
 	}
 }
 

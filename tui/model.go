@@ -97,6 +97,7 @@ type Model struct {
 	countsBusy  bool
 	countsLast  time.Time
 	credsLoaded bool
+	queues      queueLoader
 
 	sized bool
 }
@@ -145,6 +146,7 @@ func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		startWatch(m.ctx.Backend, m.feed),
 		m.loadCounts(),
+		m.queues.load(m.ctx.Backend),
 		m.tick(),
 		m.overview.Init(),
 		m.jobs.Init(),
@@ -287,6 +289,7 @@ func (m *Model) idle() bool {
 		}
 	}
 	return m.ctx.Fleet.loaded && m.ctx.Fleet.counted && !m.countsBusy && !m.countsDirty && m.credsLoaded &&
+		!m.queues.busy && (m.ctx.Fleet.queuesLoaded || m.ctx.Fleet.queuesErr != nil) &&
 		len(m.running) == 0 && !j.loading && !j.counting && !j.dirty && !j.countDirty && j.loaded &&
 		m.events.loaded && m.audit.loaded && !m.overview.counting && m.overview.backfilled
 }
@@ -328,7 +331,15 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.ctx.Now = msg.now
 		m.expireStatus()
-		return tea.Batch(m.tick(), m.broadcast(msg))
+		cmds := []tea.Cmd{m.tick(), m.broadcast(msg)}
+		if m.queues.due() {
+			cmds = append(cmds, m.queues.load(m.ctx.Backend))
+		}
+		return tea.Batch(cmds...)
+	case queuesMsg:
+		m.queues.busy = false
+		m.ctx.Fleet.setQueues(msg.list, msg.err)
+		return nil
 	case watchStartedMsg:
 		return m.watchStarted(msg)
 	case feedMsg:
@@ -351,6 +362,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			m.setStatus(statusErr, "could not read job counts: "+errText(msg.err))
 		} else {
 			m.ctx.Fleet.setCounts(msg.counts)
+			m.queues.dirty = true
 		}
 		cmds := []tea.Cmd{m.broadcast(msg)}
 		if m.countsDirty {

@@ -100,6 +100,9 @@ func (m *Model) header() string {
 	if silent > 0 {
 		items = append(items, item{st.Render(themes.Warning, "⚠ "+plural(silent, "silent cluster", "silent clusters")), 4})
 	}
+	if n := m.ctx.Fleet.notDrainingCount(); n > 0 {
+		items = append(items, item{st.Render(themes.Danger, "⚠ "+thousands(int64(n))+" not draining"), 5})
+	}
 	if n := m.overview.stuck.Total; m.overview.stuckKnown && n > 0 {
 		items = append(items, item{st.Render(themes.Warning, "⚠ "+thousands(int64(n))+" stuck"), 4})
 	}

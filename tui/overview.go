@@ -40,10 +40,13 @@ type overview struct {
 	failBusy   bool
 	failDirty  bool
 	rollouts   []registry.Rollout // running, paused and halted ones
-	drawn      string
-	version    int
-	width      int
-	height     int
+	// queueSel is the cluster selected in the QUEUES block (by id, so the
+	// selection stays on it as the order changes); Enter opens it.
+	queueSel string
+	drawn    string
+	version  int
+	width    int
+	height   int
 }
 
 // The sparklines' window: 90 buckets of 10 seconds, the last 15 minutes.
@@ -53,7 +56,15 @@ const (
 	backfillLimit = 5000
 )
 
-var keyShowStuck = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "show stuck jobs"))
+var (
+	keyShowStuck = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "show stuck jobs"))
+	keyNextQueue = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next queue"))
+	keyPrevQueue = key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous queue"))
+	keyOpenQueue = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open queue"))
+)
+
+// overviewQueueRows is how many clusters the QUEUES block lists.
+const overviewQueueRows = 5
 
 type overviewStuckMsg struct {
 	counts stuckCounts
@@ -235,8 +246,17 @@ func (o *overview) update(msg tea.Msg) tea.Cmd {
 		if o.pager.navigate(msg, o.ctx.Keys) {
 			return nil
 		}
-		if key.Matches(msg, keyShowStuck) {
+		switch {
+		case key.Matches(msg, keyShowStuck):
 			return o.ctx.switchTo(switchMsg{screen: screenJobs, tab: "stuck"})
+		case key.Matches(msg, keyNextQueue):
+			o.moveQueue(1)
+		case key.Matches(msg, keyPrevQueue):
+			o.moveQueue(-1)
+		case key.Matches(msg, keyOpenQueue):
+			if c := o.selectedQueue(); c != nil {
+				return o.ctx.open(newClusterDetail(o.ctx, c.ID))
+			}
 		}
 	}
 	return nil
@@ -245,7 +265,7 @@ func (o *overview) update(msg tea.Msg) tea.Cmd {
 func (o *overview) View() string {
 	st := o.ctx.Styles
 	title := st.Title.Render("Overview")
-	if in := fmt.Sprint(o.ctx.Fleet.version, o.ctx.Now.Unix(), o.version, o.width); in != o.drawn {
+	if in := fmt.Sprint(o.ctx.Fleet.version, o.ctx.Now.Unix(), o.version, o.width, o.queueSel); in != o.drawn {
 		o.pager.setContent(o.render())
 		o.drawn = in
 	}
@@ -258,9 +278,10 @@ func (o *overview) View() string {
 func (o *overview) render() string {
 	w := o.width
 	blocks := [][2]string{
-		{o.clustersBlock(), o.jobsBlock()},
-		{o.stuckBlock(), o.silentBlock()},
-		{o.conditionsBlock(), o.failuresBlock()},
+		{o.clustersBlock(), o.queuesBlock()},
+		{o.jobsBlock(), o.stuckBlock()},
+		{o.silentBlock(), o.conditionsBlock()},
+		{o.failuresBlock(), ""},
 	}
 	var out []string
 	if w >= 100 {
@@ -282,7 +303,11 @@ func (o *overview) render() string {
 		}
 	} else {
 		for _, row := range blocks {
-			out = append(out, row[0], row[1])
+			for _, b := range row {
+				if b != "" {
+					out = append(out, b)
+				}
+			}
 		}
 		for i, b := range out {
 			lines := strings.Split(b, "\n")
@@ -567,7 +592,7 @@ func (o *overview) Actions() []key.Binding { return nil }
 func (o *overview) KeyMap() help.KeyMap {
 	k := o.ctx.Keys
 	return keyMap{
-		short: []key.Binding{keyShowStuck, k.NextView, k.Views[1], k.Views[2], k.Command, k.Help, k.Quit},
-		full:  [][]key.Binding{{keyShowStuck, k.Up, k.Down}},
+		short: []key.Binding{keyOpenQueue, keyShowStuck, k.NextView, k.Views[1], k.Views[2], k.Command, k.Help, k.Quit},
+		full:  [][]key.Binding{{keyShowStuck, k.Up, k.Down}, {keyOpenQueue, keyNextQueue, keyPrevQueue}},
 	}
 }

@@ -443,6 +443,12 @@ func (r *Remote) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
 	return out, nil
 }
 
+func (r *Remote) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
+	var page items[registry.QueueHealth]
+	err := r.call(ctx, http.MethodGet, "/queues", nil, nil, &page)
+	return page.Items, err
+}
+
 // remoteJob is GET /jobs/{id}: the job and its timeline.
 type remoteJob struct {
 	registry.Job

@@ -168,6 +168,9 @@ func TestRemoteBackendAgreesWithLocal(t *testing.T) {
 	ls, lerr := local.LatestSeq(ctx)
 	rs, rerr := remote.LatestSeq(ctx)
 	same(t, "feed position", ls, rs, lerr, rerr)
+	lq, lerr := local.QueueHealth(ctx)
+	rq, rerr := remote.QueueHealth(ctx)
+	same(t, "queue health", lq, rq, lerr, rerr)
 }
 
 // Changes made through the remote backend are the registry's, attributed to

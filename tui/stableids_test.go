@@ -263,6 +263,11 @@ func (s *stableIDs) JobCounts(ctx context.Context) ([]registry.JobCount, error) 
 	return outv(s, v), s.err(err)
 }
 
+func (s *stableIDs) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
+	v, err := s.inner.QueueHealth(ctx)
+	return outv(s, v), s.err(err)
+}
+
 func (s *stableIDs) GetJob(ctx context.Context, id string) (*registry.Job, error) {
 	v, err := s.inner.GetJob(ctx, s.in(id))
 	if err != nil {

@@ -1,0 +1,97 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// The overview's QUEUES block: the clusters whose queues have anything to
+// say, a not-draining one first and highlighted; one is selected (▸), [ and
+// ] move the selection, Enter opens the cluster.
+
+// queueList is what the block lists, in its order.
+func (o *overview) queueList() []*registry.Cluster {
+	list := o.ctx.Fleet.busyQueues()
+	if len(list) > overviewQueueRows {
+		list = list[:overviewQueueRows]
+	}
+	return list
+}
+
+// selectedQueue is the selected cluster: the one chosen with [ and ] while
+// it is listed, else the first (the most urgent).
+func (o *overview) selectedQueue() *registry.Cluster {
+	list := o.queueList()
+	if len(list) == 0 {
+		return nil
+	}
+	if i := slices.IndexFunc(list, func(c *registry.Cluster) bool { return c.ID == o.queueSel }); i >= 0 {
+		return list[i]
+	}
+	return list[0]
+}
+
+func (o *overview) moveQueue(by int) {
+	list := o.queueList()
+	if len(list) == 0 {
+		return
+	}
+	cur := o.selectedQueue()
+	i := slices.Index(list, cur)
+	o.queueSel = list[(i+by+len(list))%len(list)].ID
+}
+
+func (o *overview) queuesBlock() string {
+	st := o.ctx.Styles
+	f := o.ctx.Fleet
+	head := st.Section.Render("QUEUES")
+	switch {
+	case f.queuesErr != nil && !f.queuesLoaded:
+		return head + "\n" + st.Render(themes.Danger, "  could not read: "+errText(f.queuesErr))
+	case !f.queuesLoaded || !f.loaded:
+		return head + "\n" + st.Render(themes.Muted, "  loading…")
+	}
+	all := f.busyQueues()
+	if n := f.notDrainingCount(); n > 0 {
+		head += st.Render(themes.Danger, "  "+thousands(int64(n))+" not draining")
+	}
+	if len(all) == 0 {
+		return head + "\n" + st.Render(themes.Good, "  all empty: nothing queued, in flight or finished in the last hour")
+	}
+	head += st.Render(themes.Muted, "  enter opens ▸, [ ] select")
+	lines := []string{head,
+		st.Render(themes.Muted, "  "+pad("CLUSTER", 14)+padLeft("OLDEST", 7)+padLeft("QUEUED", 8)+padLeft("FLIGHT", 7)+padLeft("WAIT p50", 9)+padLeft("FAIL 1h", 8))}
+	sel := o.selectedQueue()
+	for _, c := range o.queueList() {
+		q := f.queue(c.ID)
+		mark := "  "
+		if c == sel {
+			mark = st.Render(themes.Accent, "▸ ")
+		}
+		// Not draining is the alarm (red, ⚠); a queue that is not
+		// expected to drain (paused, silent, disabled cluster) is amber.
+		name, oldestKind := themes.Plain, themes.Plain
+		oldest := oldestText(q)
+		switch {
+		case q.NotDraining:
+			name, oldestKind, oldest = themes.Danger, themes.Danger, "⚠ "+oldest
+		case q.Queued > 0 && (c.Paused() || c.Silent(o.ctx.Now) || c.State == registry.ClusterDisabled):
+			name, oldestKind = themes.Warning, themes.Warning
+		}
+		fk := themes.Plain
+		if _, known := q.FailureRate(); known {
+			fk = failKind(q)
+		}
+		lines = append(lines, mark+st.Render(name, pad(c.Name, 14))+st.Render(oldestKind, padLeft(oldest, 7))+
+			st.Render(themes.Plain, padLeft(thousands(q.Queued), 8)+padLeft(thousands(q.InFlight), 7)+padLeft(waitText(q), 9))+
+			st.Render(fk, padLeft(failText(q), 8)))
+	}
+	if len(all) > overviewQueueRows {
+		lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters)", len(all)-overviewQueueRows)))
+	}
+	return strings.Join(lines, "\n")
+}
