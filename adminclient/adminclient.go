@@ -203,11 +203,31 @@ func reason(r string) any {
 // and a 2xx answer is decoded into out (when not nil). The typed methods
 // cover the common calls; Call reaches every endpoint the API documents,
 // with the caller's own types.
-func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	return c.do(ctx, request{method: method, path: path, query: query, body: body, out: out})
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body, out any, opts ...CallOption) error {
+	r := request{method: method, path: path, query: query, body: body, out: out}
+	for _, o := range opts {
+		o(&r)
+	}
+	return c.do(ctx, r)
 }
 
-// CallWithHeader is Call with extra request headers (If-Match, for one).
-func (c *Client) CallWithHeader(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) error {
-	return c.do(ctx, request{method: method, path: path, query: query, header: header, body: body, out: out})
+// CallOption adjusts one Call.
+type CallOption func(*request)
+
+// WithHeader adds request headers (If-Match, for one).
+func WithHeader(h http.Header) CallOption {
+	return func(r *request) {
+		if r.header == nil {
+			r.header = http.Header{}
+		}
+		for k, vs := range h {
+			r.header[k] = append(r.header[k], vs...)
+		}
+	}
+}
+
+// OnResponse hears a 2xx answer before its body is decoded (to read a
+// header such as Idempotent-Replayed).
+func OnResponse(f func(*http.Response)) CallOption {
+	return func(r *request) { r.replied = f }
 }

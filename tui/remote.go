@@ -264,8 +264,8 @@ func (r *Remote) UpdateCluster(ctx context.Context, id string, version int64, sp
 		return nil, err
 	}
 	var c registry.Cluster
-	err := remoteErr(r.c.CallWithHeader(ctx, http.MethodPatch, ref("clusters", id), nil,
-		http.Header{"If-Match": {strconv.Quote(strconv.FormatInt(version, 10))}}, body, &c))
+	err := remoteErr(r.c.Call(ctx, http.MethodPatch, ref("clusters", id), nil, body, &c,
+		adminclient.WithHeader(http.Header{"If-Match": {strconv.Quote(strconv.FormatInt(version, 10))}})))
 	if err != nil {
 		return nil, err
 	}

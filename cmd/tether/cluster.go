@@ -176,12 +176,12 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				return usagef("--state %q is not one of pending, active, disabled", state)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			clusters, err := a.reg.ListClusters(ctx, p)
+			defer done()
+			clusters, err := api.ListClusters(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -191,11 +191,11 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			if g.output == "json" {
 				return printJSON(g.stdout, clusters)
 			}
-			counts, err := jobCountsByCluster(ctx, a.reg)
+			counts, err := jobCountsByCluster(ctx, api)
 			if err != nil {
 				return err
 			}
-			queues, err := a.reg.FleetQueueHealth(ctx)
+			queues, err := api.FleetQueueHealth(ctx)
 			if err != nil {
 				return err
 			}
@@ -203,7 +203,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			for i := range queues {
 				queueOf[queues[i].ClusterID] = &queues[i]
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			headers := []string{"ID", "NAME", "ORG", "STATE", "HEALTH", "LAST HEARTBEAT", "QUEUED", "IN PROGRESS"}
 			if g.wide { // -o wide
 				headers = append(headers, "MODE", "CAPABILITIES", "NAMESPACES", "CREATED")
@@ -262,7 +262,7 @@ func health(now time.Time, c *registry.Cluster, q *registry.QueueHealth) string 
 }
 
 // jobCountsByCluster returns the number of jobs per cluster and state.
-func jobCountsByCluster(ctx context.Context, reg *registry.Registry) (map[string]map[registry.JobState]int64, error) {
+func jobCountsByCluster(ctx context.Context, reg adminAPI) (map[string]map[registry.JobState]int64, error) {
 	counts, err := reg.JobCounts(ctx)
 	if err != nil {
 		return nil, err
@@ -279,7 +279,7 @@ func jobCountsByCluster(ctx context.Context, reg *registry.Registry) (map[string
 
 // clusterNames maps cluster ids to names, for tables that list records of
 // many clusters.
-func clusterNames(ctx context.Context, reg *registry.Registry) (map[string]string, error) {
+func clusterNames(ctx context.Context, reg adminAPI) (map[string]string, error) {
 	clusters, err := reg.ListClusters(ctx, registry.ClusterListParams{})
 	if err != nil {
 		return nil, err
@@ -318,32 +318,32 @@ func newClusterGetCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.GetCluster(ctx, args[0])
+			defer done()
+			c, err := api.GetCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			creds, err := a.reg.ListCredentials(ctx, c.ID)
+			creds, err := api.ListCredentials(ctx, c.ID)
 			if err != nil {
 				return err
 			}
-			tokens, err := a.reg.ListTokens(ctx, c.ID)
+			tokens, err := api.ListTokens(ctx, c.ID)
 			if err != nil {
 				return err
 			}
-			counts, err := jobCountsByCluster(ctx, a.reg)
+			counts, err := jobCountsByCluster(ctx, api)
 			if err != nil {
 				return err
 			}
-			queue, err := a.reg.QueueHealth(ctx, c.ID)
+			queue, err := api.QueueHealth(ctx, c.ID)
 			if err != nil {
 				return err
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			d := clusterDetail{
 				Cluster: c, Silent: c.Silent(now), Queue: queue,
 				Credentials: credentialViews(now, c.Policy, creds), Tokens: tokenViews(now, tokens),

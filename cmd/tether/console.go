@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -24,13 +23,11 @@ func init() { register(newConsoleCmd) }
 
 // consoleOptions are the console's flags.
 type consoleOptions struct {
-	server    string // the admin API to run over, instead of --db
-	tokenFile string
-	serve     bool
-	listen    string
-	readOnly  bool
-	theme     string
-	start     string
+	serve    bool
+	listen   string
+	readOnly bool
+	theme    string
+	start    string
 }
 
 // notATerminal is what the console says when it cannot run: where to find the
@@ -88,7 +85,7 @@ selectedForeground, marked, header, good, warning, danger, info; each
 			if cmd.Flags().Changed("listen") && !opts.serve {
 				return usagef("--listen needs --serve")
 			}
-			if opts.server != "" && opts.serve {
+			if g.server != "" && opts.serve {
 				return usagef("--serve runs the agent API over a local database; it cannot be combined with --server")
 			}
 			remote, source, err := consoleRemote(cmd, g, opts)
@@ -102,8 +99,6 @@ selectedForeground, marked, header, good, warning, danger, info; each
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.server, "server", "", "run over this tether's admin API (http(s)://HOST:PORT) instead of a local database")
-	f.StringVar(&opts.tokenFile, "token-file", "", "with --server: file holding the admin token (else $TETHER_ADMIN_TOKEN, else the saved context's)")
 	f.BoolVar(&opts.serve, "serve", false, "also serve the agent API in this process")
 	f.StringVar(&opts.listen, "listen", defaultListen, "with --serve: address to listen on (host:port; port 0 picks a free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "hide and refuse every change")
@@ -269,39 +264,15 @@ func agentURL(addr string) string {
 // for that server), else the current saved context unless a database was
 // named. It returns nil to run over the local database.
 func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*tui.Remote, string, error) {
-	if opts.server == "" && cmd.Flags().Changed("token-file") {
+	if g.server == "" && cmd.Flags().Changed("token-file") {
 		return nil, "", usagef("--token-file needs --server")
 	}
-	if opts.server == "" && (cmd.Flags().Changed("db") || opts.serve) {
-		return nil, "", nil // a database was named: no need to read the contexts
+	if opts.serve {
+		return nil, "", nil // the agent API is served over a local database
 	}
-	cf, _, err := loadContexts()
-	if err != nil {
+	server, token, err := remoteTarget(cmd, g)
+	if err != nil || server == "" {
 		return nil, "", err
-	}
-	server, token := opts.server, ""
-	switch {
-	case server == "":
-		cur := cf.current()
-		if cur == nil {
-			return nil, "", nil
-		}
-		server, token = cur.Server, cur.Token
-	case opts.tokenFile != "":
-		if token, err = readTokenFile(g, opts.tokenFile); err != nil {
-			return nil, "", err
-		}
-	case os.Getenv("TETHER_ADMIN_TOKEN") != "":
-		token = strings.TrimSpace(os.Getenv("TETHER_ADMIN_TOKEN"))
-	default:
-		for _, c := range cf.Contexts {
-			if strings.TrimRight(c.Server, "/") == strings.TrimRight(server, "/") {
-				token = c.Token
-			}
-		}
-	}
-	if token == "" {
-		return nil, "", usagef("an admin token is required with --server: --token-file FILE, $TETHER_ADMIN_TOKEN, or 'tether login %s --token-file FILE' first", server)
 	}
 	if _, err := consoleChoice(g, opts); err != nil {
 		return nil, "", err // no terminal: say so before reaching out

@@ -38,11 +38,11 @@ is then one line of JSON.`,
 				return usagef("--limit %d must be at least 1", limit)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer done()
 			p := registry.EventListParams{Limit: limit}
 			for _, k := range kinds {
 				if k = strings.TrimSpace(k); k != "" {
@@ -50,22 +50,22 @@ is then one line of JSON.`,
 				}
 			}
 			if cluster != "" {
-				if p.ClusterID, err = resolveClusterFilter(ctx, a.reg, cluster); err != nil {
+				if p.ClusterID, err = resolveClusterFilter(ctx, api, cluster); err != nil {
 					return err
 				}
 			}
-			names, err := clusterNames(ctx, a.reg)
+			names, err := clusterNames(ctx, api)
 			if err != nil {
 				return err
 			}
 			// Read the feed position before the page, so that nothing written
 			// in between is missed by --follow; what arrives twice is skipped
 			// by id.
-			seq, err := a.reg.LatestSeq(ctx)
+			seq, err := api.LatestSeq(ctx)
 			if err != nil {
 				return err
 			}
-			page, err := a.reg.ListEvents(ctx, p)
+			page, err := api.ListEvents(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ is then one line of JSON.`,
 			if err := pr.print(page); err != nil {
 				return err
 			}
-			return tail(ctx, a.reg, seq, registry.EntityEvent,
+			return tail(ctx, api, seq, registry.EntityEvent,
 				func(ev registry.WatchEvent) error {
 					if ev.Event == nil {
 						return nil
@@ -92,7 +92,7 @@ is then one line of JSON.`,
 				},
 				func() error {
 					missed, err := catchUp(func(before int64) ([]registry.Event, error) {
-						return a.reg.ListEvents(ctx, registry.EventListParams{ClusterID: p.ClusterID, Kinds: p.Kinds, AfterID: pr.last, BeforeID: before, Limit: feedPage})
+						return api.ListEvents(ctx, registry.EventListParams{ClusterID: p.ClusterID, Kinds: p.Kinds, AfterID: pr.last, BeforeID: before, Limit: feedPage})
 					}, func(e registry.Event) int64 { return e.ID })
 					if err != nil {
 						return err
@@ -111,7 +111,7 @@ is then one line of JSON.`,
 
 // resolveClusterFilter turns a cluster id or name into an id. An id of a
 // deleted cluster is taken as is: its audit trail outlives it.
-func resolveClusterFilter(ctx context.Context, reg *registry.Registry, ref string) (string, error) {
+func resolveClusterFilter(ctx context.Context, reg adminAPI, ref string) (string, error) {
 	c, err := reg.GetCluster(ctx, ref)
 	if registry.ErrorCode(err) == registry.CodeNotFound && strings.HasPrefix(ref, "cl-") {
 		return ref, nil
@@ -201,7 +201,7 @@ func conditionsString(conds []registry.Condition) string {
 // watch), where it closes the gap of an empty feed (seq 0 makes Watch take
 // its own, later, position), and the one after a reset, when the feed was
 // pruned past the watcher's position.
-func tail(ctx context.Context, reg *registry.Registry, seq int64, kind registry.EntityKind, onUpsert func(registry.WatchEvent) error, catchUp func() error) error {
+func tail(ctx context.Context, reg adminAPI, seq int64, kind registry.EntityKind, onUpsert func(registry.WatchEvent) error, catchUp func() error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := reg.Watch(wctx, registry.WatchParams{Since: seq, Kinds: []registry.EntityKind{kind}})
@@ -266,26 +266,26 @@ then one line of JSON.`,
 				return usagef("--limit %d must be at least 1", limit)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer done()
 			p := registry.AuditListParams{Action: action, Limit: limit}
 			if cluster != "" {
-				if p.ClusterID, err = resolveClusterFilter(ctx, a.reg, cluster); err != nil {
+				if p.ClusterID, err = resolveClusterFilter(ctx, api, cluster); err != nil {
 					return err
 				}
 			}
-			names, err := clusterNames(ctx, a.reg)
+			names, err := clusterNames(ctx, api)
 			if err != nil {
 				return err
 			}
-			seq, err := a.reg.LatestSeq(ctx)
+			seq, err := api.LatestSeq(ctx)
 			if err != nil {
 				return err
 			}
-			page, err := a.reg.ListAudit(ctx, p)
+			page, err := api.ListAudit(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -303,7 +303,7 @@ then one line of JSON.`,
 			if err := pr.print(page); err != nil {
 				return err
 			}
-			return tail(ctx, a.reg, seq, registry.EntityAudit,
+			return tail(ctx, api, seq, registry.EntityAudit,
 				func(ev registry.WatchEvent) error {
 					if ev.Audit == nil {
 						return nil
@@ -312,7 +312,7 @@ then one line of JSON.`,
 				},
 				func() error {
 					missed, err := catchUp(func(before int64) ([]registry.AuditEntry, error) {
-						return a.reg.ListAudit(ctx, registry.AuditListParams{ClusterID: p.ClusterID, Action: p.Action, AfterID: pr.last, BeforeID: before, Limit: feedPage})
+						return api.ListAudit(ctx, registry.AuditListParams{ClusterID: p.ClusterID, Action: p.Action, AfterID: pr.last, BeforeID: before, Limit: feedPage})
 					}, func(e registry.AuditEntry) int64 { return e.ID })
 					if err != nil {
 						return err

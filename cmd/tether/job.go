@@ -115,12 +115,12 @@ with a code a script can act on:
 			}
 
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, created, err := a.reg.SubmitJob(adminContext(ctx), registry.JobSubmission{
+			defer done()
+			j, created, err := api.SubmitJob(adminContext(ctx), registry.JobSubmission{
 				ClusterID: cluster, Kind: k, Payload: body, IdempotencyKey: key, ExpiresIn: expiresIn,
 			})
 			if err != nil {
@@ -132,7 +132,7 @@ with a code a script can act on:
 			if g.output == "table" {
 				fmt.Fprintf(g.stderr, "Submitted job %s; waiting for it to end (Ctrl-C stops waiting, not the job).\n", j.ID)
 			}
-			return waitJob(ctx, g, a.reg, j, created, timeout)
+			return waitJob(ctx, g, api, j, created, timeout)
 		},
 	}
 	f := cmd.Flags()
@@ -180,7 +180,7 @@ func printSubmitted(g *globals, j *registry.Job, created bool) error {
 // waitJob blocks until the job ends, prints it, and turns its outcome into
 // the exit code: 0 for succeeded and noop, 3 for another end, 4 when
 // --timeout passed first.
-func waitJob(ctx context.Context, g *globals, reg *registry.Registry, j *registry.Job, created bool, timeout time.Duration) error {
+func waitJob(ctx context.Context, g *globals, reg adminAPI, j *registry.Job, created bool, timeout time.Duration) error {
 	wctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -258,13 +258,13 @@ func newJobListCmd(g *globals) *cobra.Command {
 				return usagef("--limit %d must be at least 1", limit)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer done()
 			if cluster != "" {
-				c, err := a.reg.GetCluster(ctx, cluster)
+				c, err := api.GetCluster(ctx, cluster)
 				if err != nil {
 					return err
 				}
@@ -272,9 +272,9 @@ func newJobListCmd(g *globals) *cobra.Command {
 			}
 			var jobs []registry.Job
 			if stuck {
-				jobs, err = a.reg.ListStuckJobs(ctx, p)
+				jobs, err = api.ListStuckJobs(ctx, p)
 			} else {
-				jobs, err = a.reg.ListJobs(ctx, p)
+				jobs, err = api.ListJobs(ctx, p)
 			}
 			if err != nil {
 				return err
@@ -285,11 +285,11 @@ func newJobListCmd(g *globals) *cobra.Command {
 			if g.output == "json" {
 				return printJSON(g.stdout, jobs)
 			}
-			names, err := clusterNames(ctx, a.reg)
+			names, err := clusterNames(ctx, api)
 			if err != nil {
 				return err
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			headers := []string{"ID", "CLUSTER", "KIND", "TARGET", "STATE", "ATTEMPT", "CREATED", "UPDATED", "NOTE"}
 			if g.wide { // -o wide
 				headers = append(headers, "IDEMPOTENCY KEY", "SUBMITTED BY", "CLAIMED BY", "PHASE", "FINISHED")
@@ -347,16 +347,16 @@ func newJobGetCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.GetJob(ctx, args[0])
+			defer done()
+			j, err := api.GetJob(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			history, err := a.reg.JobHistory(ctx, j.ID)
+			history, err := api.JobHistory(ctx, j.ID)
 			if err != nil {
 				return err
 			}
@@ -366,11 +366,11 @@ func newJobGetCmd(g *globals) *cobra.Command {
 			if g.output == "json" {
 				return printJSON(g.stdout, jobDetail{Job: j, History: history})
 			}
-			c, err := a.reg.GetCluster(ctx, j.ClusterID)
+			c, err := api.GetCluster(ctx, j.ClusterID)
 			if err != nil {
 				return err
 			}
-			return printJobDetail(g.stdout, a.reg.Now(), c, j, history)
+			return printJobDetail(g.stdout, api.Now(), c, j, history)
 		},
 	}
 }
@@ -465,12 +465,12 @@ The old holder's claim is fenced off: its further reports are refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.RequeueJob(adminContext(ctx), args[0], reason)
+			defer done()
+			j, err := api.RequeueJob(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}
@@ -489,12 +489,12 @@ func newJobCancelCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.CancelJob(adminContext(ctx), args[0], reason)
+			defer done()
+			j, err := api.CancelJob(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}
@@ -514,12 +514,12 @@ func newJobRetryCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.RetryJob(adminContext(ctx), args[0], reason)
+			defer done()
+			j, err := api.RetryJob(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}
@@ -541,16 +541,16 @@ func newJobExtendLeaseCmd(g *globals) *cobra.Command {
 				return usagef("extend-lease needs --by DURATION, for example --by 10m")
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.ExtendLease(adminContext(ctx), args[0], by)
+			defer done()
+			j, err := api.ExtendLease(adminContext(ctx), args[0], by)
 			if err != nil {
 				return err
 			}
-			return printJob(g, j, fmt.Sprintf("Extended the lease of job %s to %s (%s).", j.ID, rfc3339(j.LeaseExpiresAt), until(a.reg.Now(), j.LeaseExpiresAt)))
+			return printJob(g, j, fmt.Sprintf("Extended the lease of job %s to %s (%s).", j.ID, rfc3339(j.LeaseExpiresAt), until(api.Now(), j.LeaseExpiresAt)))
 		},
 	}
 	cmd.Flags().Var(newDuration(&by, 0), "by", "how much longer the lease lasts (at most 24h)")

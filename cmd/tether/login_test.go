@@ -116,3 +116,67 @@ func TestLoginAndRemoteConsole(t *testing.T) {
 		t.Error("the remote console created a local database")
 	}
 }
+
+// The job, cluster, events and audit commands run over the admin API with
+// --server, with the same output and exit codes as over a database, acting
+// as the token; every other command refuses --server.
+func TestCLIOverServer(t *testing.T) {
+	db := newDB(t)
+	reg := openRegistry(t, db)
+	admin := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "seed"})
+	if _, _, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: "far-away", Organization: "acme", AllowedNamespaces: []string{"default"}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	issued := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "ops", "--role", "operator")
+	_, addr, _ := startServe(t, db)
+	home := t.TempDir()
+	tokenFile := filepath.Join(home, "token")
+	os.WriteFile(tokenFile, []byte(issued.Token), 0o600)
+	env := []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}
+	remote := func(args ...string) result {
+		return cliWithEnv(t, "", env, append(args, "--server", "http://"+addr, "--token-file", tokenFile)...)
+	}
+
+	res := remote("job", "submit", "--cluster", "far-away", "--kind", "apply", "-o", "json",
+		"--payload", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"over-http","namespace":"default"}}`)
+	var sub struct {
+		ID      string `json:"id"`
+		State   string `json:"state"`
+		Created bool   `json:"created"`
+	}
+	if res.code != exitOK || json.Unmarshal([]byte(res.stdout), &sub) != nil || sub.ID == "" || sub.State != "queued" {
+		t.Fatalf("job submit over --server:\n%s", res)
+	}
+	if res := remote("job", "submit", "--cluster", "far-away", "--kind", "apply",
+		"--payload", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"kube-system"}}`); res.code != exitError || !strings.Contains(res.stderr, "kube-system") {
+		t.Errorf("a submission the allowlist refuses:\n%s", res)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job", "list"}, "ConfigMap/default/over-http"},
+		{[]string{"job", "get", sub.ID}, "over-http"},
+		{[]string{"cluster", "list"}, "far-away"},
+		{[]string{"cluster", "get", "far-away"}, "far-away"},
+		{[]string{"job", "cancel", sub.ID, "--reason", "not needed"}, "Canceled job"},
+		{[]string{"audit", "--action", "job."}, "admin-token:ops"},
+	} {
+		res := remote(tc.args...)
+		if res.code != exitOK || !strings.Contains(res.stdout, tc.want) {
+			t.Errorf("tether %s over --server: want %q in the output\n%s", strings.Join(tc.args, " "), tc.want, res)
+		}
+	}
+	if j, err := reg.GetJob(admin, sub.ID); err != nil || j.State != registry.JobCanceled {
+		t.Errorf("the job in the database after job cancel over --server: %+v %v", j, err)
+	}
+	if res := remote("job", "get", "j-nosuchjob"); res.code != exitError || !strings.Contains(res.stderr, "j-nosuchjob") {
+		t.Errorf("job get of a missing job:\n%s", res)
+	}
+	if res := remote("cluster", "disable", "far-away"); res.code != exitUsage || !strings.Contains(res.stderr, "not over --server") {
+		t.Errorf("a command that needs the database, with --server:\n%s", res)
+	}
+	if res := cliWithEnv(t, "", env, "job", "list", "--server", "http://"+addr); res.code != exitUsage || !strings.Contains(res.stderr, "admin token is required") {
+		t.Errorf("--server without a token:\n%s", res)
+	}
+}
