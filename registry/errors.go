@@ -36,6 +36,9 @@ const (
 	CodeInvalidOutcome           Code = "invalid_outcome"
 	CodeErrorRequired            Code = "error_required"
 
+	// Admin codes.
+	CodeJobNotFinished Code = "job_not_finished" // delete refused: the job is queued or in progress; cancel it first
+
 	// Policy codes: a job refused by its cluster's allowlists, naming the
 	// rule (seed 001's RPC error). IsPolicyRefusal recognizes them.
 	CodeNamespaceNotAllowed         Code = "namespace_not_allowed"

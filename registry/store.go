@@ -115,6 +115,12 @@ type Store interface {
 	// (nil if it does not exist) and applied=false, so that the caller can say
 	// which condition failed.
 	JobUpdate(ctx context.Context, p JobUpdateParams) (job *Job, applied bool, err error)
+	// JobDelete deletes the job if it is in one of p.States, with its history,
+	// in one transaction that writes p.Audit, keeps the job counts right and
+	// feeds a job delete to watchers. It returns the job as it was and
+	// deleted=true; or the job as it is and deleted=false when it is in
+	// another state; CodeNotFound when there is no such job.
+	JobDelete(ctx context.Context, p JobDeleteParams) (job *Job, deleted bool, err error)
 	// JobsReclaim handles in_progress jobs whose lease expired before p.Now, at
 	// most p.Limit of them: a job below its cluster's max attempts goes back to
 	// queued with attempt+1 and no claim; the others end failed with error

@@ -59,6 +59,7 @@ var statusOf = map[registry.Code]int{
 	registry.CodeStaleClaim:            http.StatusConflict,
 	registry.CodeJobCanceled:           http.StatusConflict,
 	registry.CodeResultAlreadyRecorded: http.StatusConflict,
+	registry.CodeJobNotFinished:        http.StatusConflict,
 
 	registry.CodeNamespaceNotAllowed:         http.StatusUnprocessableEntity,
 	registry.CodeCatalogEntryNotAllowed:      http.StatusUnprocessableEntity,
