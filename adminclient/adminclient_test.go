@@ -141,6 +141,13 @@ func TestProducerFlow(t *testing.T) {
 	if err != nil || len(audit.Items) != 1 || audit.Items[0].Actor != "admin-token:admin-token" {
 		t.Fatalf("audit = %+v %v", audit, err)
 	}
+	gone, err := c.DeleteJob(ctx, job.ID, "done with it")
+	if err != nil || gone.ID != job.ID || !gone.Succeeded() {
+		t.Fatalf("DeleteJob = %+v %v", gone, err)
+	}
+	if _, err := c.DeleteJob(ctx, job.ID, ""); !adminclient.IsCode(err, "not_found") {
+		t.Fatalf("DeleteJob of a deleted job = %v, want not_found", err)
+	}
 }
 
 func TestRefusals(t *testing.T) {

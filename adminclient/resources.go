@@ -263,6 +263,14 @@ func (c *Client) CancelJob(ctx context.Context, id, why string) (*Job, error) {
 	return c.jobAction(ctx, id, "cancel", reason(why))
 }
 
+// DeleteJob deletes a finished job with its timeline and returns it as it
+// was; a queued or in-progress one is refused with job_not_finished (cancel
+// it first).
+func (c *Client) DeleteJob(ctx context.Context, id, why string) (*Job, error) {
+	var out Job
+	return &out, c.do(ctx, request{method: http.MethodDelete, path: path("jobs", id), body: reason(why), out: &out})
+}
+
 // ExtendLease gives a leased job's holder more time.
 func (c *Client) ExtendLease(ctx context.Context, id string, by time.Duration) (*Job, error) {
 	return c.jobAction(ctx, id, "extend-lease", map[string]string{"by": by.String()})

@@ -72,6 +72,7 @@ func (s *Server) adminRoutes() []*route {
 		write(http.MethodPost, "/jobs/{id}/cancel", s.adminCancelJob),
 		write(http.MethodPost, "/jobs/{id}/extend-lease", s.adminExtendLease),
 		write(http.MethodPost, "/jobs/{id}/retry", s.adminRetryJob),
+		write(http.MethodDelete, "/jobs/{id}", s.adminDeleteJob),
 
 		read("/rollouts", s.adminListRollouts),
 		write(http.MethodPost, "/rollouts", s.adminCreateRollout),

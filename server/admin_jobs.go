@@ -313,6 +313,23 @@ func (s *Server) adminRetryJob(c *call) error {
 	return writeJSON(c.w, http.StatusCreated, j)
 }
 
+// adminDeleteJob deletes a finished job and answers it as it was. The
+// reason comes as ?reason= (like a cluster's delete) or in a JSON body.
+func (s *Server) adminDeleteJob(c *call) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	if q := c.r.URL.Query().Get("reason"); q != "" {
+		reason = q
+	}
+	j, err := s.reg.DeleteJob(c.ctx, c.params["id"], reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, j)
+}
+
 func (s *Server) jobAction(c *call, act func(ctx context.Context, id, reason string) (*registry.Job, error)) error {
 	reason, err := readReason(c)
 	if err != nil {

@@ -126,6 +126,28 @@ func TestJobRetry(t *testing.T) {
 	wantError(t, cli(t, db, "job", "retry", retried.ID), exitError, "only failed")
 }
 
+// TestJobDelete: the real binary deletes a finished job, refuses an open
+// one with the advice to cancel it first, and the audit trail keeps who and
+// why.
+func TestJobDelete(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	job := submit(t, db, "prod", "apply", configMap("apps", "old"))
+	wantError(t, cli(t, db, "job", "delete", job.ID), exitError, "queued", "cancel it first")
+	ok(t, db, "job", "cancel", job.ID)
+	if out := ok(t, db, "job", "delete", job.ID, "--reason", "test run").stdout; !strings.Contains(out, "Deleted canceled job "+job.ID) {
+		t.Fatalf("job delete said:\n%s", out)
+	}
+	wantError(t, cli(t, db, "job", "get", job.ID), exitError, "no job has the id")
+	wantError(t, cli(t, db, "job", "delete", job.ID), exitError, "no job has the id")
+	entries, err := openRegistry(t, db).ListAudit(context.Background(), registry.AuditListParams{Action: registry.AuditJobDelete})
+	if err != nil || len(entries) != 1 || entries[0].TargetID != job.ID || !strings.HasSuffix(entries[0].Reason, ": test run") ||
+		!strings.HasPrefix(entries[0].Actor, registry.ActorAdmin+":") {
+		t.Fatalf("audit %+v (%v)", entries, err)
+	}
+}
+
 func TestClusterPauseResume(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)

@@ -18,13 +18,14 @@ import (
 func init() { register(newJobCmd) }
 
 func newJobCmd(g *globals) *cobra.Command {
-	return groupCommand("job", "Submit, list, inspect, requeue and cancel jobs",
+	return groupCommand("job", "Submit, list, inspect, requeue, cancel, retry and delete jobs",
 		newJobSubmitCmd(g),
 		newJobListCmd(g),
 		newJobGetCmd(g),
 		newJobRequeueCmd(g),
 		newJobCancelCmd(g),
 		newJobRetryCmd(g),
+		newJobDeleteCmd(g),
 		newJobExtendLeaseCmd(g),
 	)
 }
@@ -524,6 +525,34 @@ func newJobRetryCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return printJob(g, j, fmt.Sprintf("Submitted job %s, retrying %s; it is %s.", j.ID, j.RetryOf, j.State))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return cmd
+}
+
+func newJobDeleteCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "delete JOB_ID",
+		Short: "Delete a finished job and its timeline (the audit trail keeps the delete)",
+		Long: `Delete a finished job (succeeded, failed, noop, conflict, canceled or
+expired) with its timeline. The audit trail records who deleted it and why.
+A queued or in-progress job is refused: cancel it first.`,
+		Example: `  tether job delete j-01hx... --reason "test run"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := openApp(ctx, g, registry.Config{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			j, err := a.reg.DeleteJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Deleted %s job %s and its timeline.", j.State, j.ID))
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
