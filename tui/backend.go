@@ -48,6 +48,8 @@ type Backend interface {
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	// DeleteJob deletes a finished job (registry.Registry.DeleteJob).
+	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
 
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
@@ -164,6 +166,10 @@ func (l *Local) CancelJob(ctx context.Context, id, reason string) (*registry.Job
 	return l.Reg.CancelJob(l.as(ctx), id, reason)
 }
 
+func (l *Local) DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	return l.Reg.DeleteJob(l.as(ctx), id, reason)
+}
+
 func (l *Local) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
 	return l.Reg.ExtendLease(l.as(ctx), id, by)
 }
@@ -234,6 +240,10 @@ func (readOnly) RequeueJob(context.Context, string, string) (*registry.Job, erro
 }
 
 func (readOnly) CancelJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) DeleteJob(context.Context, string, string) (*registry.Job, error) {
 	return nil, errReadOnly
 }
 

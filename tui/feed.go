@@ -31,19 +31,22 @@ type feed struct {
 	clusters map[string]*registry.Cluster
 	deleted  map[string]bool
 	jobs     map[string]*registry.Job
-	tokens   map[string]*registry.RegistrationToken
-	creds    map[string]*registry.Credential
-	rollouts map[string]*registry.Rollout
-	events   []registry.Event
-	audit    []registry.AuditEntry
-	dropEv   int
-	dropAu   int
-	reset    bool
-	closed   bool
-	ready    chan struct{} // holds one wake-up when there is something to read
-	cancel   context.CancelFunc
-	ctx      context.Context
-	finished chan struct{}
+	// deletedJobs are finished jobs deleted one by one (retention's
+	// deletes are not fed).
+	deletedJobs map[string]bool
+	tokens      map[string]*registry.RegistrationToken
+	creds       map[string]*registry.Credential
+	rollouts    map[string]*registry.Rollout
+	events      []registry.Event
+	audit       []registry.AuditEntry
+	dropEv      int
+	dropAu      int
+	reset       bool
+	closed      bool
+	ready       chan struct{} // holds one wake-up when there is something to read
+	cancel      context.CancelFunc
+	ctx         context.Context
+	finished    chan struct{}
 }
 
 // feedBatch is what changed since the previous frame.
@@ -51,6 +54,7 @@ type feedBatch struct {
 	Clusters      []*registry.Cluster
 	Deleted       []string // cluster ids; everything they owned went with them
 	Jobs          []*registry.Job
+	DeletedJobs   []string // ids of finished jobs deleted one by one
 	Tokens        []*registry.RegistrationToken
 	Credentials   []*registry.Credential
 	Rollouts      []*registry.Rollout
@@ -65,7 +69,7 @@ type feedBatch struct {
 }
 
 func (b *feedBatch) empty() bool {
-	return len(b.Clusters) == 0 && len(b.Deleted) == 0 && len(b.Jobs) == 0 && len(b.Tokens) == 0 &&
+	return len(b.Clusters) == 0 && len(b.Deleted) == 0 && len(b.Jobs) == 0 && len(b.DeletedJobs) == 0 && len(b.Tokens) == 0 &&
 		len(b.Credentials) == 0 && len(b.Rollouts) == 0 && len(b.Events) == 0 && len(b.Audit) == 0 && b.DroppedEvents == 0 &&
 		b.DroppedAudit == 0 && !b.Reset && !b.Closed
 }
@@ -73,7 +77,7 @@ func (b *feedBatch) empty() bool {
 func newFeed(parent context.Context) *feed {
 	ctx, cancel := context.WithCancel(parent)
 	return &feed{
-		clusters: map[string]*registry.Cluster{}, deleted: map[string]bool{}, jobs: map[string]*registry.Job{}, rollouts: map[string]*registry.Rollout{},
+		clusters: map[string]*registry.Cluster{}, deleted: map[string]bool{}, jobs: map[string]*registry.Job{}, deletedJobs: map[string]bool{}, rollouts: map[string]*registry.Rollout{},
 		tokens: map[string]*registry.RegistrationToken{}, creds: map[string]*registry.Credential{},
 		ready: make(chan struct{}, 1), ctx: ctx, cancel: cancel, finished: make(chan struct{}),
 	}
@@ -115,6 +119,10 @@ func (f *feed) add(ev registry.WatchEvent) bool {
 		f.wake()
 		return true
 	case registry.WatchDelete:
+		if ev.Kind == registry.EntityJob {
+			f.deletedJobs[ev.ID] = true
+			delete(f.jobs, ev.ID)
+		}
 		if ev.Kind == registry.EntityCluster {
 			f.deleted[ev.ID] = true
 			delete(f.clusters, ev.ID)
@@ -170,6 +178,9 @@ func (f *feed) drain() feedBatch {
 	for _, j := range f.jobs {
 		b.Jobs = append(b.Jobs, j)
 	}
+	for id := range f.deletedJobs {
+		b.DeletedJobs = append(b.DeletedJobs, id)
+	}
 	for _, t := range f.tokens {
 		b.Tokens = append(b.Tokens, t)
 	}
@@ -185,6 +196,7 @@ func (f *feed) drain() feedBatch {
 	clear(f.clusters)
 	clear(f.deleted)
 	clear(f.jobs)
+	clear(f.deletedJobs)
 	clear(f.tokens)
 	clear(f.creds)
 	clear(f.rollouts)

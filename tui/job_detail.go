@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type jobDetail struct {
 	job     *registry.Job
 	history []registry.JobHistoryEntry
 	err     error
+	deleted bool // the feed said the job was deleted
 	loading bool
 	dirty   bool
 	pager   pager
@@ -99,6 +101,10 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 			return d.load()
 		}
 	case feedMsg:
+		if slices.Contains(msg.batch.DeletedJobs, d.id) {
+			d.deleted = true
+			d.version++
+		}
 		for _, j := range msg.batch.Jobs {
 			if j.ID == d.id {
 				d.job = j
@@ -128,6 +134,11 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 			return requeueJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.Cancel):
 			return cancelJobs(d.ctx, []registry.Job{*d.job})
+		case key.Matches(msg, k.Delete):
+			if d.deleted {
+				return failed(d.id + " is already deleted")
+			}
+			return deleteJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.ExtendLease):
 			return extendLease(d.ctx, d.job)
 		case key.Matches(msg, k.CopyID):
@@ -156,6 +167,9 @@ func (d *jobDetail) View() string {
 	c := d.ctx.Fleet.cluster(j.ClusterID)
 	why := Classify(j, c, d.ctx.Now)
 	title += "  " + st.Render(jobStateKind(j.State), stateLabel(j.State))
+	if d.deleted {
+		title += st.Render(themes.Danger, "  deleted")
+	}
 	if why.Reason != NotStuck {
 		title += st.Render(themes.Warning, "  ⚠ stuck: "+why.Reason.Short())
 	}
@@ -293,7 +307,7 @@ func prettyJSON(raw []byte) string {
 
 func (d *jobDetail) Actions() []key.Binding {
 	k := d.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.ExtendLease}
+	return []key.Binding{k.Requeue, k.Cancel, k.Delete, k.ExtendLease}
 }
 
 func (d *jobDetail) KeyMap() help.KeyMap {
@@ -302,7 +316,7 @@ func (d *jobDetail) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
-			{k.Requeue, k.Cancel, k.ExtendLease, k.CopyID},
+			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID},
 		},
 	}
 }

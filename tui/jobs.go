@@ -404,6 +404,8 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		return requeueJobs(v.ctx, v.targets())
 	case key.Matches(msg, k.Cancel):
 		return cancelJobs(v.ctx, v.targets())
+	case key.Matches(msg, k.Delete):
+		return deleteJobs(v.ctx, v.targets())
 	case key.Matches(msg, k.ExtendLease):
 		if j := v.selected(); j != nil {
 			return extendLease(v.ctx, j)
@@ -477,7 +479,7 @@ func (v *jobsView) View() string {
 		}
 	}
 	if n := len(v.marks); n > 0 {
-		title += st.Render(themes.Marked, fmt.Sprintf("  ● %s marked (R/C act on them, u clears)", plural(n, "job", "jobs")))
+		title += st.Render(themes.Marked, fmt.Sprintf("  ● %s marked (R/C/D act on them, u clears)", plural(n, "job", "jobs")))
 	}
 	if v.loading && v.loaded {
 		title += st.Render(themes.Muted, "  updating…")
@@ -555,7 +557,7 @@ func (v *jobsView) showTab(name string) (tea.Cmd, bool) {
 
 func (v *jobsView) Actions() []key.Binding {
 	k := v.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.ExtendLease, k.Mark, k.ClearMarks}
+	return []key.Binding{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.Mark, k.ClearMarks}
 }
 
 func (v *jobsView) KeyMap() help.KeyMap {
@@ -565,7 +567,7 @@ func (v *jobsView) KeyMap() help.KeyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter},
-			{k.Requeue, k.Cancel, k.ExtendLease, k.CopyID},
+			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID},
 			{k.Mark, k.ClearMarks},
 		},
 	}

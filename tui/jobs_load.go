@@ -242,6 +242,12 @@ func (v *jobsView) applyFeed(b *feedBatch) tea.Cmd {
 			relevant = true
 		}
 	}
+	for _, id := range b.DeletedJobs {
+		delete(v.marks, id)
+		if v.tab == tabAll || v.tab == tabFailed || slices.ContainsFunc(v.rows, func(x registry.Job) bool { return x.ID == id }) {
+			relevant = true
+		}
+	}
 	for _, id := range b.Deleted {
 		for jid, m := range v.marks {
 			if m.ClusterID == id {

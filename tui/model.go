@@ -472,7 +472,7 @@ func (m *Model) applyFeed(msg feedMsg) tea.Cmd {
 		f.upsertToken(t)
 	}
 	cmds := []tea.Cmd{m.broadcast(msg)}
-	if len(b.Jobs) > 0 || len(b.Deleted) > 0 {
+	if len(b.Jobs) > 0 || len(b.Deleted) > 0 || len(b.DeletedJobs) > 0 {
 		cmds = append(cmds, m.countsLater())
 	}
 	switch {

@@ -495,6 +495,15 @@ func (r *Remote) CancelJob(ctx context.Context, id, reason string) (*registry.Jo
 	return r.jobAction(ctx, id, "cancel", reasonBody(reason))
 }
 
+// DeleteJob is DELETE /jobs/{id}, answered with the job as it was.
+func (r *Remote) DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	var j registry.Job
+	if err := r.call(ctx, http.MethodDelete, ref("jobs", id), nil, reasonBody(reason), &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
 func (r *Remote) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
 	return r.jobAction(ctx, id, "extend-lease", map[string]string{"by": by.String()})
 }

@@ -40,6 +40,7 @@ type adminAPI interface {
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	RetryJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
 
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
@@ -52,7 +53,7 @@ type adminAPI interface {
 // --server (or a saved context); every other one refuses --server rather
 // than quietly work on a local database.
 var remoteCommands = []string{
-	"job submit", "job list", "job get", "job requeue", "job cancel", "job retry", "job extend-lease",
+	"job submit", "job list", "job get", "job requeue", "job cancel", "job retry", "job delete", "job extend-lease",
 	"cluster list", "cluster get", "events", "audit", "console",
 }
 
@@ -263,6 +264,18 @@ func (r *remoteAPI) RetryJob(ctx context.Context, id, reason string) (*registry.
 	}
 	var j registry.Job
 	if err := r.call(ctx, http.MethodPost, apiPath("jobs", id, "retry"), nil, body, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+func (r *remoteAPI) DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	var body any
+	if reason != "" {
+		body = map[string]string{"reason": reason}
+	}
+	var j registry.Job
+	if err := r.call(ctx, http.MethodDelete, apiPath("jobs", id), nil, body, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil

@@ -543,12 +543,12 @@ A queued or in-progress job is refused: cancel it first.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			j, err := a.reg.DeleteJob(adminContext(ctx), args[0], reason)
+			defer done()
+			j, err := api.DeleteJob(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}

@@ -170,6 +170,12 @@ func TestCLIOverServer(t *testing.T) {
 	if j, err := reg.GetJob(admin, sub.ID); err != nil || j.State != registry.JobCanceled {
 		t.Errorf("the job in the database after job cancel over --server: %+v %v", j, err)
 	}
+	if res := remote("job", "delete", sub.ID, "--reason", "tidy"); res.code != exitOK || !strings.Contains(res.stdout, "Deleted canceled job "+sub.ID) {
+		t.Errorf("job delete over --server:\n%s", res)
+	}
+	if _, err := reg.GetJob(admin, sub.ID); registry.ErrorCode(err) != registry.CodeNotFound {
+		t.Errorf("the job after job delete over --server: %v", err)
+	}
 	if res := remote("job", "get", "j-nosuchjob"); res.code != exitError || !strings.Contains(res.stderr, "j-nosuchjob") {
 		t.Errorf("job get of a missing job:\n%s", res)
 	}
