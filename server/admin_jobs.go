@@ -118,10 +118,29 @@ func (s *Server) jobFilters(c *call, q url.Values) (registry.JobListParams, erro
 }
 
 // adminCountJobs counts the jobs GET /jobs would list with the same filters.
+// adminCountJobs counts what GET /jobs would list; with ?after=JOB_ID only
+// the jobs after that one in the list's order (?order=oldest flips it): the
+// job's place in the list, which the remote console keeps a moved selection
+// by.
 func (s *Server) adminCountJobs(c *call) error {
-	p, err := s.jobFilters(c, c.r.URL.Query())
+	q := c.r.URL.Query()
+	p, err := s.jobFilters(c, q)
 	if err != nil {
 		return err
+	}
+	switch o := q.Get("order"); o {
+	case "", "newest":
+	case "oldest":
+		p.OldestFirst = true
+	default:
+		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
+	}
+	if id := q.Get("after"); id != "" {
+		j, err := s.reg.GetJob(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		p.After = &registry.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID}
 	}
 	n, err := s.reg.CountJobs(c.ctx, p)
 	if err != nil {

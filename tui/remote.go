@@ -410,11 +410,16 @@ func (r *Remote) ListJobs(ctx context.Context, p registry.JobListParams) ([]regi
 	}
 }
 
-// CountJobs refuses After like ListJobs (GET /jobs/count has no cursor):
-// the jobs view then keeps a moved selection's row rather than place it by
-// a count that ignored the cursor.
+// CountJobs passes After as ?after=JOB_ID (the server reads the job's
+// place in the order itself), which the jobs view counts a moved
+// selection's row by.
 func (r *Remote) CountJobs(ctx context.Context, p registry.JobListParams) (int, error) {
+	after := p.After
+	p.After = nil
 	q, err := jobQuery(p)
+	if err == nil && after != nil {
+		q.Set("after", after.ID)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -116,6 +117,21 @@ func TestRemoteBackendAgreesWithLocal(t *testing.T) {
 		ln, lerr := local.CountJobs(ctx, p)
 		rn, rerr := remote.CountJobs(ctx, p)
 		same(t, "count: "+name, ln, rn, lerr, rerr)
+	}
+	// A job's place, as the jobs view counts a moved selection's row.
+	all, err := local.ListJobs(ctx, registry.JobListParams{})
+	if err != nil || len(all) < 3 {
+		t.Fatalf("jobs: %d %v", len(all), err)
+	}
+	pin := &registry.JobCursor{CreatedAt: all[2].CreatedAt, ID: all[2].ID}
+	for _, oldest := range []bool{false, true} {
+		p := registry.JobListParams{After: pin, OldestFirst: oldest}
+		ln, lerr := local.CountJobs(ctx, p)
+		rn, rerr := remote.CountJobs(ctx, p)
+		same(t, fmt.Sprintf("count after a job, oldest first %v", oldest), ln, rn, lerr, rerr)
+		if want := map[bool]int{false: len(all) - 3, true: 2}[oldest]; ln != want {
+			t.Errorf("count after the third job, oldest first %v: %d, want %d", oldest, ln, want)
+		}
 	}
 	lcounts, lerr := local.JobCounts(ctx)
 	rcounts, rerr := remote.JobCounts(ctx)
