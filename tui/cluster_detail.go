@@ -285,8 +285,16 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		if cr.Signed() {
 			writes = "signed writes"
 		}
-		line("  " + st.Render(themes.Muted, cr.ID) + "  " + st.Render(k, pad(string(state), 11)) + st.Render(themes.Plain, desc) +
-			st.Render(themes.Muted, " · "+writes+" · capabilities "+listOrNone(cr.Capabilities)))
+		// pad to the longest state (rotate_only) and a space: a state never
+		// runs into its description.
+		text := "  " + st.Render(themes.Muted, cr.ID) + "  " + st.Render(k, pad(string(state), 12)) + st.Render(themes.Plain, desc) +
+			st.Render(themes.Muted, " · "+writes+" · capabilities "+listOrNone(cr.Capabilities))
+		if state != registry.CredentialExpired && state != registry.CredentialRevoked {
+			if missing := cr.BelowPolicy(c.Policy); len(missing) > 0 {
+				text += st.Render(themes.Warning, " · below policy: needs "+strings.Join(missing, ", ")+" (its next rotation must carry it)")
+			}
+		}
+		line(text)
 	}
 
 	section("REGISTRATION TOKENS")
