@@ -321,7 +321,9 @@ func TestLeaseLossAndReclaim(t *testing.T) {
 	waitGone(t, pid, "its lease ran out")
 	stopFirst()
 	// The reaper (run by hand here; serve runs it on an interval) requeues it.
-	e.waitJob(j.ID, "past its lease", func(j *registry.Job) bool { return time.Now().After(j.LeaseExpiresAt) })
+	// Past it by the registry's clock, which the reaper reads (at the
+	// millisecond precision stores keep), not merely by the wall's.
+	e.waitJob(j.ID, "past its lease", func(j *registry.Job) bool { return e.reg.Now().After(j.LeaseExpiresAt) })
 	rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(admin)
 	if err != nil || rep.Requeued != 1 {
 		t.Fatalf("reaper %+v, %v", rep, err)
