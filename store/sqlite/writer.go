@@ -32,7 +32,24 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 		return ctx.Err()
 	case s.queue <- req:
 	}
-	return <-req.done
+	return s.await(req)
+}
+
+// await is req's answer. A request queued while Close ran may find the
+// writer already gone (the queue has room, and select picks among ready
+// cases at random): it gets errClosed rather than waiting forever.
+func (s *Store) await(req *writeRequest) error {
+	select {
+	case err := <-req.done:
+		return err
+	case <-s.stopped:
+		select { // the writer answers before it stops
+		case err := <-req.done:
+			return err
+		default:
+			return errClosed
+		}
+	}
 }
 
 var errClosed = registry.Errorf(registry.CodeUnavailable, "the database is closed")
@@ -238,8 +255,10 @@ func (s *Store) CheckWritable(ctx context.Context) error {
 		return ctx.Err()
 	case s.queue <- req:
 	}
+	answer := make(chan error, 1)
+	go func() { answer <- s.await(req) }()
 	select {
-	case err := <-req.done:
+	case err := <-answer:
 		return s.wrap(err, "write the readiness probe")
 	case <-ctx.Done():
 		return &registry.Error{Code: registry.CodeUnavailable, Message: "the database did not complete a one-row write in time", Err: ctx.Err()}
