@@ -109,7 +109,9 @@ func (h *harness) inspect(f func(*Model)) {
 // waitIdle waits until nothing is loading or running and cond holds.
 func (h *harness) waitIdle(cond func(*Model) bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: under -race on a shared 2-core machine running other tests,
+	// key messages have been seen to queue for over 30 s.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		ok := false
 		h.inspect(func(m *Model) { ok = m.idle() && cond(m) })
@@ -119,7 +121,7 @@ func (h *harness) waitIdle(cond func(*Model) bool) {
 		if time.Now().After(deadline) {
 			var frame string
 			h.inspect(func(m *Model) { frame = m.View().Content })
-			h.t.Fatalf("the console did not settle within 30s; last frame:\n%s", frame)
+			h.t.Fatalf("the console did not settle within 90s; last frame:\n%s", frame)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
