@@ -204,18 +204,24 @@ func (r *Registry) FleetQueueHealth(ctx context.Context) ([]QueueHealth, error) 
 	return r.queueHealth(ctx, clusters)
 }
 
-func (r *Registry) queueHealth(ctx context.Context, clusters []Cluster) ([]QueueHealth, error) {
-	now := r.Now()
-	ids := make([]string, len(clusters))
-	for i := range clusters {
-		ids[i] = clusters[i].ID
-	}
-	stats, err := r.store.JobQueueStats(ctx, JobQueueStatsParams{
-		ClusterIDs: ids, SubmittedAfter: now.Add(-HealthWindow), Claims: HealthWaitSamples,
-	})
-	if err != nil {
+// QueueHealthOf is FleetQueueHealth for clusters the caller listed already
+// (the metrics collector does, for their other series), in their order;
+// clusters the actor may not see are left out.
+func (r *Registry) QueueHealthOf(ctx context.Context, clusters []Cluster) ([]QueueHealth, error) {
+	if err := authorize(ctx, PermRead); err != nil {
 		return nil, err
 	}
+	visible := make([]Cluster, 0, len(clusters))
+	for i := range clusters {
+		if inScope(ctx, &clusters[i]) {
+			visible = append(visible, clusters[i])
+		}
+	}
+	return r.queueHealth(ctx, visible)
+}
+
+func (r *Registry) queueHealth(ctx context.Context, clusters []Cluster) ([]QueueHealth, error) {
+	now := r.Now()
 	counts, err := r.store.JobCounts(ctx)
 	if err != nil {
 		return nil, err
@@ -227,9 +233,26 @@ func (r *Registry) queueHealth(ctx context.Context, clusters []Cluster) ([]Queue
 		}
 		byCluster[n.ClusterID][n.State] = n.Count
 	}
-	statsOf := make(map[string]JobQueueStats, len(stats))
-	for _, s := range stats {
-		statsOf[s.ClusterID] = s
+	// A cluster without a job has nothing to read: the counters (free to
+	// read) say so, and a fleet of mostly idle clusters costs a query per
+	// busy one only.
+	var ids []string
+	for i := range clusters {
+		if len(byCluster[clusters[i].ID]) > 0 {
+			ids = append(ids, clusters[i].ID)
+		}
+	}
+	statsOf := map[string]JobQueueStats{}
+	if len(ids) > 0 {
+		stats, err := r.store.JobQueueStats(ctx, JobQueueStatsParams{
+			ClusterIDs: ids, SubmittedAfter: now.Add(-HealthWindow), Claims: HealthWaitSamples,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range stats {
+			statsOf[s.ClusterID] = s
+		}
 	}
 	out := make([]QueueHealth, len(clusters))
 	for i := range clusters {

@@ -53,3 +53,21 @@ func TestAdminQueueHealth(t *testing.T) {
 	}
 	wantAPIError(t, e.api("GET", "/clusters/nowhere/queue", tok, nil), 404, "not_found")
 }
+
+// TestMetricsQueueNotDraining: tether_queue_not_draining is 1 for a queue
+// the live agent leaves alone, and the oldest job's age comes with it.
+func TestMetricsQueueNotDraining(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("stalled")
+	e.submit(a.clusterID)
+	e.clock.Advance(registry.NotDrainingAfter)
+	a.events(heartbeatBody(a.clusterID)).wantNoContent(t)
+	fams := scrape(t, e)
+	if got, ok := value(t, fams, "tether_queue_not_draining", map[string]string{"cluster": "stalled"}); !ok || got != 1 {
+		t.Errorf("tether_queue_not_draining = %v (found %v), want 1", got, ok)
+	}
+	want := registry.NotDrainingAfter.Seconds()
+	if got, _ := value(t, fams, "tether_queue_oldest_job_age_seconds", map[string]string{"cluster": "stalled"}); got != want {
+		t.Errorf("oldest job age %v, want %v", got, want)
+	}
+}

@@ -23,6 +23,9 @@ var (
 		"Jobs waiting in a cluster's queue (state queued).", []string{"cluster"}, nil)
 	queueOldestDesc = prometheus.NewDesc("tether_queue_oldest_job_age_seconds",
 		"Age of the oldest job waiting in a cluster's queue, since it was submitted; 0 when the queue is empty.", []string{"cluster"}, nil)
+	notDrainingDesc = prometheus.NewDesc("tether_queue_not_draining",
+		"1 when a cluster's queue is not draining: jobs wait, none is in flight and none was claimed for registry.NotDrainingAfter, "+
+			"while its agent heartbeats and the queue is not paused (registry.QueueHealth); else 0.", []string{"cluster"}, nil)
 	inFlightDesc = prometheus.NewDesc("tether_jobs_in_flight",
 		"Jobs a cluster's agent has claimed and not finished (state in_progress).", []string{"cluster"}, nil)
 	clustersDesc = prometheus.NewDesc("tether_clusters",
@@ -37,15 +40,15 @@ var (
 )
 
 // fleetCollector reads the fleet at scrape time: the clusters, one grouped
-// count of jobs, and for each non-empty queue its oldest job (an indexed
-// read of one row).
+// count of jobs, and the fleet's queue health (a few index ranges per
+// cluster: its oldest job, the not-draining flag).
 type fleetCollector struct {
 	reg *registry.Registry
 	log *slog.Logger
 }
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueDepthDesc, queueOldestDesc, inFlightDesc, clustersDesc, silentDesc, heartbeatAgeDesc, scrapeErrorsDesc} {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, queueOldestDesc, notDrainingDesc, inFlightDesc, clustersDesc, silentDesc, heartbeatAgeDesc, scrapeErrorsDesc} {
 		ch <- d
 	}
 }
@@ -77,6 +80,15 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 			inFlight[jc.ClusterID] += jc.Count
 		}
 	}
+	queues, err := c.reg.QueueHealthOf(ctx, clusters)
+	if err != nil {
+		c.log.Warn("metrics: cannot read queue health", "err", err)
+		failed = 1
+	}
+	health := make(map[string]*registry.QueueHealth, len(queues))
+	for i := range queues {
+		health[queues[i].ClusterID] = &queues[i]
+	}
 	now := c.reg.Now()
 	byState := map[registry.ClusterState]int{}
 	silent := 0
@@ -92,17 +104,14 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(queued[cl.ID]), name)
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(inFlight[cl.ID]), name)
-		oldest := 0.0
-		if queued[cl.ID] > 0 {
-			jobs, err := c.reg.ListJobs(ctx, registry.JobListParams{ClusterIDs: []string{cl.ID}, States: []registry.JobState{registry.JobQueued}, OldestFirst: true, Limit: 1})
-			if err != nil {
-				c.log.Warn("metrics: cannot read the oldest queued job", "cluster", cl.ID, "err", err)
-				failed = 1
-			} else if len(jobs) == 1 {
-				oldest = max(0, now.Sub(jobs[0].CreatedAt).Seconds())
+		if q := health[cl.ID]; q != nil {
+			ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, q.OldestQueuedAge().Seconds(), name)
+			flag := 0.0
+			if q.NotDraining {
+				flag = 1
 			}
+			ch <- prometheus.MustNewConstMetric(notDrainingDesc, prometheus.GaugeValue, flag, name)
 		}
-		ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, oldest, name)
 		if last := cl.Status.LastHeartbeatAt; cl.State == registry.ClusterActive && !last.IsZero() {
 			ch <- prometheus.MustNewConstMetric(heartbeatAgeDesc, prometheus.GaugeValue, max(0, now.Sub(last).Seconds()), name)
 		}

@@ -98,6 +98,8 @@ func TestMetricsOperatorsAlertOn(t *testing.T) {
 		{"tether_queue_depth", map[string]string{"cluster": "busy"}, 1},
 		{"tether_queue_depth", map[string]string{"cluster": "idle"}, 0},
 		{"tether_queue_oldest_job_age_seconds", map[string]string{"cluster": "idle"}, 0},
+		{"tether_queue_not_draining", map[string]string{"cluster": "busy"}, 0},
+		{"tether_queue_not_draining", map[string]string{"cluster": "idle"}, 0},
 		{"tether_jobs_in_flight", map[string]string{"cluster": "busy"}, 1},
 		{"tether_jobs_finished_total", map[string]string{"outcome": "succeeded", "kind": "apply"}, 1},
 		{"tether_jobs_finished_total", map[string]string{"outcome": "failed", "kind": "apply"}, 0},

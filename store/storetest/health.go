@@ -141,6 +141,18 @@ func testQueueHealth(t *testing.T, newStore NewStore) {
 	if len(fleet) != 0 {
 		t.Fatalf("another org sees %d queues", len(fleet))
 	}
+	clusters, err := e.reg.ListClusters(e.ctx, registry.ClusterListParams{})
+	wantNoErr(t, err)
+	of, err := e.reg.QueueHealthOf(other, clusters)
+	wantNoErr(t, err)
+	if len(of) != 0 {
+		t.Fatalf("another org is told of %d queues", len(of))
+	}
+	of, err = e.reg.QueueHealthOf(e.ctx, clusters)
+	wantNoErr(t, err)
+	if len(of) != 2 || of[0] != *e.health("prod") {
+		t.Fatalf("QueueHealthOf %+v", of)
+	}
 }
 
 // testQueueStats: the store's claims sample is the newest submitted across
