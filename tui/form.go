@@ -54,6 +54,10 @@ type clusterForm struct {
 	note    string
 	saving  bool
 	discard bool // esc pressed once on a changed form
+	// scroll is the first body line shown when the form is taller than the
+	// screen (30 namespaces at 120x40): the focused line stays in view, and
+	// the error and the key hints below the body always show.
+	scroll int
 
 	editing  *registry.Cluster // nil: a new cluster
 	original registry.ClusterSpec
@@ -418,11 +422,18 @@ func (f *clusterForm) View() string {
 	inner := width - 4
 	labelW := 16
 	valueW := inner - labelW - 2
-	var b strings.Builder
+	var lines []string
+	add := func(text string) { lines = append(lines, strings.Split(text, "\n")...) }
 	if f.note != "" {
-		b.WriteString(st.Render(themes.Warning, wrap(f.note, inner)) + "\n\n")
+		add(st.Render(themes.Warning, wrap(f.note, inner)))
+		add("")
 	}
+	// The lines that must be in view: the focused field, or in a long list
+	// the selected item or the input line.
+	focusTop, focusBottom := 0, 0
 	for i, fd := range f.fields {
+		var b strings.Builder
+		start := len(lines)
 		focused := i == f.focus
 		label := pad(fd.label, labelW)
 		if focused {
@@ -485,11 +496,27 @@ func (f *clusterForm) View() string {
 				b.WriteString(st.Render(themes.Accent, "+ ") + fd.input.View())
 			}
 		}
-		b.WriteString("\n")
-		if focused && fd.help != "" {
-			b.WriteString(strings.Repeat(" ", labelW+2) + st.Render(themes.Muted, truncate(fd.help, valueW)) + "\n")
+		add(b.String())
+		if !focused {
+			continue
+		}
+		focusTop, focusBottom = start, len(lines)-1
+		if fd.kind == fieldList {
+			cursor := start + len(fd.items) // the input line
+			if fd.sel >= 0 {
+				cursor = start + fd.sel
+			}
+			focusTop, focusBottom = cursor, cursor
+		}
+		if fd.help != "" {
+			add(strings.Repeat(" ", labelW+2) + st.Render(themes.Muted, truncate(fd.help, valueW)))
+			if fd.kind != fieldList || fd.sel < 0 {
+				focusBottom = len(lines) - 1 // the input line and its help
+			}
 		}
 	}
+	var b strings.Builder
+	b.WriteString(f.window(lines, focusTop, focusBottom, inner) + "\n")
 	b.WriteString("\n")
 	switch {
 	case f.saving:
@@ -503,6 +530,36 @@ func (f *clusterForm) View() string {
 		title = fmt.Sprintf("Edit cluster %s (version %d)", f.editing.Name, f.version)
 	}
 	return frame(ctx, title, b.String(), width, false)
+}
+
+// window shows the body lines that fit the screen, keeping lines
+// top..bottom in view and saying how many are above and below.
+func (f *clusterForm) window(lines []string, top, bottom, width int) string {
+	// The frame's border and title, the blank line and the status and hint
+	// lines below the body.
+	room := f.ctx.Height - f.ctx.Styles.Modal.GetVerticalFrameSize() - 2 - 3
+	if f.err != "" {
+		room -= strings.Count(wrap(f.err, width), "\n")
+	}
+	if len(lines) <= room || room < 5 {
+		f.scroll = 0
+		return strings.Join(lines, "\n")
+	}
+	room -= 2                        // the "more above" and "more below" lines
+	bottom = min(bottom, top+room-1) // the top of what must show wins
+	f.scroll = min(f.scroll, top)
+	f.scroll = max(f.scroll, bottom-room+1)
+	f.scroll = max(0, min(f.scroll, len(lines)-room))
+	end := min(len(lines), f.scroll+room)
+	st := f.ctx.Styles
+	more := func(n int, dir string) string {
+		if n == 0 {
+			return ""
+		}
+		return st.Render(themes.Muted, dir+" "+plural(n, "more line", "more lines"))
+	}
+	out := append([]string{more(f.scroll, "↑")}, lines[f.scroll:end]...)
+	return strings.Join(append(out, more(len(lines)-end, "↓")), "\n")
 }
 
 func (f *clusterForm) hintLine() string {

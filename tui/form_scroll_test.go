@@ -1,0 +1,61 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// A cluster form taller than the screen (30 namespaces) scrolls: it never
+// overflows the screen, the focused line is always in view, and the error
+// line and the key hints always show (issue 12, defect 5).
+func TestClusterFormScrolls(t *testing.T) {
+	e := newEnv(t)
+	var namespaces []string
+	for i := range 30 {
+		namespaces = append(namespaces, fmt.Sprintf("team-%02d", i))
+	}
+	for _, size := range []struct{ w, h int }{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			m := newModel(t, e, false)
+			m.Update(tea.WindowSizeMsg{Width: size.w, Height: size.h})
+			f := newClusterForm(m.ctx, registry.ClusterSpec{Name: "wide", AllowedNamespaces: namespaces, Policy: registry.DefaultPolicy()}, nil, 0)
+			check := func(what string, want ...string) string {
+				t.Helper()
+				view := ansi.Strip(f.View())
+				if n := strings.Count(view, "\n") + 1; n > size.h {
+					t.Fatalf("%s: the form is %d lines on a %d-line screen:\n%s", what, n, size.h, view)
+				}
+				for _, w := range append(want, "ctrl+s save") {
+					if !strings.Contains(view, w) {
+						t.Fatalf("%s: %q is not in view:\n%s", what, w, view)
+					}
+				}
+				return view
+			}
+			check("opened", "Name")
+			ns := -1
+			for i, fd := range f.fields {
+				if fd.key == "namespaces" {
+					ns = i
+				}
+			}
+			if ns < 0 {
+				t.Fatal("no namespaces field")
+			}
+			f.focusField(ns)
+			f.fields[ns].sel = 29
+			check("the last namespace selected", "team-29", "↑")
+			f.fields[ns].sel = 0
+			check("the first namespace selected", "team-00", "↓")
+			f.focusField(len(f.fields) - 1)
+			f.err = "allowed namespace \"Team\" is not valid: expected a Kubernetes namespace name"
+			check("the last field, with an error", "first registration token", "is not valid", "↑ ")
+		})
+	}
+}
