@@ -31,12 +31,15 @@ type eventsView struct {
 	follow  bool
 	pending []registry.Event // arrived while paused, oldest first
 	dropped int
-	gen     int
-	loaded  bool
-	older   bool // loading older events
-	oldest  bool // no older events exist
-	err     error
-	width   int
+	// refill is set while a read from the store fills in what the live
+	// buffer dropped: once it lands, nothing is missing any more.
+	refill bool
+	gen    int
+	loaded bool
+	older  bool // loading older events
+	oldest bool // no older events exist
+	err    error
+	width  int
 }
 
 const (
@@ -224,6 +227,9 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 			v.all = append(v.all, msg.events...)
 		} else {
 			v.loaded = true
+			if v.refill {
+				v.refill, v.dropped = false, 0
+			}
 			v.oldest = len(msg.events) < eventsPage
 			// Live events that arrived while this read was in flight are
 			// already on top; keep them and add what is older.
@@ -239,27 +245,13 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 			slices.SortFunc(v.all, func(a, b registry.Event) int { return cmp.Compare(b.ID, a.ID) })
 		}
 		v.refilter(sel)
+		return v.searchOlder()
 	case feedMsg:
 		v.dropped += msg.batch.DroppedEvents
-		if len(msg.batch.Deleted) > 0 {
-			sel := v.anchor()
-			v.all = slices.DeleteFunc(v.all, func(e registry.Event) bool { return slices.Contains(msg.batch.Deleted, e.ClusterID) })
-			v.refilter(sel)
+		if msg.batch.DroppedEvents > 0 && v.follow {
+			return tea.Batch(v.applyFeed(msg), v.reload())
 		}
-		if len(msg.batch.Events) == 0 {
-			return nil
-		}
-		if v.follow {
-			v.prepend(msg.batch.Events)
-			return nil
-		}
-		for _, e := range msg.batch.Events {
-			if len(v.pending) >= eventsPending {
-				v.dropped++
-				continue
-			}
-			v.pending = append(v.pending, e)
-		}
+		return v.applyFeed(msg)
 	case themeChangedMsg:
 		v.table.setStyles(v.ctx.Styles)
 	case tea.MouseClickMsg:
@@ -284,6 +276,10 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 				v.prepend(v.pending)
 				v.pending = nil
 				v.table.setCursor(0, len(v.rows))
+				if v.dropped > 0 {
+					// What did not fit while paused is in the store.
+					return tea.Batch(info("following: reading the events the pause dropped from the store"), v.reload())
+				}
 				return info("following: new events appear on top")
 			}
 			return info("paused: new events wait (f resumes)")
@@ -296,6 +292,52 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// applyFeed takes the live feed's events: on top while following, into the
+// bounded pending buffer while paused (what does not fit is counted, and
+// read from the store on resume).
+func (v *eventsView) applyFeed(msg feedMsg) tea.Cmd {
+	if len(msg.batch.Deleted) > 0 {
+		sel := v.anchor()
+		v.all = slices.DeleteFunc(v.all, func(e registry.Event) bool { return slices.Contains(msg.batch.Deleted, e.ClusterID) })
+		v.refilter(sel)
+	}
+	if len(msg.batch.Events) == 0 {
+		return nil
+	}
+	if v.follow {
+		v.prepend(msg.batch.Events)
+		return nil
+	}
+	for _, e := range msg.batch.Events {
+		if len(v.pending) >= eventsPending {
+			v.dropped++
+			continue
+		}
+		v.pending = append(v.pending, e)
+	}
+	return nil
+}
+
+// reload reads the newest page from the store again and merges it with
+// what is held (by id): the events a full buffer dropped come back.
+func (v *eventsView) reload() tea.Cmd {
+	if v.refill {
+		return nil // one is on its way
+	}
+	v.refill = true
+	return v.load(false)
+}
+
+// searchOlder keeps reading older pages while a text filter matches less
+// than a screenful of what is held and the store has more (up to
+// eventsKeep): the filter searches the store, not only the newest page.
+func (v *eventsView) searchOlder() tea.Cmd {
+	if v.fl.text == "" || len(v.rows) >= v.table.height || v.oldest || v.older || !v.loaded || len(v.all) >= eventsKeep {
+		return nil
+	}
+	return v.load(true)
 }
 
 // maybeOlder loads older events when the cursor reaches the end.
@@ -438,6 +480,10 @@ func (v *eventsView) View() string {
 	switch {
 	case v.err != nil:
 		empty = "could not read events: " + errText(v.err)
+	case v.loaded && v.filter != "" && (v.older || (!v.oldest && len(v.all) < eventsKeep)):
+		empty = "searching older events for /" + v.filter + "…"
+	case v.loaded && v.filter != "" && !v.oldest:
+		empty = fmt.Sprintf("no event matches /%s among the newest %s (esc clears the filter)", v.filter, thousands(int64(len(v.all))))
 	case v.loaded && v.filter != "":
 		empty = "no event matches /" + v.filter + " (esc clears the filter)"
 	case v.loaded:
@@ -456,8 +502,8 @@ func (v *eventsView) SetFilter(s string) tea.Cmd {
 	v.filter = s
 	v.fl = parseEventFilter(v.ctx.Fleet, s)
 	if old.cluster == v.fl.cluster && slices.Equal(old.kinds, v.fl.kinds) && old.falseOnly == v.fl.falseOnly {
-		v.rebuild() // only the text changed: filter what is held
-		return nil
+		v.rebuild() // only the text changed: filter what is held, and read older pages for more
+		return v.searchOlder()
 	}
 	v.gen++
 	v.all, v.rows, v.loaded, v.older, v.oldest = nil, nil, false, false, false
