@@ -93,10 +93,10 @@ func newAuditView(ctx *Context) *auditView {
 	v := &auditView{ctx: ctx}
 	v.table = newTable([]column{
 		{Title: "TIME", Width: 20},
-		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1},
+		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1, Fit: true},
 		{Title: "ACTION", Width: 20, Min: 12},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Drop: 3},
-		{Title: "TARGET", Width: 29, Min: 12, Drop: 2},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Drop: 3, Fit: true},
+		{Title: "TARGET", Width: 29, Min: 12, Drop: 2, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "REASON", Width: 20, Min: 12, Flex: 3},
 	})
 	v.table.setStyles(ctx.Styles)

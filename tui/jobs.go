@@ -155,23 +155,23 @@ type jobsFilterMsg struct {
 func newJobsView(ctx *Context) *jobsView {
 	v := &jobsView{ctx: ctx, marks: map[string]registry.Job{}, stuck: -1}
 	v.tables[0] = newTable([]column{
-		{Title: "ID", Width: 28},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1},
+		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
-		{Title: "TARGET", Width: 24, Min: 10, Flex: 2},
-		{Title: "STATE", Width: 13},
+		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true},
+		{Title: "STATE", Width: 13, Min: 8, Fit: true},
 		{Title: "ATT", Width: 4, Right: true, Drop: 4},
-		{Title: "LEASE", Width: 11},
+		{Title: "LEASE", Width: 11, Fit: true},
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 3},
 		{Title: "AGE", Width: 4, Right: true, Drop: 2},
 	})
 	v.tables[1] = newTable([]column{
-		{Title: "ID", Width: 28},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1},
+		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
-		{Title: "STATE", Width: 13},
+		{Title: "STATE", Width: 13, Min: 8, Fit: true},
 		{Title: "ATT", Width: 4, Right: true, Drop: 4},
-		{Title: "LEASE", Width: 11, Drop: 3},
+		{Title: "LEASE", Width: 11, Drop: 3, Fit: true},
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 2},
 		{Title: "WHY", Width: 24, Min: 16, Flex: 2},
 	})

@@ -35,13 +35,23 @@ func (c cell) width() int {
 // column describes a table column. Width is the preferred width; Flex
 // columns share what is left; columns with a higher Drop are hidden first
 // when the terminal is too narrow.
+//
+// A Fit column is as wide as its widest cell on screen (at most Max, when
+// set) rather than Width; a column with Shrink gives up its width before the
+// others when space is short (ids, before names and targets); a
+// UniquePrefix column (ids) shrinks no further than its texts on screen stay
+// distinct.
 type column struct {
-	Title string
-	Width int
-	Min   int
-	Flex  int
-	Right bool
-	Drop  int
+	Title        string
+	Width        int
+	Min          int
+	Flex         int
+	Right        bool
+	Drop         int
+	Fit          bool
+	Max          int
+	Shrink       bool
+	UniquePrefix bool
 }
 
 // tableSource is what a table shows: the rows currently loaded.
@@ -58,21 +68,29 @@ type tableSource interface {
 // key, so that a frame after a keypress or a live update renders only what
 // changed.
 type table struct {
-	cols    []column
-	widths  []int // computed per column; 0 = hidden
-	width   int
-	height  int // rows, header excluded
-	cursor  int
-	offset  int
-	styles  *themes.Styles
-	cache   map[string]string
-	noFocus bool // the cursor is not shown (e.g. a paused tail)
+	cols   []column
+	widths []int // computed per column; 0 = hidden
+	width  int
+	height int // rows, header excluded
+	cursor int
+	offset int
+	styles *themes.Styles
+	cache  map[string]string
+	// natural and prefix are what the rows on screen need (table_fit.go):
+	// the widest cell of each column, and the width that keeps a
+	// UniquePrefix column's texts distinct. measured keeps each row's
+	// cells by key, so that a frame measures only the rows it has not seen.
+	natural  []int
+	prefix   []int
+	fitted   bool // natural and prefix describe rows on screen
+	measured map[string]measuredRow
+	noFocus  bool // the cursor is not shown (e.g. a paused tail)
 	// marks reserves two cells before the first column for a row's mark.
 	marks bool
 }
 
 func newTable(cols []column) *table {
-	return &table{cols: cols, cache: map[string]string{}}
+	return &table{cols: cols, cache: map[string]string{}, measured: map[string]measuredRow{}}
 }
 
 func (t *table) setStyles(s *themes.Styles) {
@@ -105,9 +123,9 @@ func (t *table) layout() {
 	}
 	need := func() int {
 		w := -1 // a space between columns: one fewer than the columns
-		for i, c := range t.cols {
+		for i := range t.cols {
 			if visible[i] {
-				w += c.minWidth() + 1
+				w += t.minOf(i) + 1
 			}
 		}
 		return w
@@ -129,21 +147,26 @@ func (t *table) layout() {
 		if !visible[i] {
 			continue
 		}
-		t.widths[i] = c.Width
-		used += c.Width + 1
+		t.widths[i] = t.prefOf(i)
+		used += t.widths[i] + 1
 		flex += c.Flex
 	}
 	left := width - used
 	// Too narrow for preferred widths: shrink towards their minimum the
-	// flexible columns first, then the others, a cell at a time each.
-	for _, flexible := range []bool{true, false} {
+	// Shrink columns (ids) first, then the flexible ones, then the others,
+	// a cell at a time each.
+	for _, group := range []func(column) bool{
+		func(c column) bool { return c.Shrink },
+		func(c column) bool { return !c.Shrink && c.Flex > 0 },
+		func(c column) bool { return !c.Shrink && c.Flex == 0 },
+	} {
 		for left < 0 {
 			shrunk := false
 			for i, c := range t.cols {
 				if left >= 0 {
 					break
 				}
-				if visible[i] && (c.Flex > 0) == flexible && t.widths[i] > c.minWidth() {
+				if visible[i] && group(c) && t.widths[i] > t.minOf(i) {
 					t.widths[i]--
 					left++
 					shrunk = true
@@ -243,6 +266,7 @@ func (t *table) header() string {
 // view renders the header and the visible rows of src; empty is shown when
 // src has no rows.
 func (t *table) view(src tableSource, empty string) string {
+	t.fit(src)
 	n := src.rowCount()
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, t.header())
@@ -253,7 +277,8 @@ func (t *table) view(src tableSource, empty string) string {
 	for i := t.offset; i < end; i++ {
 		selected := i == t.cursor && !t.noFocus
 		marked := src.marked(i)
-		k := src.rowKey(i)
+		rowKey := src.rowKey(i)
+		k := rowKey
 		switch {
 		case selected && marked:
 			k = "S+M|" + k
@@ -264,7 +289,7 @@ func (t *table) view(src tableSource, empty string) string {
 		}
 		line, ok := t.cache[k]
 		if !ok {
-			line = t.renderRow(src.rowCells(i), selected, marked)
+			line = t.renderRow(t.cellsOf(src, i, rowKey), selected, marked)
 			t.cache[k] = line
 		}
 		lines = append(lines, line)

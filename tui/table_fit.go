@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"slices"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Columns sized to their content: a table measures the rows on screen and
+// lays its columns out again when what they need changed.
+
+// measuredRow is a row's cells and what each needs.
+type measuredRow struct {
+	cells  []cell
+	widths []int
+	texts  []string // the plain text of UniquePrefix columns
+}
+
+// cellsOf returns row i's cells, measured once per row key.
+func (t *table) cellsOf(src tableSource, i int, rowKey string) []cell {
+	if m, ok := t.measured[rowKey]; ok {
+		return m.cells
+	}
+	return t.measure(src, i, rowKey).cells
+}
+
+func (t *table) measure(src tableSource, i int, rowKey string) measuredRow {
+	cells := src.rowCells(i)
+	m := measuredRow{cells: cells, widths: make([]int, len(t.cols)), texts: make([]string, len(t.cols))}
+	for c := range t.cols {
+		if c >= len(cells) {
+			break
+		}
+		m.widths[c] = cells[c].width()
+		if t.cols[c].UniquePrefix {
+			for _, sg := range cells[c] {
+				m.texts[c] += sg.text
+			}
+		}
+	}
+	t.measured[rowKey] = m
+	return m
+}
+
+// fits reports whether any column sizes to its content.
+func (t *table) fits() bool {
+	return slices.ContainsFunc(t.cols, func(c column) bool { return c.Fit || c.UniquePrefix })
+}
+
+// fit measures the rows on screen and lays the columns out again when they
+// need other widths than the last layout gave them.
+func (t *table) fit(src tableSource) {
+	if !t.fits() || t.width == 0 {
+		return
+	}
+	natural := make([]int, len(t.cols))
+	prefix := make([]int, len(t.cols))
+	texts := make([][]string, len(t.cols))
+	end := min(src.rowCount(), t.offset+t.height)
+	for i := t.offset; i < end; i++ {
+		k := src.rowKey(i)
+		m, ok := t.measured[k]
+		if !ok {
+			m = t.measure(src, i, k)
+		}
+		for c := range t.cols {
+			natural[c] = max(natural[c], m.widths[c])
+			if t.cols[c].UniquePrefix {
+				texts[c] = append(texts[c], m.texts[c])
+			}
+		}
+	}
+	for c := range t.cols {
+		if t.cols[c].UniquePrefix && len(texts[c]) > 0 {
+			// The distinct prefix and the ellipsis that says it is one.
+			prefix[c] = min(natural[c], uniquePrefix(texts[c])+1)
+		}
+	}
+	if len(t.measured) > 8*(t.height+1) {
+		clear(t.measured) // bounded: rows long gone do not pile up
+	}
+	fitted := end > t.offset
+	if fitted == t.fitted && slices.Equal(natural, t.natural) && slices.Equal(prefix, t.prefix) {
+		return
+	}
+	t.natural, t.prefix, t.fitted = natural, prefix, fitted
+	t.layout()
+	clear(t.cache)
+}
+
+// uniquePrefix is the shortest length at which the texts' prefixes are all
+// distinct (texts equal in full count once).
+func uniquePrefix(texts []string) int {
+	sorted := slices.Clone(texts)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	n := 1
+	for i := 1; i < len(sorted); i++ {
+		a, b := sorted[i-1], sorted[i]
+		common := 0
+		for common < len(a) && common < len(b) && a[common] == b[common] {
+			common++
+		}
+		n = max(n, common+1)
+	}
+	return n
+}
+
+// prefOf is column i's preferred width: its content's, for a Fit column
+// whose rows have been measured, else its Width.
+func (t *table) prefOf(i int) int {
+	c := t.cols[i]
+	if !c.Fit || !t.fitted {
+		return c.Width
+	}
+	w := max(t.natural[i], ansi.StringWidth(c.Title), t.minOf(i))
+	if c.Max > 0 {
+		w = min(w, max(c.Max, t.minOf(i)))
+	}
+	return w
+}
+
+// minOf is the narrowest column i may become: a UniquePrefix column keeps
+// its texts on screen distinct, and its title; a Fit column needs no more
+// than its content, even below its Min.
+func (t *table) minOf(i int) int {
+	c := t.cols[i]
+	switch {
+	case !t.fitted:
+		return c.minWidth()
+	case c.UniquePrefix && t.prefix[i] > 0:
+		return max(t.prefix[i], ansi.StringWidth(c.Title), min(c.minWidth(), 10))
+	case c.Fit:
+		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(c.Title)))
+	}
+	return c.minWidth()
+}
