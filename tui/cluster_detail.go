@@ -134,9 +134,9 @@ func (d *clusterDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 		switch {
 		case key.Matches(msg, keyClusterJobs):
-			return d.ctx.switchTo(switchMsg{screen: screenJobs, filter: "cluster:" + c.Name, tab: "all"})
+			return d.ctx.switchTo(switchMsg{screen: screenJobs, filter: "cluster:" + c.Name, tab: "all", drill: true})
 		case key.Matches(msg, keyClusterEvents):
-			return d.ctx.switchTo(switchMsg{screen: screenEvents, filter: "cluster:" + c.Name})
+			return d.ctx.switchTo(switchMsg{screen: screenEvents, filter: "cluster:" + c.Name, drill: true})
 		}
 		return clusterAction(d.ctx, c, msg)
 	}

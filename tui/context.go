@@ -119,4 +119,16 @@ type switchMsg struct {
 	screen int
 	filter string
 	tab    string
+	// drill: the switch goes from a record to what belongs to it (a
+	// cluster's jobs or events): esc there comes back, rather than only
+	// clearing the filter the drill set.
+	drill bool
+}
+
+// returnPoint is where esc goes back to after a drill: the screen the drill
+// left, and what it did to the screen it went to.
+type returnPoint struct {
+	from, to   int
+	filter     string // the filter the drill set on to
+	prevFilter string // to's filter before the drill
 }

@@ -76,6 +76,10 @@ type Model struct {
 	events   *eventsView
 	audit    *auditView
 
+	// back holds where esc returns to after drills across screens (a
+	// cluster's detail to its jobs), innermost last.
+	back []returnPoint
+
 	modal       modal
 	cmdline     *cmdline
 	filtering   bool
@@ -492,6 +496,16 @@ func (m *Model) applyFeed(msg feedMsg) tea.Cmd {
 }
 
 func (m *Model) switchTo(msg switchMsg) tea.Cmd {
+	if msg.drill && msg.screen != m.screen {
+		rp := returnPoint{from: m.screen, to: msg.screen, filter: msg.filter}
+		if f, ok := m.stacks[msg.screen][0].(filterable); ok {
+			rp.prevFilter = f.Filter()
+		}
+		m.back = append(m.back, rp)
+		if len(m.back) > 16 {
+			m.back = m.back[1:] // bounded: a long walk forgets its oldest steps
+		}
+	}
 	m.screen = msg.screen
 	var cmds []tea.Cmd
 	if msg.filter != "" || msg.tab != "" {

@@ -65,6 +65,15 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.filterInput.Focus()
 		return nil
 	case key.Matches(msg, k.Back):
+		if n := len(m.back); n > 0 && len(m.stacks[m.screen]) == 1 {
+			rp := m.back[n-1]
+			if f, ok := v.(filterable); ok && rp.to == m.screen && f.Filter() == rp.filter {
+				// Back where the drill came from, the list as it was.
+				m.back = m.back[:n-1]
+				m.screen = rp.from
+				return f.SetFilter(rp.prevFilter)
+			}
+		}
 		if f, ok := v.(filterable); ok && f.Filter() != "" {
 			return f.SetFilter("")
 		}
