@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -235,11 +236,31 @@ func (h *helpModal) Update(msg tea.Msg) (modal, tea.Cmd) {
 func (h *helpModal) View() string {
 	hm := newHelp(h.ctx)
 	width := min(h.ctx.Width-2, 110)
-	hm.SetWidth(width - 4)
-	body := hm.FullHelpView(h.keys.FullHelp()) + "\n\n" +
-		h.ctx.Styles.Section.Render("Everywhere") + "\n" + hm.FullHelpView(h.global) + "\n\n" +
+	body := helpColumns(hm, h.keys.FullHelp(), width-4) + "\n\n" +
+		h.ctx.Styles.Section.Render("Everywhere") + "\n" + helpColumns(hm, h.global, width-4) + "\n\n" +
 		hints(h.ctx, "esc/?", "close")
 	return frame(h.ctx, "Keys: "+h.title, body, width, false)
+}
+
+// helpColumns lays groups of keys out side by side, starting a new row of
+// groups where the next would not fit: every key shows, none hides behind
+// an ellipsis at 80 columns.
+func helpColumns(hm help.Model, groups [][]key.Binding, width int) string {
+	hm.SetWidth(0) // measured whole; the rows are what fits
+	var rows []string
+	var row [][]key.Binding
+	for _, g := range groups {
+		next := append(slices.Clone(row), g)
+		if len(row) > 0 && lipgloss.Width(hm.FullHelpView(next)) > width {
+			rows = append(rows, hm.FullHelpView(row))
+			next = [][]key.Binding{g}
+		}
+		row = next
+	}
+	if len(row) > 0 {
+		rows = append(rows, hm.FullHelpView(row))
+	}
+	return strings.Join(rows, "\n")
 }
 
 func (h *helpModal) KeyMap() help.KeyMap {
