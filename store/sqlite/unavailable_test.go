@@ -114,3 +114,33 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 		t.Fatalf("a write once there is room again: %v", err)
 	}
 }
+
+// TestCallsAfterCloseReturn: a write or probe made after Close is answered as
+// closed, never left waiting. (The queue is buffered and select picks at
+// random, so some of them reach the queue after the writer has stopped.)
+func TestCallsAfterCloseReturn(t *testing.T) {
+	s, err := Open(testCtx, filepath.Join(t.TempDir(), "tether.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			if err := s.CheckWritable(context.Background()); registry.ErrorCode(err) != registry.CodeUnavailable {
+				t.Errorf("CheckWritable #%d after Close: %v, want unavailable", i, err)
+				return
+			}
+			if err := s.AuditAppend(context.Background(), registry.AuditEntry{At: time.Now(), Actor: "admin:t", Action: "late"}); registry.ErrorCode(err) != registry.CodeUnavailable {
+				t.Errorf("write #%d after Close: %v, want unavailable", i, err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a call after Close is still waiting after a minute")
+	}
+}
