@@ -30,9 +30,18 @@ type auditView struct {
 	oldest bool
 	err    error
 	width  int
+	// paused: new entries are not shown but counted; f reads them from the
+	// store when it resumes.
+	paused  bool
+	waiting int
 }
 
-const auditPage = 500
+const (
+	auditPage = 500
+	// auditKeep bounds what the view holds: the oldest go first, and come
+	// back by scrolling (they are in the store).
+	auditKeep = 5000
+)
 
 type auditFilter struct {
 	cluster string
@@ -174,18 +183,25 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 				}
 			}
 			slices.SortFunc(v.all, func(a, b registry.AuditEntry) int { return cmp.Compare(b.ID, a.ID) })
+			v.trim()
 		}
 		v.refilter(sel)
 	case feedMsg:
 		if len(msg.batch.Audit) == 0 {
 			return nil
 		}
+		if v.paused {
+			v.waiting += len(msg.batch.Audit)
+			return nil
+		}
+		sel := v.anchor()
 		fresh := make([]registry.AuditEntry, 0, len(msg.batch.Audit)+len(v.all))
 		for i := len(msg.batch.Audit) - 1; i >= 0; i-- {
 			fresh = append(fresh, msg.batch.Audit[i])
 		}
 		v.all = append(fresh, v.all...)
-		v.rebuild() // keeps the selection on its entry, by id
+		v.trim()
+		v.refilter(sel) // keeps the selection on its entry, by id
 	case themeChangedMsg:
 		v.table.setStyles(v.ctx.Styles)
 	case tea.MouseClickMsg:
@@ -202,8 +218,11 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 		if v.table.navigate(msg, v.ctx.Keys, len(v.rows)) {
 			return v.maybeOlder()
 		}
-		if key.Matches(msg, keyOlder) && !v.oldest && !v.older {
+		if key.Matches(msg, keyOlder) && !v.oldest && !v.older && len(v.all) < auditKeep {
 			return v.load(true)
+		}
+		if key.Matches(msg, v.ctx.Keys.Follow) {
+			return v.togglePause()
 		}
 		if key.Matches(msg, v.ctx.Keys.Enter) {
 			return v.open()
@@ -236,8 +255,38 @@ func (v *auditView) open() tea.Cmd {
 	return v.ctx.showModal(newDocModal(v.ctx, fmt.Sprintf("Audit entry %d", a.ID), b.String()))
 }
 
+// togglePause pauses the live trail, or resumes it: what arrived meanwhile
+// is read from the store (the newest page; past a page of them, the view
+// starts again from the newest).
+func (v *auditView) togglePause() tea.Cmd {
+	v.paused = !v.paused
+	if v.paused {
+		v.waiting = 0
+		return info("paused: new audit entries wait (f resumes)")
+	}
+	n := v.waiting
+	v.waiting = 0
+	if n == 0 {
+		return info("live: new audit entries appear on top")
+	}
+	if n >= auditPage {
+		v.gen++
+		v.all, v.rows, v.loaded, v.older, v.oldest = nil, nil, false, false, false
+		v.table.setCursor(0, 1)
+	}
+	return tea.Batch(info(fmt.Sprintf("live: %s new while paused, read from the store", plural(n, "entry", "entries"))), v.load(false))
+}
+
+// trim keeps the newest auditKeep entries.
+func (v *auditView) trim() {
+	if len(v.all) > auditKeep {
+		v.all = v.all[:auditKeep:auditKeep]
+		v.oldest = false
+	}
+}
+
 func (v *auditView) maybeOlder() tea.Cmd {
-	if v.table.cursor >= len(v.rows)-1 && !v.oldest && !v.older && v.loaded {
+	if v.table.cursor >= len(v.rows)-1 && !v.oldest && !v.older && v.loaded && len(v.all) < auditKeep {
 		return v.load(true)
 	}
 	return nil
@@ -302,6 +351,9 @@ func shortActor(f *fleet, actor string) string {
 func (v *auditView) View() string {
 	st := v.ctx.Styles
 	title := st.Title.Render("Audit trail") + st.Render(themes.Good, "  ● live")
+	if v.paused {
+		title = st.Title.Render("Audit trail") + st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d new (f resumes)", v.waiting))
+	}
 	if v.filter != "" {
 		title += st.Render(themes.Muted, "  /") + st.Render(themes.Accent, v.filter)
 		if v.fl.err != "" {
@@ -352,10 +404,10 @@ func (v *auditView) Actions() []key.Binding { return nil }
 func (v *auditView) KeyMap() help.KeyMap {
 	k := v.ctx.Keys
 	return keyMap{
-		short: []key.Binding{k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
+		short: []key.Binding{k.Follow, k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-			{k.Enter, k.Filter, keyOlder},
+			{k.Follow, k.Enter, k.Filter, keyOlder},
 		},
 	}
 }
