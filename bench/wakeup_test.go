@@ -127,7 +127,7 @@ var addrPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 // process.
 func startServe(b *testing.B, db string) (string, *exec.Cmd) {
 	cmd := exec.Command(tetherBinary(b), "--db", db, "serve", "--listen", "127.0.0.1:0", "--rate", "0", "--log-format", "json",
-		"--max-polls-per-address", "0") // the whole fleet polls from 127.0.0.1
+		"--max-polls-per-address", "0", "--max-conns-per-address", "0") // the whole fleet polls from 127.0.0.1
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -23,6 +23,7 @@ const (
 	CodeSignatureReplayed    registry.Code = "signature_replayed"     // same signature seen inside the window
 	CodeRequestTimeout       registry.Code = "request_timeout"        // the body did not arrive in time
 	CodeTooManyPolls         registry.Code = "too_many_polls"         // a credential or address holds its most long-polls
+	CodeTooManyConnections   registry.Code = "too_many_connections"   // an address holds its most connections
 
 	CodeClientCertificateRequired registry.Code = "client_certificate_required" // the cluster's policy requires mTLS
 )
@@ -69,6 +70,7 @@ var statusOf = map[registry.Code]int{
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	registry.CodeRateLimited: http.StatusTooManyRequests,
 	CodeTooManyPolls:         http.StatusTooManyRequests,
+	CodeTooManyConnections:   http.StatusTooManyRequests,
 
 	registry.CodeInternal:    http.StatusInternalServerError,
 	registry.CodeUnavailable: http.StatusServiceUnavailable,

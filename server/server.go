@@ -73,6 +73,11 @@ type Config struct {
 	// DefaultMaxPollsPerAddress; negative sets no cap.
 	MaxPollsPerCredential int
 	MaxPollsPerAddress    int
+	// MaxConnsPerAddress caps the connections one address (not a trusted
+	// proxy) may have open at once; past it a new connection is answered
+	// 429 too_many_connections and closed. Zero takes
+	// DefaultMaxConnsPerAddress; negative sets no cap.
+	MaxConnsPerAddress int
 }
 
 // Defaults of Config.
@@ -172,6 +177,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if max := s.cfg.MaxConnsPerAddress; max >= 0 {
+		if max == 0 {
+			max = DefaultMaxConnsPerAddress
+		}
+		ln = &connLimit{Listener: ln, max: max, trusted: s.isTrusted, open: map[string]int{}}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -56,6 +56,8 @@ type serveOptions struct {
 	// pollsPerCredential and pollsPerAddress cap the long-polls held at once
 	// (0: the server's default; negative: no cap).
 	pollsPerCredential, pollsPerAddress int
+	// connsPerAddress caps the connections one address may have open.
+	connsPerAddress int
 	// visibility is the registry's visibility window (negative: off).
 	visibility time.Duration
 	// retention of finished jobs (overall and per state) and of the audit
@@ -120,10 +122,10 @@ certificate that does not load is logged and the previous one kept.
 			if rate == 0 {
 				opts.rate = -1 // the flag's 0 means "no limit"; serveOptions' 0 means "default"
 			}
-			for _, n := range []*int{&opts.pollsPerCredential, &opts.pollsPerAddress} {
+			for _, n := range []*int{&opts.pollsPerCredential, &opts.pollsPerAddress, &opts.connsPerAddress} {
 				switch {
 				case *n < 0:
-					return usagef("--max-polls-per-credential and --max-polls-per-address must not be negative (0: no cap)")
+					return usagef("--max-polls-per-credential, --max-polls-per-address and --max-conns-per-address must not be negative (0: no cap)")
 				case *n == 0:
 					*n = -1 // as for --rate: the flag's 0 is "no cap"
 				}
@@ -173,6 +175,7 @@ certificate that does not load is logged and the previous one kept.
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
 	f.IntVar(&opts.pollsPerAddress, "max-polls-per-address", server.DefaultMaxPollsPerAddress, "long-polls one client address may hold at once, all credentials together; raise it for a fleet behind one NAT (0: no cap)")
+	f.IntVar(&opts.connsPerAddress, "max-conns-per-address", server.DefaultMaxConnsPerAddress, "connections one client address (not a --trusted-proxies one) may have open at once; more are answered 429 too_many_connections and closed (0: no cap)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
@@ -258,7 +261,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 
 	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
 		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay, BodyTimeout: opts.bodyTimeout,
-		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress})
+		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress, MaxConnsPerAddress: opts.connsPerAddress})
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
 	if certs != nil {

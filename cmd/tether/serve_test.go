@@ -257,7 +257,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml"`},
 		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"serve", "--rate", "-1"}, "must not be negative"},
-		{[]string{"serve", "--max-polls-per-credential", "-1"}, "--max-polls-per-credential and --max-polls-per-address must not be negative"},
+		{[]string{"serve", "--max-polls-per-credential", "-1"}, "--max-polls-per-credential, --max-polls-per-address and --max-conns-per-address must not be negative"},
 		{[]string{"serve", "extra"}, "unknown command"},
 	} {
 		wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
