@@ -87,6 +87,7 @@ func (s *Server) adminRoutes() []*route {
 		read("/stats", s.adminStats),
 		read("/whoami", s.adminWhoami),
 		read("/watch", s.adminWatch),
+		read("/openapi.json", s.adminOpenAPI),
 
 		read("/webhooks", s.adminListWebhooks),
 		write(http.MethodPost, "/webhooks", s.adminCreateWebhook),

@@ -1,0 +1,35 @@
+package server
+
+import "sort"
+
+// Endpoints lists every route the server has as "METHOD PATTERN", with the
+// agent API's per-job routes under /api/agent/jobs/{id}/ACTION: what the
+// OpenAPI document must list, no more and no less.
+func (s *Server) Endpoints() []string {
+	var out []string
+	add := func(rts []*route) {
+		for _, rt := range rts {
+			out = append(out, rt.method+" "+rt.pattern)
+		}
+	}
+	for _, rts := range s.routes {
+		add(rts)
+	}
+	for _, rts := range s.jobs {
+		add(rts)
+	}
+	for _, ar := range s.admin {
+		add(ar.routes)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrorCodes lists every code the status table maps, with its status.
+func ErrorCodes() map[string]int {
+	out := map[string]int{}
+	for code, status := range statusOf {
+		out[string(code)] = status
+	}
+	return out
+}
