@@ -45,6 +45,31 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 		"/stats", "/whoami", "/clusters/prod/credentials", "/registration-tokens", "/admin-tokens", "/queues", "/clusters/prod/queue"} {
 		e.api("GET", path, root, nil).want(t, 200)
 	}
+	patched := e.api("PATCH", "/clusters/prod", root, map[string]any{"labels": map[string]string{"env": "prod", "tier": "1"}},
+		withHeader("If-Match", e.api("GET", "/clusters/prod", root, nil).header.Get("ETag")))
+	patched.want(t, 200)
+	for _, action := range []string{"pause", "resume", "disable", "enable"} {
+		e.api("POST", "/clusters/prod/"+action, root, map[string]any{"reason": "test"}).want(t, 200)
+	}
+	e.api("POST", "/clusters/prod/registration-tokens", root, map[string]any{"ttl": "1h"}).want(t, 201)
+	e.api("GET", "/clusters/prod/registration-tokens", root, nil).want(t, 200)
+	queued := decodeAs[registry.Job](t, e.api("POST", "/jobs", root, map[string]any{"cluster": "prod", "kind": "apply",
+		"payload": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm2", "namespace": "default"}}}))
+	e.api("POST", "/jobs/"+queued.ID+"/cancel", root, nil).want(t, 200)
+	e.api("POST", "/jobs/"+queued.ID+"/retry", root, nil).want(t, 201)
+	e.api("DELETE", "/jobs/"+queued.ID, root, nil).want(t, 200)
+	e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://hooks.example.com/t", "events": []string{"job.finished"}}).want(t, 201)
+	e.api("GET", "/webhooks", root, nil).want(t, 200)
+	e.api("GET", "/webhooks/hook/deliveries", root, nil).want(t, 200)
+	e.api("DELETE", "/webhooks/hook", root, nil).want(t, 200)
+	e.api("POST", "/admin-tokens", root, map[string]any{"name": "ci", "role": "operator"}).want(t, 201)
+	e.api("DELETE", "/admin-tokens/ci", root, nil).want(t, 200)
+	e.api("GET", "/openapi.json", root, nil).want(t, 200)
+	e.api("POST", "/rollouts", root, map[string]any{"name": "r1", "selector": "env=prod", "kind": "apply", "dryRun": true,
+		"payload": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm3", "namespace": "default"}}}).want(t, 200)
+	e.api("GET", "/rollouts", root, nil).want(t, 200)
+	e.api("POST", "/clusters/prod/credentials/rotate", root, nil).want(t, 200)
+	e.api("POST", "/clusters/prod/credentials/revoke", root, nil).want(t, 200)
 	wantAPIError(t, e.api("GET", "/clusters/nope", root, nil), 404, "not_found")
 	wantAPIError(t, e.api("GET", "/clusters", "", nil, invalidRequest()), 401, "unauthorized")
 	vt.check(t)
