@@ -70,6 +70,17 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	e.api("GET", "/rollouts", root, nil).want(t, 200)
 	e.api("POST", "/clusters/prod/credentials/rotate", root, nil).want(t, 200)
 	e.api("POST", "/clusters/prod/credentials/revoke", root, nil).want(t, 200)
+	ro := e.api("POST", "/rollouts", root, map[string]any{"name": "r2", "selector": "env=prod", "kind": "apply",
+		"payload": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm4", "namespace": "default"}}})
+	ro.want(t, 201)
+	e.api("GET", "/rollouts/r2", root, nil).want(t, 200)
+	for _, action := range []string{"pause", "resume", "abort"} {
+		e.api("POST", "/rollouts/r2/"+action, root, nil).want(t, 200)
+	}
+	w := e.watch(t, root, "?kinds=clusters,jobs", "")
+	w.untilSnapshotEnd(t)
+	w.cancel()
+	e.do("GET", "/metrics").want(t, 200)
 	wantAPIError(t, e.api("GET", "/clusters/nope", root, nil), 404, "not_found")
 	wantAPIError(t, e.api("GET", "/clusters", "", nil, invalidRequest()), 401, "unauthorized")
 	vt.check(t)
