@@ -100,7 +100,7 @@ type auditMsg struct {
 
 func newAuditView(ctx *Context) *auditView {
 	v := &auditView{ctx: ctx}
-	v.table = newTable([]column{
+	v.table = ctx.table([]column{
 		{Title: "TIME", Width: 20},
 		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1, Fit: true},
 		{Title: "ACTION", Width: 20, Min: 12},
@@ -108,7 +108,6 @@ func newAuditView(ctx *Context) *auditView {
 		{Title: "TARGET", Width: 29, Min: 12, Drop: 2, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "REASON", Width: 20, Min: 12, Flex: 3},
 	})
-	v.table.setStyles(ctx.Styles)
 	return v
 }
 

@@ -35,7 +35,7 @@ var clusterSorts = []string{"name", "state", "heartbeat", "queued", "oldest queu
 
 func newClustersView(ctx *Context) *clustersView {
 	v := &clustersView{ctx: ctx, built: -1}
-	v.table = newTable([]column{
+	v.table = ctx.table([]column{
 		{Title: "NAME", Width: 20, Min: 12, Flex: 2, Fit: true},
 		{Title: "ID", Width: 29, Drop: 3, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "ORG", Width: 12, Min: 6, Flex: 1, Drop: 4, Fit: true},
@@ -48,7 +48,6 @@ func newClustersView(ctx *Context) *clustersView {
 		{Title: "CREDENTIAL", Width: 11},
 		{Title: "WRITES", Width: 8, Drop: 2},
 	})
-	v.table.setStyles(ctx.Styles)
 	return v
 }
 

@@ -22,6 +22,9 @@ type Context struct {
 	Backend       Backend
 	Fleet         *fleet
 	Opts          *Options
+	// Wide is the wide layout (w): every list's columns at their content's
+	// width, cut only at the terminal's edge.
+	Wide bool
 
 	// pending are requests to the root (show a modal, open a detail, switch
 	// screens) made while a message is handled; the root carries them out
@@ -131,4 +134,13 @@ type returnPoint struct {
 	from, to   int
 	filter     string // the filter the drill set on to
 	prevFilter string // to's filter before the drill
+}
+
+// table returns a table styled for the console that follows the wide
+// layout toggle.
+func (c *Context) table(cols []column) *table {
+	t := newTable(cols)
+	t.wide = &c.Wide
+	t.setStyles(c.Styles)
+	return t
 }

@@ -125,14 +125,13 @@ var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older")
 
 func newEventsView(ctx *Context) *eventsView {
 	v := &eventsView{ctx: ctx, follow: true}
-	v.table = newTable([]column{
+	v.table = ctx.table([]column{
 		{Title: "TIME", Width: 8},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 19, Min: 10},
 		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true},
 		{Title: "DETAIL", Width: 30, Min: 16, Flex: 3},
 	})
-	v.table.setStyles(ctx.Styles)
 	return v
 }
 

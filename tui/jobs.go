@@ -154,7 +154,7 @@ type jobsFilterMsg struct {
 
 func newJobsView(ctx *Context) *jobsView {
 	v := &jobsView{ctx: ctx, marks: map[string]registry.Job{}, stuck: -1}
-	v.tables[0] = newTable([]column{
+	v.tables[0] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
@@ -165,7 +165,7 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 3},
 		{Title: "AGE", Width: 4, Right: true, Drop: 2},
 	})
-	v.tables[1] = newTable([]column{
+	v.tables[1] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
@@ -176,7 +176,6 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "WHY", Width: 24, Min: 16, Flex: 2},
 	})
 	for _, t := range v.tables {
-		t.setStyles(ctx.Styles)
 		t.marks = true
 	}
 	for i := range v.queryCounts {

@@ -6,8 +6,8 @@ import "charm.land/bubbles/v2/key"
 // KeyMap picks the ones it handles, so `?` always shows what works where.
 type Keys struct {
 	// Global.
-	Quit, Command, Filter, Help, Back, NextView, PrevView key.Binding
-	Views                                                 [5]key.Binding
+	Quit, Command, Filter, Help, Back, NextView, PrevView, Wide key.Binding
+	Views                                                       [5]key.Binding
 
 	// Navigation.
 	Up, Down, Top, Bottom, PageUp, PageDown, Enter, Left, Right key.Binding
@@ -36,6 +36,7 @@ func DefaultKeys() *Keys {
 		Back:     b("esc", "back", "esc"),
 		NextView: b("tab", "next view", "tab"),
 		PrevView: b("shift+tab", "previous view", "shift+tab"),
+		Wide:     b("w", "wide", "w"),
 
 		Up:       b("↑/k", "up", "up", "k"),
 		Down:     b("↓/j", "down", "down", "j"),

@@ -81,6 +81,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.stacks[m.screen] = s[:len(s)-1]
 		}
 		return nil
+	case key.Matches(msg, k.Wide):
+		return m.toggleWide()
 	case key.Matches(msg, k.NextView):
 		m.screen = (m.screen + 1) % numScreens
 		return nil
@@ -95,6 +97,27 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return v.Update(msg)
+}
+
+// toggleWide switches every list between columns fitted to the screen and
+// columns at their content's width (cut at the terminal's edge).
+func (m *Model) toggleWide() tea.Cmd {
+	m.ctx.Wide = !m.ctx.Wide
+	m.wideHelp()
+	m.layout()
+	if m.ctx.Wide {
+		return info("wide layout: columns at their full width, cut at the screen's edge (w fits them again)")
+	}
+	return info("columns fit the screen again (w for the wide layout)")
+}
+
+// wideHelp names what w does next.
+func (m *Model) wideHelp() {
+	if m.ctx.Wide {
+		m.ctx.Keys.Wide.SetHelp("w", "fit columns")
+	} else {
+		m.ctx.Keys.Wide.SetHelp("w", "wide")
+	}
 }
 
 func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
@@ -123,7 +146,7 @@ func (m *Model) helpModal() modal {
 	global := [][]key.Binding{
 		{k.Views[0], k.Views[1], k.Views[2], k.Views[3], k.Views[4]},
 		{k.NextView, k.PrevView, k.Command, k.Filter},
-		{k.Back, k.Help, k.Quit},
+		{k.Back, k.Wide, k.Help, k.Quit},
 	}
 	return &helpModal{ctx: m.ctx, title: m.top().Title(), keys: m.top().KeyMap(), global: global}
 }

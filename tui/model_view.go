@@ -117,6 +117,9 @@ func (m *Model) header() string {
 	if m.ctx.ReadOnly {
 		items = append(items, item{st.Badge.Render(" READ-ONLY "), 6})
 	}
+	if m.ctx.Wide {
+		items = append(items, item{st.Render(themes.Accent, "⇔ wide"), 5})
+	}
 	items = append(items, item{st.Render(themes.Muted, clock(now)+"Z"), 2})
 	var right []string
 	w := m.ctx.Width
@@ -190,8 +193,32 @@ func (m *Model) helpLine() string {
 		km = keyMap{short: []key.Binding{keyConfirm, keyCancel}}
 	default:
 		km = m.top().KeyMap()
+		switch m.top().(type) {
+		case *clustersView, *jobsView, *eventsView, *auditView, *rolloutsView, *rolloutDetail:
+			km = withWide(km, m.ctx.Keys)
+		}
 	}
 	h := newHelp(m.ctx)
 	h.SetWidth(m.ctx.Width - 1)
 	return " " + h.ShortHelpView(km.ShortHelp())
+}
+
+// withWide adds the wide-layout toggle (w) to a list's short help, before
+// its help key: every list has it.
+func withWide(km help.KeyMap, k *Keys) help.KeyMap {
+	short := km.ShortHelp()
+	at := -1
+	for i, b := range short {
+		if b.Help().Key == k.Help.Help().Key {
+			at = i
+		}
+		if b.Help().Key == k.Wide.Help().Key {
+			return km
+		}
+	}
+	if at < 0 {
+		return km // not a list (a form, a modal)
+	}
+	out := append(append(append([]key.Binding{}, short[:at]...), k.Wide), short[at:]...)
+	return keyMap{short: out, full: km.FullHelp()}
 }

@@ -50,7 +50,7 @@ type rolloutsView struct {
 
 func newRolloutsView(ctx *Context) *rolloutsView {
 	v := &rolloutsView{ctx: ctx}
-	v.table = newTable([]column{
+	v.table = ctx.table([]column{
 		{Title: "NAME", Width: 20, Min: 10, Flex: 2},
 		{Title: "STATE", Width: 10},
 		{Title: "PROGRESS", Width: 22, Min: 12, Drop: 3},
@@ -60,7 +60,6 @@ func newRolloutsView(ctx *Context) *rolloutsView {
 		{Title: "SELECTOR", Width: 24, Min: 10, Flex: 1, Drop: 1},
 		{Title: "AGE", Width: 8, Right: true, Drop: 4},
 	})
-	v.table.setStyles(ctx.Styles)
 	return v
 }
 
@@ -247,7 +246,7 @@ type rolloutDetail struct {
 
 func newRolloutDetail(ctx *Context, id, name string) *rolloutDetail {
 	d := &rolloutDetail{ctx: ctx, id: id, name: name}
-	d.table = newTable([]column{
+	d.table = ctx.table([]column{
 		{Title: "#", Width: 4, Right: true},
 		{Title: "CLUSTER", Width: 18, Min: 10, Flex: 1},
 		{Title: "STATE", Width: 10},
@@ -257,7 +256,6 @@ func newRolloutDetail(ctx *Context, id, name string) *rolloutDetail {
 		{Title: "TOOK", Width: 6, Right: true, Drop: 1},
 		{Title: "REASON", Width: 30, Min: 12, Flex: 3},
 	})
-	d.table.setStyles(ctx.Styles)
 	return d
 }
 

@@ -87,10 +87,42 @@ type table struct {
 	noFocus  bool // the cursor is not shown (e.g. a paused tail)
 	// marks reserves two cells before the first column for a row's mark.
 	marks bool
+	// wide points at the console's wide-layout toggle (w): every column at
+	// its content's width, none hidden or shrunk, lines cut only at the
+	// terminal's edge. laidWide is what the last layout assumed.
+	wide     *bool
+	laidWide bool
+	// sortCol is the column whose header carries the sort arrow (-1:
+	// none); sortDesc points it down.
+	sortCol  int
+	sortDesc bool
 }
 
 func newTable(cols []column) *table {
-	return &table{cols: cols, cache: map[string]string{}, measured: map[string]measuredRow{}}
+	return &table{cols: cols, cache: map[string]string{}, measured: map[string]measuredRow{}, sortCol: -1}
+}
+
+// titleOf is column i's title as drawn: with the sort arrow when the rows
+// are sorted by it.
+func (t *table) titleOf(i int) string {
+	if i != t.sortCol {
+		return t.cols[i].Title
+	}
+	if t.sortDesc {
+		return t.cols[i].Title + "▼"
+	}
+	return t.cols[i].Title + "▲"
+}
+
+// setSort shows the arrow in column col's header (-1: none); desc points
+// it down.
+func (t *table) setSort(col int, desc bool) {
+	if col == t.sortCol && desc == t.sortDesc {
+		return
+	}
+	t.sortCol, t.sortDesc = col, desc
+	t.layout()
+	clear(t.cache)
 }
 
 func (t *table) setStyles(s *themes.Styles) {
@@ -101,19 +133,26 @@ func (t *table) setStyles(s *themes.Styles) {
 // setSize sets the table's area: width cells, height lines including the
 // header.
 func (t *table) setSize(width, height int) {
-	if width != t.width {
+	if width != t.width || t.isWide() != t.laidWide {
 		clear(t.cache)
 	}
+	t.laidWide = t.isWide()
 	t.width, t.height = width, max(1, height-1)
 	t.layout()
 	t.clampOffset()
 }
+
+func (t *table) isWide() bool { return t.wide != nil && *t.wide }
 
 // layout computes the column widths for the table's width.
 func (t *table) layout() {
 	width := t.width
 	if t.marks {
 		width -= 2
+	}
+	if t.isWide() {
+		t.layoutWide(width)
+		return
 	}
 	n := len(t.cols)
 	t.widths = make([]int, n)
@@ -195,6 +234,47 @@ func (t *table) layout() {
 	}
 }
 
+// layoutWide gives every column the width of its content (or its title),
+// hiding and shrinking none: what passes the terminal's edge is cut there.
+// Room left over goes to the flexible columns, as in the fitted layout.
+func (t *table) layoutWide(width int) {
+	t.widths = make([]int, len(t.cols))
+	used, flex := -1, 0
+	for i, c := range t.cols {
+		w := max(ansi.StringWidth(t.titleOf(i)), c.minWidth())
+		if t.fitted {
+			w = max(ansi.StringWidth(t.titleOf(i)), t.natural[i])
+		}
+		t.widths[i] = max(1, w)
+		used += t.widths[i] + 1
+		flex += c.Flex
+	}
+	if left := width - used; left > 0 && flex > 0 {
+		for i, c := range t.cols {
+			if c.Flex > 0 {
+				add := left * c.Flex / flex
+				t.widths[i] += add
+				used += add
+			}
+		}
+		for i, c := range t.cols { // rounding
+			if c.Flex > 0 && used < width {
+				t.widths[i] += width - used
+				used = width
+			}
+		}
+	}
+}
+
+// edge cuts a line that runs past the table's width (the wide layout),
+// marking the cut.
+func (t *table) edge(line string) string {
+	if ansi.StringWidth(line) <= t.width {
+		return line
+	}
+	return ansi.Truncate(line, t.width-1, "") + t.styles.Render(themes.Muted, "›")
+}
+
 func (c column) minWidth() int {
 	if c.Min > 0 {
 		return c.Min
@@ -255,12 +335,12 @@ func (t *table) header() string {
 		}
 		first = false
 		if c.Right {
-			b.WriteString(st.Render(padLeft(c.Title, w)))
+			b.WriteString(st.Render(padLeft(t.titleOf(i), w)))
 		} else {
-			b.WriteString(st.Render(pad(c.Title, w)))
+			b.WriteString(st.Render(pad(t.titleOf(i), w)))
 		}
 	}
-	return pad(b.String(), t.width)
+	return pad(t.edge(b.String()), t.width)
 }
 
 // view renders the header and the visible rows of src; empty is shown when
@@ -336,7 +416,7 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 	if used < t.width {
 		b.WriteString(space.Render(strings.Repeat(" ", t.width-used)))
 	}
-	return b.String()
+	return t.edge(b.String())
 }
 
 func (t *table) renderCell(c cell, w int, right, selected bool) string {

@@ -44,7 +44,7 @@ func (t *table) measure(src tableSource, i int, rowKey string) measuredRow {
 
 // fits reports whether any column sizes to its content.
 func (t *table) fits() bool {
-	return slices.ContainsFunc(t.cols, func(c column) bool { return c.Fit || c.UniquePrefix })
+	return t.isWide() || slices.ContainsFunc(t.cols, func(c column) bool { return c.Fit || c.UniquePrefix })
 }
 
 // fit measures the rows on screen and lays the columns out again when they
@@ -111,9 +111,9 @@ func uniquePrefix(texts []string) int {
 func (t *table) prefOf(i int) int {
 	c := t.cols[i]
 	if !c.Fit || !t.fitted {
-		return c.Width
+		return max(c.Width, ansi.StringWidth(t.titleOf(i)))
 	}
-	w := max(t.natural[i], ansi.StringWidth(c.Title), t.minOf(i))
+	w := max(t.natural[i], ansi.StringWidth(t.titleOf(i)), t.minOf(i))
 	if c.Max > 0 {
 		w = min(w, max(c.Max, t.minOf(i)))
 	}
@@ -129,9 +129,9 @@ func (t *table) minOf(i int) int {
 	case !t.fitted:
 		return c.minWidth()
 	case c.UniquePrefix && t.prefix[i] > 0:
-		return max(t.prefix[i], ansi.StringWidth(c.Title), min(c.minWidth(), 10))
+		return max(t.prefix[i], ansi.StringWidth(t.titleOf(i)), min(c.minWidth(), 10))
 	case c.Fit:
-		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(c.Title)))
+		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i))))
 	}
 	return c.minWidth()
 }
