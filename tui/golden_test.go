@@ -387,19 +387,19 @@ func TestGolden(t *testing.T) {
 	t.Run("wide_jobs", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{start: "jobs"})
 		h.keys("w")
-		h.waitIdle(func(m *Model) bool { return m.ctx.Wide })
+		h.waitIdle(func(m *Model) bool { return m.ctx.Wide && m.status != "" })
 		h.golden()
 	})
 	t.Run("narrow_wide_jobs", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "jobs"})
 		h.keys("w")
-		h.waitIdle(func(m *Model) bool { return m.ctx.Wide })
+		h.waitIdle(func(m *Model) bool { return m.ctx.Wide && m.status != "" })
 		h.golden()
 	})
 	t.Run("narrow_wide_clusters", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("w")
-		h.waitIdle(func(m *Model) bool { return m.ctx.Wide })
+		h.waitIdle(func(m *Model) bool { return m.ctx.Wide && m.status != "" })
 		h.golden()
 	})
 	t.Run("narrow_token_modal", func(t *testing.T) {
