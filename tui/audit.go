@@ -223,6 +223,9 @@ func (v *auditView) Update(msg tea.Msg) tea.Cmd {
 		if key.Matches(msg, v.ctx.Keys.Follow) {
 			return v.togglePause()
 		}
+		if isSortKey(msg, v.ctx.Keys) {
+			return info(tailOrder("the audit trail is"))
+		}
 		if key.Matches(msg, v.ctx.Keys.Enter) {
 			return v.open()
 		}

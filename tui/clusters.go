@@ -31,7 +31,53 @@ type clustersView struct {
 	height  int
 }
 
-var clusterSorts = []string{"name", "state", "heartbeat", "queued", "oldest queued", "credential expiry"}
+// clusterSort orders the clusters by one column: cmp compares what the
+// column shows, smallest first; desc is the direction s picks first (the
+// most queued, the oldest wait, the longest silence on top).
+type clusterSort struct {
+	name string
+	col  int
+	desc bool
+	cmp  func(ctx *Context, a, b *registry.Cluster) int
+}
+
+// clusterSortBy is every column of the clusters view, in column order.
+var clusterSortBy = []clusterSort{
+	{"name", 0, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(a.Name, b.Name) }},
+	{"id", 1, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(a.ID, b.ID) }},
+	{"organization", 2, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(a.Organization, b.Organization) }},
+	{"mode", 3, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(string(a.Mode), string(b.Mode)) }},
+	{"state", 4, false, func(ctx *Context, a, b *registry.Cluster) int {
+		return cmp.Compare(clusterHealth(a, ctx.Now), clusterHealth(b, ctx.Now))
+	}},
+	{"heartbeat", 5, true, func(_ *Context, a, b *registry.Cluster) int { return lastSeen(b).Compare(lastSeen(a)) }},
+	{"queued", 6, true, func(ctx *Context, a, b *registry.Cluster) int {
+		return cmp.Compare(ctx.Fleet.count(a.ID, registry.JobQueued), ctx.Fleet.count(b.ID, registry.JobQueued))
+	}},
+	{"in flight", 7, true, func(ctx *Context, a, b *registry.Cluster) int {
+		return cmp.Compare(ctx.Fleet.count(a.ID, registry.JobInProgress), ctx.Fleet.count(b.ID, registry.JobInProgress))
+	}},
+	{"oldest queued", 8, true, func(ctx *Context, a, b *registry.Cluster) int {
+		return cmp.Compare(oldestAge(ctx.Fleet.queue(a.ID)), oldestAge(ctx.Fleet.queue(b.ID)))
+	}},
+	{"credential expiry", 9, false, func(ctx *Context, a, b *registry.Cluster) int {
+		return credentialExpiry(ctx.Fleet, a, ctx.Now).Compare(credentialExpiry(ctx.Fleet, b, ctx.Now))
+	}},
+	{"writes", 10, false, func(ctx *Context, a, b *registry.Cluster) int {
+		_, wa := credentialCells(ctx.Fleet, a, ctx.Now)
+		_, wb := credentialCells(ctx.Fleet, b, ctx.Now)
+		return strings.Compare(wa.text(), wb.text())
+	}},
+}
+
+// clusterSorts names the sorts, in the order s cycles through them.
+var clusterSorts = func() []string {
+	out := make([]string, len(clusterSortBy))
+	for i, s := range clusterSortBy {
+		out[i] = s.name
+	}
+	return out
+}()
 
 func newClustersView(ctx *Context) *clustersView {
 	v := &clustersView{ctx: ctx, built: -1}
@@ -80,28 +126,16 @@ func (v *clustersView) rebuild() {
 		}
 		v.rows = append(v.rows, c)
 	}
-	by := func(a, b *registry.Cluster) int {
-		switch clusterSorts[v.sortBy] {
-		case "state":
-			return cmp.Compare(clusterHealth(a, now), clusterHealth(b, now))
-		case "heartbeat":
-			return lastSeen(a).Compare(lastSeen(b))
-		case "queued":
-			return cmp.Compare(f.count(b.ID, registry.JobQueued), f.count(a.ID, registry.JobQueued))
-		case "oldest queued":
-			return cmp.Compare(oldestAge(f.queue(b.ID)), oldestAge(f.queue(a.ID)))
-		case "credential expiry":
-			return credentialExpiry(f, a, now).Compare(credentialExpiry(f, b, now))
-		}
-		return 0
-	}
+	srt := clusterSortBy[v.sortBy]
+	desc := srt.desc != v.reverse
 	slices.SortStableFunc(v.rows, func(a, b *registry.Cluster) int {
-		r := by(a, b)
-		if v.reverse {
+		r := srt.cmp(v.ctx, a, b)
+		if desc {
 			r = -r
 		}
 		return r
 	})
+	v.table.setSort(srt.col, desc)
 	sel.restore(v.table, len(v.rows), id)
 }
 
@@ -243,7 +277,7 @@ func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
 	v.rebuild()
 	switch msg := msg.(type) {
 	case tickMsg:
-		if clusterSorts[v.sortBy] == "state" {
+		if n := clusterSorts[v.sortBy]; n == "state" || n == "credential expiry" || n == "writes" {
 			v.built = -1 // silence depends on the time
 		}
 	case tea.MouseClickMsg:
@@ -263,10 +297,15 @@ func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
 		switch {
 		case key.Matches(msg, k.Enter):
 			return v.open()
-		case key.Matches(msg, k.Sort):
-			v.sortBy = (v.sortBy + 1) % len(clusterSorts)
+		case key.Matches(msg, k.Sort), key.Matches(msg, k.SortPrev):
+			step := 1
+			if key.Matches(msg, k.SortPrev) {
+				step = len(clusterSorts) - 1
+			}
+			v.sortBy = (v.sortBy + step) % len(clusterSorts)
+			v.reverse = false
 			v.built = -1
-			return info("clusters sorted by " + clusterSorts[v.sortBy])
+			return info("clusters sorted by " + clusterSorts[v.sortBy] + " (S reverses)")
 		case key.Matches(msg, k.SortReverse):
 			v.reverse = !v.reverse
 			v.built = -1
@@ -300,11 +339,7 @@ func (v *clustersView) View() string {
 	if v.filter != "" {
 		title += st.Render(themes.Muted, fmt.Sprintf("  %d match /", len(v.rows))) + st.Render(themes.Accent, v.filter)
 	}
-	dir := "↑"
-	if v.reverse {
-		dir = "↓"
-	}
-	title += st.Render(themes.Muted, "  sorted by "+clusterSorts[v.sortBy]+" "+dir)
+	title += st.Render(themes.Muted, "  sorted by "+clusterSorts[v.sortBy])
 	empty := "no clusters yet: press n to create one"
 	switch {
 	case !f.loaded:
@@ -341,7 +376,7 @@ func (v *clustersView) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Enter, k.NewCluster, k.IssueToken, k.Edit, k.Toggle, k.Filter, k.Sort, k.Command, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-			{k.Enter, k.Filter, k.Sort, k.SortReverse},
+			{k.Enter, k.Filter, k.Sort, k.SortPrev, k.SortReverse},
 			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
 			{k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
 		},

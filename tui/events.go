@@ -282,6 +282,8 @@ func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
 				return info("following: new events appear on top")
 			}
 			return info("paused: new events wait (f resumes)")
+		case isSortKey(msg, k):
+			return info(tailOrder("the events tail is"))
 		case key.Matches(msg, keyOlder):
 			if !v.oldest && !v.older {
 				return v.load(true)

@@ -402,6 +402,30 @@ func TestGolden(t *testing.T) {
 		h.waitIdle(func(m *Model) bool { return m.ctx.Wide && m.status != "" })
 		h.golden()
 	})
+	t.Run("clusters_sorted", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{start: "clusters"})
+		h.keys("s", "s", "s", "s", "s", "s", "S") // queued, the fewest first
+		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 6 && m.clusters.reverse && m.status != "" })
+		h.golden()
+	})
+	t.Run("narrow_clusters_sorted", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
+		h.keys("<", "<", "<") // oldest queued
+		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 8 && m.status != "" })
+		h.golden()
+	})
+	t.Run("jobs_oldest_first", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{start: "jobs"})
+		h.keys("l", "l", "l", "l", "S")
+		h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabAll && m.jobs.oldest && m.jobs.loaded && m.status != "" })
+		h.golden()
+	})
+	t.Run("narrow_jobs_sort_refused", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "jobs"})
+		h.keys("s")
+		h.waitIdle(func(m *Model) bool { return m.status != "" })
+		h.golden()
+	})
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

@@ -123,6 +123,9 @@ type jobsView struct {
 	marks map[string]registry.Job
 	width int
 	hgt   int
+	// oldest lists the oldest jobs first (S): the store orders jobs by when
+	// they were submitted, and only by that, over any number of them.
+	oldest bool
 }
 
 type jobsPageMsg struct {
@@ -181,7 +184,17 @@ func newJobsView(ctx *Context) *jobsView {
 	for i := range v.queryCounts {
 		v.queryCounts[i] = -1
 	}
+	v.showSort()
 	return v
+}
+
+// jobsAgeCol is the AGE column of the state tabs, where the order's arrow
+// shows: the newest first is the youngest AGE first (▲).
+const jobsAgeCol = 8
+
+// showSort puts the order's arrow in the header.
+func (v *jobsView) showSort() {
+	v.tables[0].setSort(jobsAgeCol, v.oldest)
 }
 
 func (v *jobsView) table() *table {
@@ -216,7 +229,7 @@ func (v *jobsView) Init() tea.Cmd {
 
 // base is the filter as registry params.
 func (v *jobsView) base() registry.JobListParams {
-	return registry.JobListParams{ClusterIDs: v.fl.clusters, Kind: v.fl.kind, Search: v.fl.search}
+	return registry.JobListParams{ClusterIDs: v.fl.clusters, Kind: v.fl.kind, Search: v.fl.search, OldestFirst: v.oldest}
 }
 
 // total is the number of rows of the current tab, or -1 when unknown.
@@ -380,6 +393,15 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		return v.setTab(v.tab + 1)
 	case key.Matches(msg, k.Enter):
 		return v.open()
+	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortPrev):
+		return info("jobs sort only by AGE, the order the store pages them in: S reverses it")
+	case key.Matches(msg, k.SortReverse):
+		v.oldest = !v.oldest
+		v.showSort()
+		if v.oldest {
+			return tea.Batch(v.requery(), info("jobs: the oldest first (S for the newest first)"))
+		}
+		return tea.Batch(v.requery(), info("jobs: the newest first (S for the oldest first)"))
 	case key.Matches(msg, k.CopyID):
 		if j := v.selected(); j != nil {
 			return tea.Batch(tea.SetClipboard(j.ID), info("copied "+j.ID+" to the clipboard (OSC 52)"))
@@ -480,6 +502,9 @@ func (v *jobsView) View() string {
 	if n := len(v.marks); n > 0 {
 		title += st.Render(themes.Marked, fmt.Sprintf("  ● %s marked (R/C/D act on them, u clears)", plural(n, "job", "jobs")))
 	}
+	if v.oldest {
+		title += st.Render(themes.Muted, "  oldest first")
+	}
 	if v.loading && v.loaded {
 		title += st.Render(themes.Muted, "  updating…")
 	}
@@ -565,7 +590,7 @@ func (v *jobsView) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Enter, k.Left, k.Right, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Mark, k.Filter, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-			{k.Left, k.Right, k.Enter, k.Filter},
+			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse},
 			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID},
 			{k.Mark, k.ClearMarks},
 		},

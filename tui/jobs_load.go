@@ -98,7 +98,7 @@ func readJobsPage(ctx context.Context, b Backend, p registry.JobListParams, tota
 	if end := min(total, start+limit); !reverse || end <= start {
 		reverse = false // past the total the counters know: from the top
 	} else {
-		p.OldestFirst, p.Offset, p.Limit = true, total-end, end-start
+		p.OldestFirst, p.Offset, p.Limit = !p.OldestFirst, total-end, end-start
 	}
 	jobs, err := b.ListJobs(ctx, p)
 	if reverse {
@@ -107,17 +107,17 @@ func readJobsPage(ctx context.Context, b Backend, p registry.JobListParams, tota
 	return jobs, err
 }
 
-// jobPosition is the row of the job at pin in p's list (newest first): the
+// jobPosition is the row of the job at pin in p's list (in p's order): the
 // jobs listed before it, counted from the end the pages are read from (the
 // far one when reverse). A job that has left the list gets the row of its
 // nearest neighbour.
 func jobPosition(ctx context.Context, b Backend, p registry.JobListParams, pin registry.JobCursor, total int, reverse bool) (int, error) {
 	p.After = &pin
 	if reverse {
-		n, err := b.CountJobs(ctx, p) // the older ones
+		n, err := b.CountJobs(ctx, p) // the ones listed after it
 		return max(0, total-1-n), err
 	}
-	p.OldestFirst = true // the newer ones
+	p.OldestFirst = !p.OldestFirst // the ones listed before it
 	return b.CountJobs(ctx, p)
 }
 

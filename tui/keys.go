@@ -1,6 +1,9 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
 
 // Keys are every binding of the console, declared once; each view's help
 // KeyMap picks the ones it handles, so `?` always shows what works where.
@@ -13,7 +16,7 @@ type Keys struct {
 	Up, Down, Top, Bottom, PageUp, PageDown, Enter, Left, Right key.Binding
 
 	// Clusters.
-	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortReverse key.Binding
+	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortPrev, SortReverse key.Binding
 
 	// Jobs.
 	Requeue, Cancel, ExtendLease, CopyID, Mark, ClearMarks key.Binding
@@ -56,7 +59,8 @@ func DefaultKeys() *Keys {
 		Toggle:      b("d", "disable/enable", "d"),
 		PauseQueue:  b("p", "pause/resume queue", "p"),
 		Delete:      b("D", "delete", "D"),
-		Sort:        b("s", "sort by", "s"),
+		Sort:        b("s/>", "sort", "s", ">"),
+		SortPrev:    b("<", "sort: previous column", "<"),
 		SortReverse: b("S", "reverse sort", "S"),
 
 		Requeue:     b("R", "requeue", "R"),
@@ -98,3 +102,14 @@ type keyMap struct {
 
 func (m keyMap) ShortHelp() []key.Binding  { return m.short }
 func (m keyMap) FullHelp() [][]key.Binding { return m.full }
+
+// isSortKey reports whether msg is one of the sort keys (s, >, <, S).
+func isSortKey(msg tea.KeyPressMsg, k *Keys) bool {
+	return key.Matches(msg, k.Sort) || key.Matches(msg, k.SortPrev) || key.Matches(msg, k.SortReverse)
+}
+
+// tailOrder says why a live tail does not sort: it is read from the store
+// newest first, page by page, and followed live.
+func tailOrder(what string) string {
+	return what + " in time order, newest first, as the store reads it page by page and the feed adds to it: it cannot be sorted by another column (/ narrows it)"
+}

@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -46,10 +48,64 @@ type rolloutsView struct {
 	stale   bool // a change arrived while loading: load again after
 	err     error
 	width   int
+	// sortCol and desc order the list (s, <, S): every column, the newest
+	// first (AGE ▲) at first. The list is short (500 at most): sorted here.
+	sortCol int
+	desc    bool
+}
+
+// rolloutSortBy compares two rollouts by each column, smallest first.
+var rolloutSortBy = []func(a, b *registry.Rollout) int{
+	func(a, b *registry.Rollout) int { return strings.Compare(a.Name, b.Name) },
+	func(a, b *registry.Rollout) int { return strings.Compare(string(a.State), string(b.State)) },
+	func(a, b *registry.Rollout) int {
+		return cmp.Compare(float64(a.Done())/float64(max(1, a.Total())), float64(b.Done())/float64(max(1, b.Total())))
+	},
+	func(a, b *registry.Rollout) int { return cmp.Compare(a.Done(), b.Done()) },
+	func(a, b *registry.Rollout) int { return cmp.Compare(a.Failures(), b.Failures()) },
+	func(a, b *registry.Rollout) int {
+		return cmp.Compare(a.Counts[registry.TargetRunning], b.Counts[registry.TargetRunning])
+	},
+	func(a, b *registry.Rollout) int { return strings.Compare(a.Selector, b.Selector) },
+	func(a, b *registry.Rollout) int { return b.CreatedAt.Compare(a.CreatedAt) }, // AGE: the youngest first
+}
+
+var rolloutColumns = []string{"name", "state", "progress", "done", "failed", "running", "selector", "age"}
+
+// sort orders the list by the chosen column, keeping the selection on its
+// rollout.
+func (v *rolloutsView) sort() {
+	id := func(i int) string { return v.list[i].ID }
+	sel := anchorAt(v.table, len(v.list), id)
+	by := rolloutSortBy[v.sortCol]
+	slices.SortStableFunc(v.list, func(a, b registry.Rollout) int {
+		r := by(&a, &b)
+		if v.desc {
+			r = -r
+		}
+		return r
+	})
+	v.table.setSort(v.sortCol, v.desc)
+	sel.restore(v.table, len(v.list), id)
+}
+
+// sortKey handles s, >, < and S.
+func (v *rolloutsView) sortKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := v.ctx.Keys
+	switch {
+	case key.Matches(msg, k.Sort):
+		v.sortCol, v.desc = (v.sortCol+1)%len(rolloutSortBy), false
+	case key.Matches(msg, k.SortPrev):
+		v.sortCol, v.desc = (v.sortCol+len(rolloutSortBy)-1)%len(rolloutSortBy), false
+	default:
+		v.desc = !v.desc
+	}
+	v.sort()
+	return info("rollouts sorted by " + rolloutColumns[v.sortCol] + " (S reverses)")
 }
 
 func newRolloutsView(ctx *Context) *rolloutsView {
-	v := &rolloutsView{ctx: ctx}
+	v := &rolloutsView{ctx: ctx, sortCol: 7}
 	v.table = ctx.table([]column{
 		{Title: "NAME", Width: 20, Min: 10, Flex: 2},
 		{Title: "STATE", Width: 10},
@@ -92,6 +148,7 @@ func (v *rolloutsView) Update(msg tea.Msg) tea.Cmd {
 			sel := anchorAt(v.table, len(v.list), id)
 			v.list = msg.list
 			sel.restore(v.table, len(v.list), id)
+			v.sort()
 		}
 		if v.stale {
 			v.stale = false
@@ -106,6 +163,9 @@ func (v *rolloutsView) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		if v.table.navigate(msg, v.ctx.Keys, len(v.list)) {
 			return nil
+		}
+		if isSortKey(msg, v.ctx.Keys) {
+			return v.sortKey(msg)
 		}
 		if v.table.cursor >= len(v.list) {
 			return nil
@@ -226,7 +286,8 @@ func (v *rolloutsView) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: append(short, k.Back, k.Help),
-		full:  [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, append([]key.Binding{k.Enter}, v.Actions()...)},
+		full: [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, append([]key.Binding{k.Enter}, v.Actions()...),
+			{k.Sort, k.SortPrev, k.SortReverse}},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +213,50 @@ func TestAuditSelectionHoldsAtTheTop(t *testing.T) {
 	pump(m, m.audit.load(false))
 	if got := m.audit.rows[m.audit.table.cursor].ID; got != want {
 		t.Fatalf("selection moved from entry %d to %d", want, got)
+	}
+}
+
+// TestJobsOldestFirst: S lists a tab the oldest first through the store's
+// own order (no rows sorted on screen): the top is the first job submitted,
+// G reaches the newest (read from the far end), rows run in order across
+// pages, the selection still follows its job as jobs arrive, and s says the
+// store cannot order jobs by another column instead of pretending.
+func TestJobsOldestFirst(t *testing.T) {
+	q := newBusyQueue(t, 250, 80, 24)
+	target := func() string { return q.m.jobs.selected().Target.Name }
+	do(q.m, "S")
+	if !q.m.jobs.oldest || target() != "app-1" {
+		t.Fatalf("after S the first row is %s, want app-1 (the oldest)", target())
+	}
+	if h := q.m.jobs.table().header(); !strings.Contains(h, "AGE▼") {
+		t.Errorf("oldest first, the header is %q, want AGE▼", h)
+	}
+	for i := 2; i <= 120; i++ {
+		do(q.m, "j")
+		if got, want := target(), fmt.Sprintf("app-%d", i); got != want {
+			t.Fatalf("row %d is %s, want %s", i, got, want)
+		}
+	}
+	do(q.m, "G")
+	if target() != "app-250" {
+		t.Fatalf("G selected %s, want app-250 (the newest, last when the oldest are first)", target())
+	}
+	do(q.m, "k", "k")
+	want := q.selected()
+	q.submit(30)
+	q.refresh(true)
+	if got := q.selected(); got != want {
+		t.Fatalf("the selection moved from %s to %s as jobs arrived", want, got)
+	}
+	cmd := press(q.m, "s")
+	msgs := exec(cmd, time.Second)
+	st, _ := find[statusMsg](msgs)
+	if !strings.Contains(st.text, "only by AGE") {
+		t.Errorf("s on the jobs said %q, want that the store sorts them only by AGE", st.text)
+	}
+	do(q.m, "S")
+	do(q.m, "g")
+	if target() != "app-280" {
+		t.Errorf("S again: the first row is %s, want app-280 (the newest)", target())
 	}
 }

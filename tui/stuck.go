@@ -235,8 +235,8 @@ func countStuckByReason(ctx context.Context, b Backend, s stuckSets) (stuckCount
 	return out, nil
 }
 
-// listStuck returns one page of the stuck set, newest first (the order of
-// the other tabs): each set's first offset+limit jobs, merged and
+// listStuck returns one page of the stuck set, newest first (or oldest
+// first when its queries say so: the order of the other tabs): each set's first offset+limit jobs, merged and
 // de-duplicated.
 func listStuck(ctx context.Context, b Backend, s stuckSets, offset, limit int) ([]registry.Job, error) {
 	var all []registry.Job
@@ -255,6 +255,9 @@ func listStuck(ctx context.Context, b Backend, s stuckSets, offset, limit int) (
 		}
 	}
 	slices.SortFunc(all, func(a, b registry.Job) int {
+		if len(s.sets) > 0 && s.sets[0].OldestFirst {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		}
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
 	if offset >= len(all) {

@@ -24,6 +24,15 @@ type cell []seg
 // reasons), which is data and must never act on the terminal.
 func txt(s string, k themes.Kind) cell { return cell{{display.Safe(s), k}} }
 
+// text is the cell's plain text.
+func (c cell) text() string {
+	var b strings.Builder
+	for _, s := range c {
+		b.WriteString(s.text)
+	}
+	return b.String()
+}
+
 func (c cell) width() int {
 	w := 0
 	for _, s := range c {

@@ -124,6 +124,14 @@ func (t *table) prefOf(i int) int {
 // its texts on screen distinct, and its title; a Fit column needs no more
 // than its content, even below its Min.
 func (t *table) minOf(i int) int {
+	if i == t.sortCol {
+		// The sorted column keeps room for its title and arrow.
+		return max(t.minOfContent(i), ansi.StringWidth(t.titleOf(i)))
+	}
+	return t.minOfContent(i)
+}
+
+func (t *table) minOfContent(i int) int {
 	c := t.cols[i]
 	switch {
 	case !t.fitted:

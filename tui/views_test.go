@@ -163,11 +163,26 @@ func TestClustersViewKeys(t *testing.T) {
 	if c := v.selected(); c == nil || c.Name != "prod-eu-1" {
 		t.Fatalf("j j selected %v", c)
 	}
-	press(m, "s", "s") // sort by heartbeat: the silent (and never-seen) first
+	if h := v.table.header(); !strings.Contains(h, "NAME▲") {
+		t.Errorf("sorted by name, the header has no arrow on NAME: %q", h)
+	}
+	press(m, "s", "s", "s", "s", "s", "s", "<") // s cycles the columns, < steps back: heartbeat, the silent (and never-seen) first
 	v.rebuild()
 	if got := names(); got[0] != "staging" && got[0] != "legacy-dc" {
 		t.Errorf("by heartbeat: %v", got)
 	}
+	if h := v.table.header(); !strings.Contains(h, "HEARTBEAT▼") || strings.Contains(h, "NAME▲") {
+		t.Errorf("sorted by heartbeat, the header is %q", h)
+	}
+	press(m, "S")
+	v.rebuild()
+	if h := v.table.header(); !strings.Contains(h, "HEARTBEAT▲") {
+		t.Errorf("S did not reverse the arrow: %q", h)
+	}
+	if got := names(); got[0] == "staging" || got[0] == "legacy-dc" {
+		t.Errorf("reversed, by heartbeat: %v", got)
+	}
+	press(m, "S")
 	if c := v.selected(); c == nil || c.Name != "prod-eu-1" {
 		t.Errorf("sorting moved the selection to %v", c)
 	}
