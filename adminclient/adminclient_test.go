@@ -168,3 +168,33 @@ func TestRefusals(t *testing.T) {
 		t.Fatal("an ftp URL was accepted")
 	}
 }
+
+// A token revoked through the client cannot register; a key rotated through
+// it is the one the cluster's agents now verify with.
+func TestRevokeTokenAndRotateSigningKey(t *testing.T) {
+	reg, url := serve(t)
+	ctx := context.Background()
+	c, _ := adminclient.New(url, token(t, reg, registry.RoleAdmin))
+	cl, tok, err := c.CreateCluster(ctx, adminclient.ClusterSpec{Name: "prod"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RevokeToken(ctx, tok.ID, "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RevokeToken(ctx, tok.ID, ""); !adminclient.IsCode(err, "conflict") {
+		t.Fatalf("second revoke = %v, want conflict", err)
+	}
+	if _, err := reg.Register(ctx, registry.RegisterParams{Token: tok.Token}); err == nil {
+		t.Fatal("a revoked token registered")
+	}
+	k, err := c.RotateSigningKey(ctx, "prod", time.Hour)
+	if err != nil || k.ClusterID != cl.ID || k.Key.Kid == "" || k.Key.Crv != "Ed25519" || !k.OverlapUntil.Equal(k.CreatedAt.Add(time.Hour)) {
+		t.Fatalf("RotateSigningKey = %+v %v", k, err)
+	}
+	admin := registry.WithActor(ctx, registry.Actor{Kind: registry.ActorAdmin, Name: "test"})
+	set, err := reg.SigningKeySet(admin, cl.ID)
+	if err != nil || len(set) == 0 || set[0].Kid != k.Key.Kid {
+		t.Fatalf("key set %+v %v, want %s first", set, err, k.Key.Kid)
+	}
+}

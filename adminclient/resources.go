@@ -144,6 +144,39 @@ func (c *Client) IssueToken(ctx context.Context, cluster string, ttl time.Durati
 	return &out, c.do(ctx, request{method: http.MethodPost, path: path("clusters", cluster, "registration-tokens"), body: body, out: &out})
 }
 
+// RevokeToken revokes an unused registration token by its id (rt-...);
+// one already used or revoked is an *Error with code "conflict".
+func (c *Client) RevokeToken(ctx context.Context, tokenID, why string) error {
+	return c.do(ctx, request{method: http.MethodPost, path: path("registration-tokens", tokenID, "revoke"), body: reason(why)})
+}
+
+// SigningKey is a cluster's new payload-signing key, as a JSON Web Key.
+type SigningKey struct {
+	ClusterID string    `json:"clusterId"`
+	CreatedAt time.Time `json:"createdAt"`
+	// OverlapUntil is when the previous key leaves the cluster's key set.
+	OverlapUntil time.Time `json:"overlapUntil"`
+	Key          struct {
+		Kty string `json:"kty"`
+		Crv string `json:"crv"`
+		X   string `json:"x"`
+		Kid string `json:"kid"`
+		Alg string `json:"alg,omitempty"`
+		Use string `json:"use,omitempty"`
+	} `json:"key"`
+}
+
+// RotateSigningKey gives the cluster a new payload-signing key; the previous
+// one keeps verifying for overlap (zero: the server's default).
+func (c *Client) RotateSigningKey(ctx context.Context, cluster string, overlap time.Duration) (*SigningKey, error) {
+	body := map[string]string{}
+	if overlap > 0 {
+		body["overlap"] = overlap.String()
+	}
+	var out SigningKey
+	return &out, c.do(ctx, request{method: http.MethodPost, path: path("clusters", cluster, "signing-keys", "rotate"), body: body, out: &out})
+}
+
 // Job is a job as the admin API shows it.
 type Job struct {
 	ID             string          `json:"id"`

@@ -63,6 +63,8 @@ func (s *Server) adminRoutes() []*route {
 		read("/queues", s.adminFleetQueueHealth),
 		write(http.MethodPost, "/clusters/{c}/credentials/rotate", s.adminForceRotation),
 		write(http.MethodPost, "/clusters/{c}/credentials/revoke", s.adminRevokeCredentials),
+		write(http.MethodPost, "/registration-tokens/{t}/revoke", s.adminRevokeToken),
+		write(http.MethodPost, "/clusters/{c}/signing-keys/rotate", s.adminRotateSigningKey),
 
 		read("/jobs", s.adminListJobs),
 		read("/jobs/count", s.adminCountJobs),

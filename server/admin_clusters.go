@@ -218,14 +218,14 @@ func (s *Server) adminListCredentials(c *call) error {
 }
 
 func (s *Server) adminForceRotation(c *call) error {
-	return s.credentialAction(c, s.reg.ForceRotation)
+	return s.credentialAction(c, s.reg.ForceRotation, true)
 }
 
 func (s *Server) adminRevokeCredentials(c *call) error {
-	return s.credentialAction(c, s.reg.RevokeCredentials)
+	return s.credentialAction(c, s.reg.RevokeCredentials, false)
 }
 
-func (s *Server) credentialAction(c *call, act func(ctx context.Context, cluster, reason string) (int, error)) error {
+func (s *Server) credentialAction(c *call, act func(ctx context.Context, cluster, reason string) (int, error), rotation bool) error {
 	reason, err := readReason(c)
 	if err != nil {
 		return err
@@ -234,7 +234,59 @@ func (s *Server) credentialAction(c *call, act func(ctx context.Context, cluster
 	if err != nil {
 		return err
 	}
-	return writeJSON(c.w, http.StatusOK, map[string]int{"credentials": n})
+	out := map[string]int64{"credentials": int64(n)}
+	if rotation {
+		// What a forced rotation leaves the agent: clients say when its
+		// credentials stop working without knowing the server's
+		// configuration.
+		out["rotationGraceSeconds"] = int64(s.reg.Config().RotationGrace / time.Second)
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// adminRevokeToken revokes an unused registration token, named by its id
+// (never by its secret: a path ends up in logs).
+func (s *Server) adminRevokeToken(c *call) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.reg.RevokeToken(c.ctx, c.params["t"], reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, t)
+}
+
+// rotatedKeyJSON is a cluster's new payload-signing key: its public half,
+// and until when the previous one still verifies.
+type rotatedKeyJSON struct {
+	ClusterID    string       `json:"clusterId"`
+	CreatedAt    time.Time    `json:"createdAt"`
+	OverlapUntil time.Time    `json:"overlapUntil"`
+	Key          registry.JWK `json:"key"`
+}
+
+func (s *Server) adminRotateSigningKey(c *call) error {
+	var body struct {
+		Overlap string `json:"overlap"`
+	}
+	if err := decodeAdmin(c, &body, false); err != nil {
+		return err
+	}
+	overlap, err := parseDurationField("overlap", body.Overlap)
+	if err != nil {
+		return err
+	}
+	k, err := s.reg.RotateSigningKey(c.ctx, c.params["c"], overlap)
+	if err != nil {
+		return err
+	}
+	if overlap == 0 {
+		overlap = registry.DefaultSigningKeyOverlap
+	}
+	return writeJSON(c.w, http.StatusOK, rotatedKeyJSON{ClusterID: k.ClusterID, CreatedAt: k.CreatedAt.UTC(),
+		OverlapUntil: k.CreatedAt.Add(overlap).UTC(), Key: registry.Ed25519JWK(k.ID, k.PublicKey)})
 }
 
 // parseDurationField reads a duration given as Go syntax or whole days

@@ -24,6 +24,8 @@ var adminDecoders = []struct{ method, path string }{
 	{http.MethodPost, "/clusters/fuzzed/pause"},
 	{http.MethodPost, "/clusters/fuzzed/resume"},
 	{http.MethodPost, "/clusters/fuzzed/credentials/rotate"},
+	{http.MethodPost, "/clusters/fuzzed/signing-keys/rotate"},
+	{http.MethodPost, "/registration-tokens/rt-fuzzed/revoke"},
 	{http.MethodPost, "/jobs"},
 	{http.MethodPost, "/jobs/{job}/requeue"},
 	{http.MethodPost, "/jobs/{job}/cancel"},

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -327,12 +329,21 @@ func TestAdminAPIRoleMatrix(t *testing.T) {
 		{"POST", "/clusters", map[string]any{"name": "new-{role}"}, registry.RoleAdmin},
 		{"POST", "/clusters/prod/registration-tokens", nil, registry.RoleAdmin},
 		{"POST", "/clusters/prod/credentials/rotate", nil, registry.RoleAdmin},
+		{"POST", "/clusters/prod/signing-keys/rotate", nil, registry.RoleAdmin},
+		{"POST", "/registration-tokens/{token}/revoke", nil, registry.RoleAdmin},
 		{"GET", "/admin-tokens", nil, registry.RoleAdmin},
 		{"GET", "/webhooks", nil, registry.RoleAdmin},
 		{"POST", "/webhooks", map[string]any{"name": "hook-{role}", "url": "https://example.com/x", "events": []string{"job.finished"}}, registry.RoleAdmin},
 	} {
 		for _, role := range registry.Roles {
 			path := strings.ReplaceAll(tc.path, "{job}", job())
+			if strings.Contains(path, "{token}") {
+				issued, err := e.reg.IssueToken(adminCtx(), c.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path = strings.ReplaceAll(path, "{token}", issued.Token.ID)
+			}
 			body := tc.body
 			if m, ok := body.(map[string]any); ok && m["name"] != nil {
 				named := map[string]any{}
@@ -395,6 +406,12 @@ func TestAdminAPIOrgIsolation(t *testing.T) {
 	wantAPIError(t, e.api("POST", "/jobs", acme, map[string]any{"cluster": "globex-prod", "kind": "apply", "payload": json.RawMessage(`{}`)}), 404, "not_found")
 	wantAPIError(t, e.api("GET", "/jobs?cluster=globex-prod", acme, nil), 404, "not_found")
 	wantAPIError(t, e.api("DELETE", "/clusters/globex-prod", acme, nil), 404, "not_found")
+	wantAPIError(t, e.api("POST", "/clusters/globex-prod/signing-keys/rotate", acme, nil), 404, "not_found")
+	theirToken, err := e.reg.IssueToken(adminCtx(), theirs.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAPIError(t, e.api("POST", "/registration-tokens/"+theirToken.Token.ID+"/revoke", acme, nil), 404, "not_found")
 	if stats := decodeAs[struct {
 		Clusters map[string]any `json:"clusters"`
 	}](t, e.api("GET", "/stats", acme, nil)); len(stats.Clusters) != 1 || stats.Clusters[theirs.ID] != nil {
@@ -404,4 +421,48 @@ func TestAdminAPIOrgIsolation(t *testing.T) {
 		t.Fatalf("a cluster an acme token creates belongs to acme: %d %s", r.status, r.body)
 	}
 	wantAPIError(t, e.api("POST", "/clusters", acme, map[string]any{"name": "sneaky", "organization": "globex"}), 403, "forbidden")
+}
+
+// A registration token revoked over the API no longer registers an agent,
+// and a second revoke says it already was; a signing key rotated over the
+// API is the one the agent's key set leads with, the previous one kept.
+func TestAdminAPIRevokeTokenAndRotateSigningKey(t *testing.T) {
+	e := newEnv(t)
+	c, secret := e.cluster("prod")
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	toks, err := e.reg.ListTokens(adminCtx(), c.ID)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("tokens %v %v", toks, err)
+	}
+	r := e.api("POST", "/registration-tokens/"+toks[0].ID+"/revoke", root, map[string]any{"reason": "leaked"})
+	if got := decodeAs[registry.RegistrationToken](t, r); r.status != 200 || got.RevokedAt.IsZero() {
+		t.Fatalf("revoke: %d %s", r.status, r.body)
+	}
+	wantAPIError(t, e.api("POST", "/registration-tokens/"+toks[0].ID+"/revoke", root, nil), 409, "conflict", "already revoked")
+	wantAPIError(t, e.api("POST", "/registration-tokens/rt-nosuch/revoke", root, nil), 404, "not_found", "rt-nosuch")
+	if reg := e.do("POST", "/api/agent/register", withJSON(map[string]any{"registrationToken": secret})); reg.status == 200 {
+		t.Fatalf("a revoked token registered an agent: %s", reg.body)
+	}
+
+	first := decodeAs[struct {
+		Key registry.JWK `json:"key"`
+	}](t, e.api("POST", "/clusters/prod/signing-keys/rotate", root, nil))
+	r = e.api("POST", "/clusters/prod/signing-keys/rotate", root, map[string]any{"overlap": "2h"})
+	second := decodeAs[struct {
+		ClusterID    string       `json:"clusterId"`
+		CreatedAt    time.Time    `json:"createdAt"`
+		OverlapUntil time.Time    `json:"overlapUntil"`
+		Key          registry.JWK `json:"key"`
+	}](t, r)
+	if r.status != 200 || second.ClusterID != c.ID || second.Key.Kid == first.Key.Kid || !second.OverlapUntil.Equal(second.CreatedAt.Add(2*time.Hour)) {
+		t.Fatalf("rotate: %d %s", r.status, r.body)
+	}
+	if strings.Contains(string(r.body), "ealed") || strings.Contains(string(r.body), `"d"`) {
+		t.Fatalf("the answer shows more than the public key: %s", r.body)
+	}
+	set, err := e.reg.SigningKeySet(adminCtx(), c.ID)
+	if err != nil || len(set) < 2 || set[0].Kid != second.Key.Kid || !slices.ContainsFunc(set, func(k registry.JWK) bool { return k.Kid == first.Key.Kid }) {
+		t.Fatalf("the key set after two rotations: %+v %v", set, err)
+	}
+	wantAPIError(t, e.api("POST", "/clusters/prod/signing-keys/rotate", root, map[string]any{"overlap": "soon"}), 400, "invalid", "overlap")
 }
