@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -27,6 +28,10 @@ func (a *Agent) Actor() Actor {
 type RegisterParams struct {
 	Token        string
 	Capabilities []string
+	// PublicKey is the agent's encryption public key (a JWK), or empty: it
+	// becomes the cluster's public key, which encrypted payloads are
+	// encrypted to.
+	PublicKey []byte
 }
 
 // registrationRefusal is why a token was refused. It goes to the audit trail;
@@ -56,6 +61,18 @@ func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCrede
 		return nil, errTokenInvalid("malformed token")
 	}
 	hash := hashSecret(strings.TrimSpace(p.Token))
+	var pub AgentPublicKey
+	if len(bytes.TrimSpace(p.PublicKey)) > 0 && string(bytes.TrimSpace(p.PublicKey)) != "null" {
+		// Checked before the token is redeemed: a bad key costs no token.
+		var err error
+		if pub, err = ParseAgentPublicKey("field publicKey", p.PublicKey); err != nil {
+			return nil, err
+		}
+	}
+	auditMsg := "capabilities: " + strings.Join(caps, ",")
+	if pub != "" {
+		auditMsg += "; encryption key " + pub.KeyID()
+	}
 	now := r.Now()
 	cred, secrets, err := r.newCredential("", caps, now)
 	if err != nil {
@@ -83,7 +100,8 @@ func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCrede
 			return nil
 		},
 		Credential: cred,
-		Audit:      r.auditEntry(ctx, AuditRegister, "", "credential", cred.ID, "capabilities: "+strings.Join(caps, ",")),
+		PublicKey:  pub,
+		Audit:      r.auditEntry(ctx, AuditRegister, "", "credential", cred.ID, auditMsg),
 	})
 	if ErrorCode(err) == CodeNotFound {
 		// Nothing of ours was named: not worth an audit entry (anyone can

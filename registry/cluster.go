@@ -66,6 +66,11 @@ type Policy struct {
 	// signature and signatureKeyId (Ed25519 over the payload's RFC 8785
 	// form, with the cluster's signing key).
 	RequireSignedPayloads bool `json:"requireSignedPayloads,omitempty"`
+	// RequireEncryptedPayloads: every job handed to the agent carries
+	// encryptedPayload (a JWE to the cluster's PublicKey) instead of
+	// payload, and the cluster's payloads are stored sealed. Refused
+	// without a PublicKey.
+	RequireEncryptedPayloads bool `json:"requireEncryptedPayloads,omitempty"`
 }
 
 // ClusterSpec is the part of a cluster record an admin writes: seed 003's
@@ -74,7 +79,7 @@ type ClusterSpec struct {
 	Name                      string           `json:"name"`
 	Organization              string           `json:"organization"`
 	Labels                    Labels           `json:"labels,omitempty"`
-	PublicKey                 string           `json:"publicKey,omitempty"`
+	PublicKey                 AgentPublicKey   `json:"publicKey,omitempty"`
 	AllowedNamespaces         []string         `json:"allowedNamespaces"`
 	AllowedCatalogEntries     []string         `json:"allowedCatalogEntries"`
 	AllowedOperationTemplates []string         `json:"allowedOperationTemplates"`
@@ -206,6 +211,14 @@ func (s *ClusterSpec) Normalize() error {
 		return len(v) <= 253 && operationTemplate.MatchString(v)
 	}, "<type in lower camel case>.<engine>, for example backup.velero"); err != nil {
 		return err
+	}
+	if err := s.PublicKey.normalize(); err != nil {
+		return err
+	}
+	if s.Policy.RequireEncryptedPayloads && s.PublicKey == "" {
+		return Errorf(CodePublicKeyRequired, "cluster %s has no public key to encrypt its payloads to: its agent sends one when it registers "+
+			"(tether agent register does), or an admin sets one (tether cluster edit %s --public-key-file FILE, a JWK or PEM X25519/P-256 public key); "+
+			"then turn encryption on", s.Name, s.Name)
 	}
 	return s.Policy.normalize()
 }

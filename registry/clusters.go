@@ -19,11 +19,14 @@ func (r *Registry) CreateCluster(ctx context.Context, spec ClusterSpec, tokenTTL
 		return nil, nil, err
 	}
 	if spec.Policy.LeaseSeconds == 0 && spec.Policy.MaxAttempts == 0 && len(spec.Policy.RequiredCapabilities) == 0 {
-		mtls, signed := spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads
+		mtls, signed, encrypted := spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads
 		spec.Policy = DefaultPolicy()
-		spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads = mtls, signed
+		spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads = mtls, signed, encrypted
 	}
 	if err := spec.Normalize(); err != nil {
+		return nil, nil, err
+	}
+	if err := r.canSeal(&spec); err != nil {
 		return nil, nil, err
 	}
 	now := r.Now()
@@ -140,6 +143,9 @@ func (r *Registry) UpdateCluster(ctx context.Context, id string, version int64, 
 		return nil, err
 	}
 	if err := spec.Normalize(); err != nil {
+		return nil, err
+	}
+	if err := r.canSeal(&spec); err != nil {
 		return nil, err
 	}
 	c, err := r.GetCluster(ctx, id)
@@ -285,7 +291,8 @@ func describeSpecChange(old, new *ClusterSpec) string {
 	diff("requiredCapabilities", old.Policy.RequiredCapabilities, new.Policy.RequiredCapabilities)
 	diff("requireClientCertificate", old.Policy.RequireClientCertificate, new.Policy.RequireClientCertificate)
 	diff("requireSignedPayloads", old.Policy.RequireSignedPayloads, new.Policy.RequireSignedPayloads)
-	diff("publicKey", old.PublicKey != "", new.PublicKey != "")
+	diff("requireEncryptedPayloads", old.Policy.RequireEncryptedPayloads, new.Policy.RequireEncryptedPayloads)
+	diff("publicKey", old.PublicKey.KeyID(), new.PublicKey.KeyID())
 	if len(parts) == 0 {
 		return "no change"
 	}

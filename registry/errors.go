@@ -38,6 +38,9 @@ const (
 
 	// Admin codes.
 	CodeJobNotFinished Code = "job_not_finished" // delete refused: the job is queued or in progress; cancel it first
+	// CodePublicKeyRequired: encrypted payloads turned on for a cluster
+	// without a public key to encrypt to.
+	CodePublicKeyRequired Code = "public_key_required"
 
 	// Policy codes: a job refused by its cluster's allowlists, naming the
 	// rule (seed 001's RPC error). IsPolicyRefusal recognizes them.

@@ -113,14 +113,20 @@ func (t Target) String() string {
 
 // Job is a unit of work for one cluster's agent.
 type Job struct {
-	ID             string          `json:"id"`
-	ClusterID      string          `json:"clusterId"`
-	Kind           JobKind         `json:"kind"`
-	Intent         string          `json:"intent,omitempty"`
-	Target         Target          `json:"target"`
-	Payload        json.RawMessage `json:"payload"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	State          JobState        `json:"state"`
+	ID        string          `json:"id"`
+	ClusterID string          `json:"clusterId"`
+	Kind      JobKind         `json:"kind"`
+	Intent    string          `json:"intent,omitempty"`
+	Target    Target          `json:"target"`
+	Payload   json.RawMessage `json:"payload"`
+	// PayloadSealed: the payload is stored sealed (its cluster required
+	// encrypted payloads at submit) and withheld from reads: Payload is null
+	// unless ShowJobPayload opened it.
+	PayloadSealed bool `json:"payloadSealed,omitempty"`
+	// SealedPayload is the sealed payload as stored; never shown.
+	SealedPayload  []byte   `json:"-"`
+	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
+	State          JobState `json:"state"`
 	// Attempt is 1-based; each reclaim or requeue starts a new attempt.
 	Attempt     int       `json:"attempt"`
 	CreatedAt   time.Time `json:"createdAt"`

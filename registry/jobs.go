@@ -59,6 +59,9 @@ func (r *Registry) submit(ctx context.Context, s JobSubmission, action, reason s
 		}
 		j.ExpiresAt = now.Add(s.ExpiresIn)
 	}
+	if err := r.sealJob(c, &j); err != nil {
+		return nil, false, err
+	}
 	msg := "submitted " + string(j.Kind) + " " + j.Target.String()
 	if j.RetryOf != "" {
 		msg += ", retrying " + j.RetryOf
@@ -98,11 +101,15 @@ func (r *Registry) RetryJob(ctx context.Context, id, reason string) (*Job, error
 	if !j.Retryable() {
 		return nil, Errorf(CodeConflict, "job %s is %s; only failed, conflicting, expired or canceled jobs can be retried (requeue fences off a running one)", j.ID, describeState(j))
 	}
+	payload, err := r.openPayload(j)
+	if err != nil {
+		return nil, err
+	}
 	why := "retry of " + j.ID
 	if reason != "" {
 		why += ": " + reason
 	}
-	next, created, err := r.submit(ctx, JobSubmission{ClusterID: j.ClusterID, Kind: j.Kind, Payload: j.Payload, IdempotencyKey: j.IdempotencyKey, RetryOf: j.ID}, AuditJobRetry, why)
+	next, created, err := r.submit(ctx, JobSubmission{ClusterID: j.ClusterID, Kind: j.Kind, Payload: payload, IdempotencyKey: j.IdempotencyKey, RetryOf: j.ID}, AuditJobRetry, why)
 	if err != nil {
 		return nil, err
 	}

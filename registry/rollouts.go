@@ -438,6 +438,9 @@ func (r *Registry) startWave(ctx context.Context, s *rolloutStep) error {
 			Payload: ro.Payload, IdempotencyKey: rolloutIdempotencyKey(ro.ID, c.ID, t.Attempts), State: JobQueued, Attempt: 1,
 			CreatedAt: s.now, UpdatedAt: s.now, SubmittedBy: "rollout:" + ro.Name,
 		}
+		if err := r.sealJob(c, &j); err != nil {
+			return err
+		}
 		msg := fmt.Sprintf("submitted %s %s by rollout %s (target %d of %d)", j.Kind, j.Target, ro.Name, t.Position+1, len(ro.Targets))
 		s.newJobs[t.Position] = &JobInsertParams{
 			Job:     j,

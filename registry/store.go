@@ -234,7 +234,11 @@ type TokenRedeemParams struct {
 	Now        time.Time
 	Check      func(*RegistrationToken, *Cluster) error
 	Credential Credential // ClusterID is filled in from the token
-	Audit      AuditEntry // ClusterID and TargetID are filled in
+	// PublicKey, when set, becomes the cluster's public key (the agent's
+	// encryption key), in the same transaction; the record's version
+	// increases when it changes.
+	PublicKey AgentPublicKey
+	Audit     AuditEntry // ClusterID and TargetID are filled in
 }
 
 type CredentialRotateParams struct {

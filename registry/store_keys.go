@@ -9,7 +9,8 @@ import (
 // Every method that writes is atomic, as Store's are.
 type KeyStore interface {
 	// SealedSecretsExist reports whether anything sealed with the key file
-	// is stored: a live credential's HMAC key or a webhook's secret.
+	// is stored: a live credential's HMAC key, a webhook's secret, a
+	// signing key or a sealed job payload.
 	SealedSecretsExist(ctx context.Context) (bool, error)
 	// SignatureRecord remembers a signature until expiresAt and reports
 	// whether it was new: false when it was already remembered and has not

@@ -242,11 +242,34 @@ func (s *Server) adminGetJob(c *call) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.reg.GetJob(c.ctx, c.params["id"])
+	show, err := showPayloadParam(c.r.URL.Query())
 	if err != nil {
 		return err
 	}
+	get := s.reg.GetJob
+	if show {
+		get = s.reg.ShowJobPayload // a sealed payload is opened, and the viewing audited
+	}
+	j, err := get(c.ctx, c.params["id"])
+	if err != nil {
+		return err
+	}
+	if show && j.PayloadSealed {
+		wait = 0 // the answer is this read, opened once; waiting would read it again sealed
+	}
 	return s.answerJob(c, j, wait, true)
+}
+
+// showPayloadParam reads ?showPayload=true|false.
+func showPayloadParam(q map[string][]string) (bool, error) {
+	v := q["showPayload"]
+	if len(v) == 0 || v[0] == "" || v[0] == "false" {
+		return false, nil
+	}
+	if v[0] == "true" {
+		return true, nil
+	}
+	return false, errf(registry.CodeInvalid, "query parameter showPayload %q must be true or false", truncate(v[0], 32))
 }
 
 // jobDetail is a job with its timeline.

@@ -167,13 +167,23 @@ func (s *Server) writeJobs(c *call, jobs []registry.Job) error {
 	lease := int(registry.LeaseFor(c.agent) / time.Second)
 	out := jobsResponse{Jobs: make([]wireJob, len(jobs))}
 	for i := range jobs {
+		// The plaintext (opened if sealed) is what is signed; the wire
+		// carries it encrypted when the cluster requires that.
+		plain, encrypted, err := s.reg.DeliverPayload(c.agent.Cluster, &jobs[i])
+		if err != nil {
+			return err
+		}
+		jobs[i].Payload = plain
 		out.Jobs[i] = toWireJob(&jobs[i], lease)
 		if c.agent.Cluster.Policy.RequireSignedPayloads {
-			sig, kid, err := s.reg.SignClusterPayload(c.ctx, c.agent.Cluster.ID, jobs[i].Payload)
+			sig, kid, err := s.reg.SignClusterPayload(c.ctx, c.agent.Cluster.ID, out.Jobs[i].Payload)
 			if err != nil {
 				return err
 			}
 			out.Jobs[i].Signature, out.Jobs[i].SignatureKeyID = sig, kid
+		}
+		if encrypted != "" {
+			out.Jobs[i].Payload, out.Jobs[i].EncryptedPayload = nil, encrypted
 		}
 	}
 	return writeJSON(c.w, http.StatusOK, out)

@@ -65,6 +65,7 @@ var statusOf = map[registry.Code]int{
 	registry.CodeNamespaceNotAllowed:         http.StatusUnprocessableEntity,
 	registry.CodeCatalogEntryNotAllowed:      http.StatusUnprocessableEntity,
 	registry.CodeOperationTemplateNotAllowed: http.StatusUnprocessableEntity,
+	registry.CodePublicKeyRequired:           http.StatusUnprocessableEntity,
 
 	registry.CodeTooLarge:    http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,

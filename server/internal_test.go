@@ -84,7 +84,7 @@ func TestStatusTable(t *testing.T) {
 		CodeMethodNotAllowed: 405, CodeNotAcceptable: 406, CodeRequestTimeout: 408,
 		registry.CodeConflict: 409, registry.CodeAlreadyClaimed: 409, registry.CodeJobClosed: 409, registry.CodeStaleClaim: 409,
 		registry.CodeJobCanceled: 409, registry.CodeResultAlreadyRecorded: 409, registry.CodeJobNotFinished: 409,
-		registry.CodeNamespaceNotAllowed: 422, registry.CodeCatalogEntryNotAllowed: 422, registry.CodeOperationTemplateNotAllowed: 422,
+		registry.CodeNamespaceNotAllowed: 422, registry.CodeCatalogEntryNotAllowed: 422, registry.CodeOperationTemplateNotAllowed: 422, registry.CodePublicKeyRequired: 422,
 		registry.CodeTooLarge: 413, CodeUnsupportedMediaType: 415, registry.CodeRateLimited: 429, CodeTooManyPolls: 429, CodeTooManyConnections: 429,
 		registry.CodeInternal: 500, registry.CodeUnavailable: 503,
 	}

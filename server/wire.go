@@ -77,6 +77,9 @@ type registerRequest struct {
 	Token             string   `json:"token"`
 	ClusterID         string   `json:"clusterId"`
 	Capabilities      []string `json:"capabilities"`
+	// PublicKey is the agent's encryption public key, a JWK (X25519 OKP or
+	// P-256 EC): the key encrypted payloads are encrypted to.
+	PublicKey json.RawMessage `json:"publicKey"`
 }
 
 // credentialResponse answers register and rotate.
@@ -125,14 +128,20 @@ type jobsResponse struct {
 }
 
 type wireJob struct {
-	ID             string          `json:"id"`
-	Kind           string          `json:"kind"`
-	Payload        json.RawMessage `json:"payload"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	CreatedAt      time.Time       `json:"createdAt,omitzero"`
-	ExpiresAt      time.Time       `json:"expiresAt,omitzero"`
-	Attempt        int             `json:"attempt"`
-	LeaseSeconds   int             `json:"leaseSeconds,omitempty"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Payload is absent when EncryptedPayload replaces it; otherwise it is
+	// always there (null for a job without one), as v1 clients expect.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// EncryptedPayload: for clusters that require encrypted payloads, the
+	// payload as a JWE compact serialization to the cluster's public key
+	// (alg ECDH-ES+A256KW, enc A256GCM, kid the key's thumbprint).
+	EncryptedPayload string    `json:"encryptedPayload,omitempty"`
+	IdempotencyKey   string    `json:"idempotencyKey,omitempty"`
+	CreatedAt        time.Time `json:"createdAt,omitzero"`
+	ExpiresAt        time.Time `json:"expiresAt,omitzero"`
+	Attempt          int       `json:"attempt"`
+	LeaseSeconds     int       `json:"leaseSeconds,omitempty"`
 	// Signature and SignatureKeyID: for clusters that require signed
 	// payloads, the standard base64 Ed25519 signature over the payload's
 	// RFC 8785 form and the id of the key in GET /api/agent/keys.
@@ -141,8 +150,12 @@ type wireJob struct {
 }
 
 func toWireJob(j *registry.Job, leaseSeconds int) wireJob {
+	payload := j.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
 	return wireJob{
-		ID: j.ID, Kind: string(j.Kind), Payload: j.Payload, IdempotencyKey: j.IdempotencyKey,
+		ID: j.ID, Kind: string(j.Kind), Payload: payload, IdempotencyKey: j.IdempotencyKey,
 		CreatedAt: j.CreatedAt.UTC(), ExpiresAt: j.ExpiresAt.UTC(), Attempt: j.Attempt, LeaseSeconds: leaseSeconds,
 	}
 }
@@ -212,7 +225,7 @@ func decodeRegister(body []byte, bearer string) (registry.RegisterParams, error)
 		return registry.RegisterParams{}, errf(registry.CodeRegistrationTokenInvalid,
 			"a registration token is required: send it in the body field registrationToken or as Authorization: Bearer <token>")
 	}
-	return registry.RegisterParams{Token: token, Capabilities: req.Capabilities}, nil
+	return registry.RegisterParams{Token: token, Capabilities: req.Capabilities, PublicKey: req.PublicKey}, nil
 }
 
 func decodeStatus(body []byte) (registry.StatusReport, error) {

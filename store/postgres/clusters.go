@@ -14,7 +14,7 @@ import (
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
 	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads,
+	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads,
 	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
 
 const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -24,9 +24,9 @@ func scanCluster(row pgx.Row) (*registry.Cluster, error) {
 	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
 	c.Policy.RequiredCapabilities = []string{}
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, &c.PublicKey, col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
+	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
 		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads,
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads,
 		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -85,12 +85,12 @@ func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParam
 	return s.write(ctx, "create a cluster", func(ctx context.Context, q db) error {
 		c := &p.Cluster
 		_, err := q.Exec(ctx, `INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
-			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-			c.ID, c.Name, c.Organization, c.PublicKey, col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
+			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads, require_encrypted_payloads)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+			c.ID, c.Name, c.Organization, string(c.PublicKey), col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
 			col.JSONText(c.AllowedOperationTemplates), string(c.Mode), string(c.State), c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
 			col.JSONText(c.Policy.RequiredCapabilities), c.Version, col.MS(c.CreatedAt), col.MS(c.UpdatedAt), col.MS(c.RegisteredAt), col.JSONObject(c.Labels),
-			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads)
+			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads, c.Policy.RequireEncryptedPayloads)
 		if isUniqueViolation(err, "clusters_name") {
 			return errNameTaken(c.Name)
 		}
@@ -114,7 +114,7 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 		sp := &p.Spec
 		var a args
 		sql := `WITH c AS (UPDATE clusters SET name = ` + a.add(sp.Name) + `, organization = ` + a.add(sp.Organization) +
-			`, public_key = ` + a.add(sp.PublicKey) + `, allowed_namespaces = ` + a.add(col.JSONText(sp.AllowedNamespaces)) +
+			`, public_key = ` + a.add(string(sp.PublicKey)) + `, allowed_namespaces = ` + a.add(col.JSONText(sp.AllowedNamespaces)) +
 			`, allowed_catalog_entries = ` + a.add(col.JSONText(sp.AllowedCatalogEntries)) +
 			`, allowed_operation_templates = ` + a.add(col.JSONText(sp.AllowedOperationTemplates)) + `, mode = ` + a.add(string(sp.Mode)) +
 			`, lease_seconds = ` + a.add(sp.Policy.LeaseSeconds) + `, max_attempts = ` + a.add(sp.Policy.MaxAttempts) +
@@ -122,6 +122,7 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 			`, labels = ` + a.add(col.JSONObject(sp.Labels)) +
 			`, require_client_cert = ` + a.add(sp.Policy.RequireClientCertificate) +
 			`, require_signed_payloads = ` + a.add(sp.Policy.RequireSignedPayloads) +
+			`, require_encrypted_payloads = ` + a.add(sp.Policy.RequireEncryptedPayloads) +
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
@@ -371,6 +372,11 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		if _, err := q.Exec(ctx, `UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
 			registered_at = COALESCE(registered_at, $1), updated_at = $1 WHERE id = $2`, col.MS(p.Now), c.ID); err != nil {
 			return err
+		}
+		if p.PublicKey != "" && p.PublicKey != c.PublicKey {
+			if _, err := q.Exec(ctx, `UPDATE clusters SET public_key = $1, version = version + 1 WHERE id = $2`, string(p.PublicKey), c.ID); err != nil {
+				return err
+			}
 		}
 		p.Audit.ClusterID = c.ID
 		if err := insertAudit(ctx, q, p.Audit); err != nil {

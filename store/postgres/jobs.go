@@ -17,7 +17,7 @@ import (
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of`
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
 
 func scanJob(row pgx.Row) (*registry.Job, error) {
 	var j registry.Job
@@ -25,11 +25,15 @@ func scanJob(row pgx.Row) (*registry.Job, error) {
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf)
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)
 	if err != nil {
 		return nil, err
 	}
-	j.Payload = json.RawMessage(payload)
+	if j.PayloadSealed {
+		j.SealedPayload = payload // withheld: the registry opens it on request
+	} else {
+		j.Payload = json.RawMessage(payload)
+	}
 	if len(result) > 0 {
 		j.Result = json.RawMessage(result)
 	}
@@ -103,11 +107,11 @@ func insertJob(ctx context.Context, q db, p registry.JobInsertParams) (*registry
 	j := &p.Job
 	for range jobInsertAttempts {
 		var a args
-		cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+		cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
 			j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf}
 		values := list(&a, cols)
 		h := p.History
-		sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+		sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
 				idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
 				VALUES (` + values + `)
 				ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
@@ -504,4 +508,13 @@ func (s *Store) JobsExpire(ctx context.Context, p registry.JobsExpireParams) (in
 		return q.QueryRow(ctx, sql, a...).Scan(&n)
 	})
 	return n, err
+}
+
+// storedPayload is the payload column: the sealed payload of a job whose
+// cluster requires encrypted payloads, the plain one otherwise.
+func storedPayload(j *registry.Job) []byte {
+	if j.PayloadSealed {
+		return j.SealedPayload
+	}
+	return []byte(j.Payload)
 }

@@ -14,7 +14,8 @@ import (
 func (s *Store) SealedSecretsExist(ctx context.Context) (bool, error) {
 	var exists bool
 	err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM credentials WHERE sealed_hmac IS NOT NULL AND revoked_at IS NULL)
-		OR EXISTS (SELECT 1 FROM webhooks) OR EXISTS (SELECT 1 FROM cluster_signing_keys)`).Scan(&exists)
+		OR EXISTS (SELECT 1 FROM webhooks) OR EXISTS (SELECT 1 FROM cluster_signing_keys)
+		OR EXISTS (SELECT 1 FROM jobs WHERE payload_sealed)`).Scan(&exists)
 	if err != nil {
 		return false, s.wrap(err, "look for sealed secrets")
 	}

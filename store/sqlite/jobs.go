@@ -17,7 +17,7 @@ import (
 
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of`
+	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
 
 // jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
 const jobKeyCols = `id, cluster_id, state, attempt, claim_id, lease_expires_at, updated_at`
@@ -28,11 +28,15 @@ func scanJob(row scanner) (*registry.Job, error) {
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf)
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)
 	if err != nil {
 		return nil, err
 	}
-	j.Payload = json.RawMessage(payload)
+	if j.PayloadSealed {
+		j.SealedPayload = payload // withheld: the registry opens it on request
+	} else {
+		j.Payload = json.RawMessage(payload)
+	}
 	if len(result) > 0 {
 		j.Result = json.RawMessage(result)
 	}
@@ -72,11 +76,11 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 // insertJob is JobInsert inside a transaction.
 func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error) {
 	j := &p.Job
-	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload,
+	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
 		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
-		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, []byte(j.Payload),
+		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
 		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf)
 	if isForeignKeyViolation(err) {
 		return nil, false, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
@@ -596,4 +600,13 @@ func (t *txn) endBatch(ids []string, set string, setArgs []any, typ registry.His
 		SELECT id, ?, ?, ?, attempt, state, `+message+` FROM jobs WHERE id IN (SELECT value FROM json_each(?))`,
 		col.MS(now), typ, actor, list)
 	return int(n), err
+}
+
+// storedPayload is the payload column: the sealed payload of a job whose
+// cluster requires encrypted payloads, the plain one otherwise.
+func storedPayload(j *registry.Job) []byte {
+	if j.PayloadSealed {
+		return j.SealedPayload
+	}
+	return []byte(j.Payload)
 }
