@@ -17,8 +17,25 @@ func init() {
 
 // keyFileWarning is said by both commands: the key file seals webhook
 // secrets and agents' HMAC keys, and a backup without it cannot use them.
-func keyFileWarning(db string) string {
-	return fmt.Sprintf("The key file (%s by default) is not in the backup: keep a copy of it with the backup; without it, agents' HMAC keys and webhooks' secrets cannot be unsealed.", registry.KeyFilePath(db))
+// It names the key file this invocation uses: --key-file, or for SQLite the
+// file beside the database.
+func keyFileWarning(g *globals) string {
+	where := "the file given with --key-file"
+	switch {
+	case g.keyFile != "":
+		where = g.keyFile
+	case !isPostgresURL(g.db):
+		where = registry.KeyFilePath(g.db)
+	}
+	return fmt.Sprintf("The key file (%s) is not in the backup: keep a copy of it with the backup; without it, agents' HMAC keys and webhooks' secrets cannot be unsealed.", where)
+}
+
+// count says "1 audit entry" or "3 audit entries".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func newBackupCmd(g *globals) *cobra.Command {
@@ -38,7 +55,7 @@ For PostgreSQL use pg_dump: tether says how.`,
 				return usagef("backup needs --to FILE, where to write the copy")
 			}
 			if isPostgresURL(g.db) {
-				return failf("tether does not copy a PostgreSQL database itself; use PostgreSQL's own tool, for example: pg_dump --format=custom --file=tether.dump 'postgres://USER@HOST/DB' (and pg_restore to restore it). %s", keyFileWarning("the key file given with --key-file"))
+				return failf("tether does not copy a PostgreSQL database itself; use PostgreSQL's own tool, for example: pg_dump --format=custom --file=tether.dump 'postgres://USER@HOST/DB' (and pg_restore to restore it). %s", keyFileWarning(g))
 			}
 			if _, err := os.Stat(g.db); err != nil {
 				return failf("there is no database at %s to back up (--db or $TETHER_DB names it)", g.db)
@@ -60,8 +77,8 @@ For PostgreSQL use pg_dump: tether says how.`,
 			if g.output == "json" {
 				return printJSON(g.stdout, info)
 			}
-			fmt.Fprintf(g.stdout, "Backed up %s to %s: %s, schema version %d, %d clusters, %d jobs, %d audit entries; integrity check ok.\n%s\n",
-				g.db, info.Path, humanBytes(info.Bytes), info.SchemaVersion, info.Clusters, info.Jobs, info.AuditEntries, keyFileWarning(g.db))
+			fmt.Fprintf(g.stdout, "Backed up %s to %s: %s, schema version %d, %s, %s, %s; integrity check ok.\n%s\n",
+				g.db, info.Path, humanBytes(info.Bytes), info.SchemaVersion, count(info.Clusters, "cluster", "clusters"), count(info.Jobs, "job", "jobs"), count(info.AuditEntries, "audit entry", "audit entries"), keyFileWarning(g))
 			return nil
 		},
 	}
@@ -96,11 +113,11 @@ DB.before-restore-<time>.`,
 			if g.output == "json" {
 				return printJSON(g.stdout, map[string]any{"restored": info, "previous": kept})
 			}
-			fmt.Fprintf(g.stdout, "Restored %s from %s: schema version %d, %d clusters, %d jobs.\n", g.db, from, info.SchemaVersion, info.Clusters, info.Jobs)
+			fmt.Fprintf(g.stdout, "Restored %s from %s: schema version %d, %s, %s.\n", g.db, from, info.SchemaVersion, count(info.Clusters, "cluster", "clusters"), count(info.Jobs, "job", "jobs"))
 			if kept != "" {
 				fmt.Fprintf(g.stdout, "The database it replaced is kept as %s.\n", kept)
 			}
-			fmt.Fprintln(g.stdout, keyFileWarning(g.db))
+			fmt.Fprintln(g.stdout, keyFileWarning(g))
 			return nil
 		},
 	}

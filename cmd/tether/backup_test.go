@@ -18,7 +18,7 @@ func TestBackupAndRestore(t *testing.T) {
 	// A consistent copy while serve runs.
 	srv, _, _ := startServe(t, db)
 	out := ok(t, db, "backup", "--to", backup).stdout
-	for _, want := range []string{"1 clusters", "1 jobs", "integrity check ok", "key file", ".key"} {
+	for _, want := range []string{"1 cluster,", "1 job,", "integrity check ok", "key file (" + db + ".key)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("backup output lacks %q:\n%s", want, out)
 		}
@@ -57,7 +57,7 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	raw.Close()
 	wantError(t, cli(t, db, "restore", "--from", newer), exitError, "schema version 99", "knows only up to")
-	wantError(t, cli(t, "postgres://tether@db.example/tether", "backup", "--to", filepath.Join(dir, "pg.db")), exitError, "pg_dump")
+	wantError(t, cli(t, "postgres://tether@db.example/tether", "backup", "--to", filepath.Join(dir, "pg.db")), exitError, "pg_dump", "the file given with --key-file")
 	wantError(t, cli(t, filepath.Join(dir, "missing.db"), "backup", "--to", filepath.Join(dir, "x.db")), exitError, "no database at")
 }
 
