@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tetherhq/tether/internal/jwe"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -88,7 +89,13 @@ func (c *Config) defaults() {
 // Register redeems a one-time token and stores the credential in stateDir.
 // It returns the cluster id; the credential is never printed or logged.
 func Register(ctx context.Context, server, token, stateDir string, capabilities []string, retry apiclient.RetryPolicy) (string, error) {
-	cred, err := apiclient.Register(ctx, server, token, apiclient.RegisterOptions{Capabilities: capabilities, Retry: retry})
+	key, err := LoadOrCreateEncryptionKey(stateDir)
+	if err != nil {
+		return "", err
+	}
+	cred, err := apiclient.Register(ctx, server, token, apiclient.RegisterOptions{
+		Capabilities: capabilities, Retry: retry, PublicKey: []byte(key.Public().JWK()),
+	})
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +112,8 @@ type Agent struct {
 	client  *apiclient.Client
 	ledger  *Ledger
 	events  *batcher
-	sigKeys signingKeys // the cluster's payload-signing keys, by id
+	sigKeys signingKeys     // the cluster's payload-signing keys, by id
+	encKey  *jwe.PrivateKey // the agent's encryption key (encrypted payloads)
 
 	mu      sync.Mutex
 	running map[string]bool // job ids being worked on
@@ -131,6 +139,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("read the idempotency ledger: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("cluster", st.Credential.ClusterID), ledger: ledger, running: map[string]bool{}}
+	// An agent registered before it had a key gets one now; an admin can
+	// give its public half to tether (tether cluster edit --public-key-file).
+	if a.encKey, err = LoadOrCreateEncryptionKey(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("load the encryption key: %w", err)
+	}
 	a.server = st.Server
 	a.client, err = apiclient.New(apiclient.Config{
 		BaseURL: st.Server, Credential: st.Credential, Retry: cfg.Retry, HTTPClient: cfg.HTTPClient,

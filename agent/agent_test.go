@@ -49,6 +49,12 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvOn(t, dir, st)
+}
+
+// newEnvOn is newEnv over the caller's store.
+func newEnvOn(t *testing.T, dir string, st registry.Store) *env {
+	t.Helper()
 	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(dir, "tether.db.key"))})
 	t.Cleanup(func() { reg.Close(); st.Close() })
 	e := &env{t: t, reg: reg, dir: dir}

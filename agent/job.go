@@ -35,10 +35,15 @@ func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 	// Verify before claiming: a job that cannot be verified now (the keys
 	// cannot be fetched) stays queued for a later poll instead of being
 	// claimed and then failed for a fault that is not its own.
-	why, err := a.checkSignature(ctx, j)
-	if err != nil {
-		log.Warn("cannot verify the job's signature now; leaving it queued", "err", err)
-		return
+	// Decrypt first: the signature covers the plaintext.
+	undecryptable := a.decryptPayload(&j)
+	var why string
+	if undecryptable == "" {
+		var err error
+		if why, err = a.checkSignature(ctx, j); err != nil {
+			log.Warn("cannot verify the job's signature now; leaving it queued", "err", err)
+			return
+		}
 	}
 	claim, err := a.client.Ack(ctx, j.ID)
 	switch {
@@ -52,6 +57,15 @@ func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 	if j.IdempotencyKey != "" && a.ledger.Done(j.IdempotencyKey) {
 		log.Info("job already applied (idempotency key seen); reporting noop", "key", j.IdempotencyKey)
 		a.report(ctx, log, j.ID, claim.ClaimID, apiclient.Result{Outcome: apiclient.OutcomeNoop, Error: "already applied (idempotency key " + j.IdempotencyKey + ")", Timestamp: time.Now().UTC()})
+		return
+	}
+	if undecryptable != "" {
+		// Never guess at a payload: say so to tether (the result and an
+		// Audit event). The reason holds no decrypted material.
+		log.Warn("job payload does not decrypt; not running it", "reason", undecryptable)
+		a.emit(apiclient.Event{Kind: apiclient.EventAudit, EventKey: EventPayloadDecryptionFailed, Message: undecryptable,
+			ResourceRef: clusterRef(a.client.Credential().ClusterID), Timestamp: time.Now().UTC()})
+		a.report(ctx, log, j.ID, claim.ClaimID, failed(undecryptable))
 		return
 	}
 	if why != "" {

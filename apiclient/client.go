@@ -185,8 +185,12 @@ type RegisterOptions struct {
 	// authorization and answers with the cluster the token is bound to.
 	ClusterIDHint string
 	Capabilities  []string
-	HTTPClient    *http.Client
-	Retry         RetryPolicy
+	// PublicKey is the agent's encryption public key, a JWK (X25519 OKP or
+	// P-256 EC, never with its private member d): tether encrypts the
+	// payloads of clusters that require it to this key.
+	PublicKey  json.RawMessage
+	HTTPClient *http.Client
+	Retry      RetryPolicy
 }
 
 // Register redeems a one-time registration token and returns the credential
@@ -203,6 +207,9 @@ func Register(ctx context.Context, baseURL, token string, opts RegisterOptions) 
 	}
 	if len(opts.Capabilities) > 0 {
 		body["capabilities"] = opts.Capabilities
+	}
+	if len(opts.PublicKey) > 0 {
+		body["publicKey"] = opts.PublicKey
 	}
 	var cred Credential
 	err = c.do(ctx, call{method: http.MethodPost, path: "/api/agent/register", body: body, bearer: token, out: &cred, noRotate: true, unsigned: true})

@@ -62,16 +62,21 @@ func (c Credential) LogValue() slog.Value { return slog.StringValue(c.String()) 
 
 // Job is a job as a poll hands it out.
 type Job struct {
-	ID             string          `json:"id"`
-	Kind           string          `json:"kind"`
-	Payload        json.RawMessage `json:"payload"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	CreatedAt      time.Time       `json:"createdAt,omitzero"`
-	ExpiresAt      time.Time       `json:"expiresAt,omitzero"`
-	Signature      string          `json:"signature,omitempty"`
-	SignatureKeyID string          `json:"signatureKeyId,omitempty"`
-	Attempt        int             `json:"attempt,omitempty"`
-	LeaseSeconds   int             `json:"leaseSeconds,omitempty"`
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"`
+	Payload json.RawMessage `json:"payload"`
+	// EncryptedPayload replaces Payload for clusters that require encrypted
+	// payloads: a JWE compact serialization (ECDH-ES+A256KW, A256GCM) to
+	// the key the agent registered with. The signature, if any, covers the
+	// plaintext.
+	EncryptedPayload string    `json:"encryptedPayload,omitempty"`
+	IdempotencyKey   string    `json:"idempotencyKey,omitempty"`
+	CreatedAt        time.Time `json:"createdAt,omitzero"`
+	ExpiresAt        time.Time `json:"expiresAt,omitzero"`
+	Signature        string    `json:"signature,omitempty"`
+	SignatureKeyID   string    `json:"signatureKeyId,omitempty"`
+	Attempt          int       `json:"attempt,omitempty"`
+	LeaseSeconds     int       `json:"leaseSeconds,omitempty"`
 }
 
 // Expired reports whether the job's expiresAt has passed: the agent must not

@@ -88,8 +88,8 @@ with --token - (so that it does not appear in the process list).`,
 			if g.output == "json" {
 				return printJSON(g.stdout, map[string]string{"clusterId": clusterID, "stateDir": stateDir})
 			}
-			fmt.Fprintf(g.stdout, "Registered cluster %s; the credential is in %s (mode 0600).\nNext: tether agent run --state-dir %s --exec 'COMMAND'\n",
-				clusterID, stateDir+"/credential.json", stateDir)
+			fmt.Fprintf(g.stdout, "Registered cluster %s; the credential is in %s and the payload encryption key in %s (mode 0600).\nNext: tether agent run --state-dir %s --exec 'COMMAND'\n",
+				clusterID, stateDir+"/credential.json", stateDir+"/encryption-key.json", stateDir)
 			return nil
 		},
 	}
