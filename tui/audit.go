@@ -46,7 +46,7 @@ const (
 type auditFilter struct {
 	cluster string
 	action  string // prefix
-	text    string
+	text    textQuery
 	err     string
 }
 
@@ -70,10 +70,13 @@ func parseAuditFilter(f *fleet, s string) auditFilter {
 		case ok && (k == "action" || k == "a"):
 			out.action = v
 		default:
-			words = append(words, strings.ToLower(w))
+			words = append(words, w)
 		}
 	}
-	out.text = strings.Join(words, " ")
+	out.text = parseTextQuery(words)
+	if out.text.err != "" && out.err == "" {
+		out.err = out.text.err
+	}
 	return out
 }
 
@@ -84,9 +87,9 @@ func (f *auditFilter) match(fl *fleet, a *registry.AuditEntry) bool {
 	if f.action != "" && !strings.HasPrefix(a.Action, f.action) {
 		return false
 	}
-	if f.text != "" {
-		hay := strings.ToLower(a.Actor + " " + a.Action + " " + fl.clusterName(a.ClusterID) + " " + a.TargetKind + " " + a.TargetID + " " + a.Reason)
-		return strings.Contains(hay, f.text)
+	if !f.text.empty() {
+		hay := stamp(a.At) + " " + a.Actor + " " + a.Action + " " + fl.clusterName(a.ClusterID) + " " + a.TargetKind + " " + a.TargetID + " " + a.Reason
+		return f.text.match(hay)
 	}
 	return true
 }
@@ -397,8 +400,10 @@ func (v *auditView) SetFilter(s string) tea.Cmd {
 	return v.load(false)
 }
 
+func (v *auditView) FilterErr() string { return v.fl.err }
+
 func (v *auditView) FilterHelp() string {
-	return "cluster:NAME action:PREFIX (e.g. action:job. or action:credential.revoke), other words match actor, target, reason"
+	return "cluster:NAME action:PREFIX (action:job.); words match every column, " + textFilterHelp
 }
 
 func (v *auditView) Actions() []key.Binding { return nil }

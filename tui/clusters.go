@@ -20,15 +20,18 @@ import (
 // clustersView is the fleet: one row per cluster, sortable and filterable,
 // live from the watch.
 type clustersView struct {
-	ctx     *Context
-	table   *table
-	rows    []*registry.Cluster
-	filter  string
-	sortBy  int
-	reverse bool
-	built   int // the fleet version rows were built from
-	width   int
-	height  int
+	ctx    *Context
+	table  *table
+	rows   []*registry.Cluster
+	filter string
+	// filterErr says what is wrong with the filter (an invalid regular
+	// expression).
+	filterErr string
+	sortBy    int
+	reverse   bool
+	built     int // the fleet version rows were built from
+	width     int
+	height    int
 }
 
 // clusterSort orders the clusters by one column: cmp compares what the
@@ -115,14 +118,21 @@ func (v *clustersView) rebuild() {
 	now := v.ctx.Now
 	f := v.ctx.Fleet
 	v.rows = v.rows[:0]
-	q := strings.ToLower(strings.TrimSpace(v.filter))
+	q := parseTextQuery(strings.Fields(v.filter))
+	v.filterErr = q.err
 	for _, c := range f.sorted {
-		text := c.Name + " " + c.ID + " " + c.Organization + " " + string(c.State) + " " + clusterHealth(c, now)
-		if f.notDraining(c.ID) {
-			text += " not draining"
-		}
-		if q != "" && !strings.Contains(strings.ToLower(text), q) {
-			continue
+		if !q.empty() {
+			// Every column as shown, and the words the columns abbreviate.
+			text := rowText(v.cells(c)) + " " + string(c.State) + " " + clusterHealth(c, now)
+			if f.notDraining(c.ID) {
+				text += " not draining"
+			}
+			if c.Paused() {
+				text += " paused"
+			}
+			if !q.match(text) {
+				continue
+			}
 		}
 		v.rows = append(v.rows, c)
 	}
@@ -180,8 +190,9 @@ func (v *clustersView) rowKey(i int) string {
 		f.count(c.ID, registry.JobQueued), f.count(c.ID, registry.JobInProgress), v.ctx.Now.Unix())
 }
 
-func (v *clustersView) rowCells(i int) []cell {
-	c := v.rows[i]
+func (v *clustersView) rowCells(i int) []cell { return v.cells(v.rows[i]) }
+
+func (v *clustersView) cells(c *registry.Cluster) []cell {
 	now := v.ctx.Now
 	f := v.ctx.Fleet
 	state := clusterStateCell(c, now)
@@ -338,6 +349,9 @@ func (v *clustersView) View() string {
 	title := st.Title.Render("Clusters") + st.Render(themes.Muted, fmt.Sprintf(" %d", len(f.sorted)))
 	if v.filter != "" {
 		title += st.Render(themes.Muted, fmt.Sprintf("  %d match /", len(v.rows))) + st.Render(themes.Accent, v.filter)
+		if v.filterErr != "" {
+			title += st.Render(themes.Danger, "  "+v.filterErr)
+		}
 	}
 	title += st.Render(themes.Muted, "  sorted by "+clusterSorts[v.sortBy])
 	empty := "no clusters yet: press n to create one"
@@ -354,15 +368,18 @@ func (v *clustersView) View() string {
 
 func (v *clustersView) Filter() string { return v.filter }
 
+func (v *clustersView) FilterErr() string { return v.filterErr }
+
 func (v *clustersView) SetFilter(s string) tea.Cmd {
 	v.filter = s
+	v.filterErr = parseTextQuery(strings.Fields(s)).err
 	v.built = -1
 	v.table.setCursor(0, 1)
 	return nil
 }
 
 func (v *clustersView) FilterHelp() string {
-	return "text in name, id, organization or state (\"not draining\" finds stalled queues)"
+	return "words in any column (\"not draining\" finds stalled queues), " + textFilterHelp
 }
 
 func (v *clustersView) Actions() []key.Binding {

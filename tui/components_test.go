@@ -452,7 +452,7 @@ func TestFilters(t *testing.T) {
 		t.Error("unknown cluster or kind should say so")
 	}
 	ef := parseEventFilter(f, "cluster:prod-us-1 kind:heart status:False disk")
-	if ef.cluster != "cl-2" || !slices.Equal(ef.kinds, []string{registry.EventClusterHeartbeat}) || !ef.falseOnly || ef.text != "disk" {
+	if ef.cluster != "cl-2" || !slices.Equal(ef.kinds, []string{registry.EventClusterHeartbeat}) || !ef.falseOnly || len(ef.text.terms) != 1 || ef.text.terms[0].sub != "disk" {
 		t.Errorf("event filter: %+v", ef)
 	}
 	ev := registry.Event{ClusterID: "cl-2", Kind: registry.EventClusterHeartbeat, Conditions: []registry.Condition{{Type: "DiskPressure", Status: "False"}}}
@@ -471,5 +471,83 @@ func TestFilters(t *testing.T) {
 	a.Action = "cluster.create"
 	if af.match(f, &a) {
 		t.Error("action:job. must not match cluster.create")
+	}
+}
+
+// TestTextQuery: the words every list's filter shares: substrings in any
+// case, re:PATTERN (any case), ! before either to leave out, every word
+// holding; an invalid pattern is an error that matches nothing.
+func TestTextQuery(t *testing.T) {
+	hay := "prod-eu-1 cl-01 acme pull active ⚠1 false lease_expired attempts exhausted"
+	for _, tc := range []struct {
+		filter string
+		want   bool
+	}{
+		{"PROD", true},
+		{"prod acme", true},
+		{"prod nope", false},
+		{"!failed", true},
+		{"!acme", false},
+		{"re:^prod-[a-z]+-[0-9]$", false}, // the whole text is not just the name
+		{`re:^prod-[a-z]+-[0-9]\s`, true},
+		{`re:EU-\d`, true},
+		{"!re:exhausted", false},
+		{"!re:^staging", true},
+		{"attempts exhausted", true},
+		{"!", true}, // a lone ! is a word
+	} {
+		q := parseTextQuery(strings.Fields(tc.filter))
+		if q.err != "" {
+			t.Errorf("%q: %s", tc.filter, q.err)
+		}
+		if got := q.match(hay + " !"); got != tc.want {
+			t.Errorf("%q matched %v, want %v", tc.filter, got, tc.want)
+		}
+	}
+	q := parseTextQuery([]string{"re:api-[0-9"})
+	if !strings.Contains(q.err, "invalid regex: missing closing ]") || q.match("api-1") {
+		t.Errorf("an invalid pattern: err %q", q.err)
+	}
+	if q := parseTextQuery([]string{"re:"}); q.err == "" {
+		t.Error("re: without a pattern should say so")
+	}
+}
+
+// TestJobFilterStates: over the store, a state word keeps that state, ! a
+// state or a cluster leaves it out, and a regex or a negated word is
+// refused with a message saying what works.
+func TestJobFilterStates(t *testing.T) {
+	f := newFleet()
+	f.setClusters([]registry.Cluster{{ID: "cl-1", ClusterSpec: registry.ClusterSpec{Name: "prod-eu-1"}}, {ID: "cl-2", ClusterSpec: registry.ClusterSpec{Name: "prod-us-1"}}})
+	if jf := parseJobFilter(f, "failed in-progress"); !slices.Equal(jf.states, []registry.JobState{registry.JobFailed, registry.JobInProgress}) || jf.err != "" {
+		t.Errorf("failed in-progress: %+v", jf)
+	}
+	jf := parseJobFilter(f, "!failed !succeeded")
+	if len(jf.states) != len(registry.JobStates)-2 || slices.Contains(jf.states, registry.JobFailed) || jf.nothing {
+		t.Errorf("!failed !succeeded: %+v", jf)
+	}
+	if jf := parseJobFilter(f, "failed !failed"); !jf.nothing {
+		t.Errorf("failed !failed leaves nothing: %+v", jf)
+	}
+	if jf := parseJobFilter(f, "!cluster:prod-eu-1"); !slices.Equal(jf.clusters, []string{"cl-2"}) {
+		t.Errorf("!cluster:prod-eu-1: %+v", jf)
+	}
+	if jf := parseJobFilter(f, "!cluster:prod"); !jf.nothing {
+		t.Errorf("!cluster:prod leaves no cluster: %+v", jf)
+	}
+	if jf := parseJobFilter(f, "re:^api"); !strings.Contains(jf.err, "cannot match a regular expression") {
+		t.Errorf("re: over the jobs: %q", jf.err)
+	}
+	if jf := parseJobFilter(f, "!web"); !strings.Contains(jf.err, "not a word") {
+		t.Errorf("!web over the jobs: %q", jf.err)
+	}
+	if st, ok := narrowStates([]registry.JobState{registry.JobFailed}, jf.states); ok || st != nil {
+		t.Errorf("narrow failed by !web's states: %v %v", st, ok)
+	}
+	if st, ok := narrowStates(nil, []registry.JobState{registry.JobQueued}); !ok || !slices.Equal(st, []registry.JobState{registry.JobQueued}) {
+		t.Errorf("narrow any by queued: %v %v", st, ok)
+	}
+	if _, ok := narrowStates([]registry.JobState{registry.JobFailed}, []registry.JobState{registry.JobQueued}); ok {
+		t.Error("failed and queued have nothing in common")
 	}
 }

@@ -81,6 +81,9 @@ type filterable interface {
 	SetFilter(s string) tea.Cmd
 	// FilterHelp says what the filter understands.
 	FilterHelp() string
+	// FilterErr says what is wrong with the filter in force ("" when
+	// nothing is): the status line shows it.
+	FilterErr() string
 }
 
 // Messages shared by several views.

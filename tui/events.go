@@ -52,7 +52,7 @@ type eventFilter struct {
 	cluster   string // id
 	kinds     []string
 	falseOnly bool
-	text      string
+	text      textQuery
 	err       string
 }
 
@@ -88,10 +88,13 @@ func parseEventFilter(f *fleet, s string) eventFilter {
 				out.err = "status:" + v + ": only status:False filters (events with a False condition)"
 			}
 		default:
-			words = append(words, strings.ToLower(w))
+			words = append(words, w)
 		}
 	}
-	out.text = strings.Join(words, " ")
+	out.text = parseTextQuery(words)
+	if out.text.err != "" && out.err == "" {
+		out.err = out.text.err
+	}
 	return out
 }
 
@@ -105,9 +108,9 @@ func (f *eventFilter) match(fl *fleet, e *registry.Event) bool {
 	if f.falseOnly && !e.HasFalseCondition() {
 		return false
 	}
-	if f.text != "" {
-		hay := strings.ToLower(fl.clusterName(e.ClusterID) + " " + e.Kind + " " + e.EventKey + " " + resourceText(e.ResourceRef) + " " + e.Message + " " + conditionsText(e.Conditions))
-		if !strings.Contains(hay, f.text) {
+	if !f.text.empty() {
+		hay := fl.clusterName(e.ClusterID) + " " + e.Kind + " " + e.EventKey + " " + resourceText(e.ResourceRef) + " " + e.Message + " " + conditionsText(e.Conditions)
+		if !f.text.match(hay) {
 			return false
 		}
 	}
@@ -335,7 +338,7 @@ func (v *eventsView) reload() tea.Cmd {
 // than a screenful of what is held and the store has more (up to
 // eventsKeep): the filter searches the store, not only the newest page.
 func (v *eventsView) searchOlder() tea.Cmd {
-	if v.fl.text == "" || len(v.rows) >= v.table.height || v.oldest || v.older || !v.loaded || len(v.all) >= eventsKeep {
+	if v.fl.text.empty() || len(v.rows) >= v.table.height || v.oldest || v.older || !v.loaded || len(v.all) >= eventsKeep {
 		return nil
 	}
 	return v.load(true)
@@ -512,8 +515,10 @@ func (v *eventsView) SetFilter(s string) tea.Cmd {
 	return v.load(false)
 }
 
+func (v *eventsView) FilterErr() string { return v.fl.err }
+
 func (v *eventsView) FilterHelp() string {
-	return "cluster:NAME kind:KIND status:False, other words match kind, key, resource, message, conditions"
+	return "cluster:NAME kind:KIND status:False; words match every column, " + textFilterHelp
 }
 
 func (v *eventsView) Actions() []key.Binding { return nil }

@@ -426,6 +426,31 @@ func TestGolden(t *testing.T) {
 		h.waitIdle(func(m *Model) bool { return m.status != "" })
 		h.golden()
 	})
+	t.Run("narrow_clusters_filter_invalid_regex", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
+		h.keys("/")
+		h.typeText("re:prod-(eu")
+		h.waitIdle(func(m *Model) bool { return m.clusters.filter == "re:prod-(eu" })
+		h.golden()
+	})
+	t.Run("clusters_filter_negated", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{start: "clusters"})
+		h.keys("/")
+		h.typeText("!prod re:^(edge|staging)")
+		h.keys("enter")
+		h.waitIdle(func(m *Model) bool { return !m.filtering && m.clusters.filter != "" })
+		h.golden()
+	})
+	t.Run("jobs_filter_not_failed", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{start: "jobs"})
+		h.keys("l", "l", "l", "l", "/")
+		h.typeText("!failed !succeeded")
+		h.keys("enter")
+		h.waitIdle(func(m *Model) bool {
+			return !m.filtering && m.jobs.tab == tabAll && m.jobs.filter == "!failed !succeeded" && m.jobs.loaded && m.jobs.tabCount(tabAll) >= 0
+		})
+		h.golden()
+	})
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

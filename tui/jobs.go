@@ -53,46 +53,6 @@ const jobsReloadEvery = time.Second
 // leases expire and clusters fall silent without any change) is refreshed.
 const jobsCountEvery = 5 * time.Second
 
-// jobFilter is the parsed `/` filter of the jobs view.
-type jobFilter struct {
-	clusters []string // ids
-	names    []string // what was typed, for messages
-	kind     registry.JobKind
-	search   string
-	err      string
-}
-
-func parseJobFilter(f *fleet, s string) jobFilter {
-	var out jobFilter
-	var words []string
-	for _, w := range strings.Fields(s) {
-		k, v, ok := strings.Cut(w, ":")
-		switch {
-		case ok && (k == "cluster" || k == "c"):
-			out.names = append(out.names, v)
-			found := f.resolve(v)
-			if len(found) == 0 {
-				out.err = "no cluster matches " + v
-			}
-			for _, c := range found {
-				out.clusters = append(out.clusters, c.ID)
-			}
-		case ok && (k == "kind" || k == "k"):
-			out.kind = registry.JobKind(v)
-			if !slices.Contains([]registry.JobKind{registry.KindApply, registry.KindDelete, registry.KindIntent}, out.kind) {
-				out.err = "kind " + v + " is not one of apply, delete, intent"
-			}
-		default:
-			words = append(words, w)
-		}
-	}
-	out.search = strings.Join(words, " ")
-	return out
-}
-
-// needsQueryCounts: the registry's counters are per cluster and state only.
-func (f jobFilter) needsQueryCounts() bool { return f.kind != "" || f.search != "" }
-
 type jobsView struct {
 	ctx    *Context
 	tables [2]*table // [0] the state tabs, [1] the stuck tab (its own columns)
@@ -229,7 +189,8 @@ func (v *jobsView) Init() tea.Cmd {
 
 // base is the filter as registry params.
 func (v *jobsView) base() registry.JobListParams {
-	return registry.JobListParams{ClusterIDs: v.fl.clusters, Kind: v.fl.kind, Search: v.fl.search, OldestFirst: v.oldest}
+	return registry.JobListParams{ClusterIDs: v.fl.clusters, Kind: v.fl.kind, Search: v.fl.search, Error: v.fl.errorCode,
+		States: v.fl.states, OldestFirst: v.oldest}
 }
 
 // total is the number of rows of the current tab, or -1 when unknown.
@@ -554,8 +515,10 @@ func (v *jobsView) SetFilter(s string) tea.Cmd {
 	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return jobsFilterMsg{gen: gen, filter: s} })
 }
 
+func (v *jobsView) FilterErr() string { return v.fl.err }
+
 func (v *jobsView) FilterHelp() string {
-	return "cluster:NAME kind:apply|delete|intent, other words match id, idempotency key, namespace or name"
+	return "cluster:NAME kind:K error:CODE, a state (failed, !failed), !cluster:NAME; words match id, key, namespace, name"
 }
 
 // tabByName finds a tab by its command name (in-progress, in_progress and

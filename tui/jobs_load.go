@@ -46,6 +46,11 @@ func (v *jobsView) load(start int) tea.Cmd {
 	if tab == tabStuck {
 		unreachable = v.ctx.Fleet.unreachable(now)
 	}
+	states, possible := narrowStates(tabStates(tab), base.States)
+	if v.fl.nothing || !possible {
+		// The filter leaves no job in this tab: nothing to ask the store.
+		return func() tea.Msg { return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1} }
+	}
 	return func() tea.Msg {
 		ctx := context.Background()
 		if tab == tabStuck {
@@ -56,7 +61,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 			return jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
 		}
 		p := base
-		p.States = tabStates(tab)
+		p.States = states
 		jobs, err := readJobsPage(ctx, b, p, total, start, limit, deep(start, total))
 		msg := jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
 		if err != nil || pin.ID == "" || slices.ContainsFunc(jobs, func(j registry.Job) bool { return j.ID == pin.ID }) {
@@ -159,7 +164,7 @@ func (v *jobsView) countCmd() tea.Cmd {
 		return nil
 	}
 	v.counting, v.countDirty, v.lastCount = true, false, time.Now()
-	gen, base, all := v.gen, v.base(), v.fl.needsQueryCounts()
+	gen, base, all, nothing := v.gen, v.base(), v.fl.needsQueryCounts(), v.fl.nothing
 	b := v.ctx.Backend
 	now := v.ctx.Now
 	unreachable := v.ctx.Fleet.unreachable(now)
@@ -169,6 +174,9 @@ func (v *jobsView) countCmd() tea.Cmd {
 		for i := range out {
 			out[i] = -1
 		}
+		if nothing {
+			return jobsCountsMsg{gen: gen, counts: [numTabs]int{}}
+		}
 		n, err := countStuck(ctx, b, stuckQueries(base, unreachable, now))
 		if err != nil {
 			return jobsCountsMsg{gen: gen, err: err}
@@ -177,7 +185,12 @@ func (v *jobsView) countCmd() tea.Cmd {
 		if all {
 			for _, tab := range []int{tabQueued, tabInProgress, tabFailed, tabAll} {
 				p := base
-				p.States = tabStates(tab)
+				states, possible := narrowStates(tabStates(tab), base.States)
+				if !possible {
+					out[tab] = 0
+					continue
+				}
+				p.States = states
 				n, err := b.CountJobs(ctx, p)
 				if err != nil {
 					return jobsCountsMsg{gen: gen, err: err}

@@ -130,7 +130,11 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		m.filtering = false
 		m.filterInput.Blur()
-		return f.SetFilter(strings.TrimSpace(m.filterInput.Value()))
+		cmd := f.SetFilter(strings.TrimSpace(m.filterInput.Value()))
+		if e := f.FilterErr(); e != "" {
+			m.setStatus(statusErr, e)
+		}
+		return cmd
 	case "esc":
 		m.filtering = false
 		m.filterInput.Blur()

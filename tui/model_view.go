@@ -158,6 +158,9 @@ func (m *Model) statusLine() string {
 		hint := ""
 		if f, ok := m.top().(filterable); ok {
 			hint = st.Render(themes.Muted, "  "+f.FilterHelp())
+			if e := f.FilterErr(); e != "" {
+				hint = st.Render(themes.Danger, "  "+e)
+			}
 		}
 		return pad(st.Render(themes.Accent, "/")+m.filterInput.View()+hint, w)
 	}

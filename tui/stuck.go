@@ -145,6 +145,18 @@ type stuckSets struct {
 }
 
 func stuckQueries(base registry.JobListParams, unreachable []string, now time.Time) stuckSets {
+	s := stuckQueriesAll(base, unreachable, now)
+	if base.States != nil {
+		// A filter's states narrow every set; a set left with none drops
+		// out, with its overlaps. (The overview, which counts the sets by
+		// position, never filters by state.)
+		s.sets = narrowSets(s.sets, base.States)
+		s.overlaps = narrowSets(s.overlaps, base.States)
+	}
+	return s
+}
+
+func stuckQueriesAll(base registry.JobListParams, unreachable []string, now time.Time) stuckSets {
 	with := func(f func(p *registry.JobListParams)) registry.JobListParams {
 		p := base
 		p.States, p.Limit, p.Offset = nil, 0, 0
@@ -182,6 +194,19 @@ func stuckQueries(base registry.JobListParams, unreachable []string, now time.Ti
 		s.overlaps = append(s.overlaps, p)
 	}
 	return s
+}
+
+// narrowSets narrows each query's states to states, leaving out the
+// queries with none left.
+func narrowSets(sets []registry.JobListParams, states []registry.JobState) []registry.JobListParams {
+	var out []registry.JobListParams
+	for _, p := range sets {
+		if st, ok := narrowStates(p.States, states); ok {
+			p.States = st
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // countStuck counts the stuck set.

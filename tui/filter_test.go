@@ -1,0 +1,101 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
+)
+
+// bothBackends runs f over a console on the seeded fleet twice: over the
+// registry in this process, and over the admin API of a real server on
+// loopback (the remote console), with an admin token.
+func bothBackends(t *testing.T, f func(t *testing.T, m *Model, e *env, fx fleetFixture)) {
+	t.Run("local", func(t *testing.T) {
+		e := newEnv(t)
+		fx := seedFleet(t, e)
+		m := newModel(t, e, false)
+		load(t, m, e)
+		f(t, m, e, fx)
+	})
+	t.Run("remote", func(t *testing.T) {
+		e := newEnv(t)
+		fx := seedFleet(t, e)
+		remote := remoteEnv(t, e, registry.RoleAdmin, "")
+		m := New(Options{Backend: remote, Theme: themes.Choice{Theme: themes.Dark()}, ServerURL: "http://127.0.0.1:7070"})
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		load(t, m, e)
+		f(t, m, e, fx)
+	})
+}
+
+// filter types a / filter and applies it with enter.
+func filter(m *Model, text string) {
+	do(m, "/")
+	m.filterInput.SetValue("") // the input starts with the filter in force
+	for _, r := range text {
+		_, cmd := m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		pump(m, cmd)
+	}
+	do(m, "enter")
+}
+
+// TestFiltersEverywhere: the filter syntax every list shares (words in any
+// column, re:, !) and its store-backed form in the jobs view, over both
+// backends.
+func TestFiltersEverywhere(t *testing.T) {
+	bothBackends(t, func(t *testing.T, m *Model, e *env, fx fleetFixture) {
+		names := func() string {
+			var out []string
+			for _, c := range m.clusters.rows {
+				out = append(out, c.Name)
+			}
+			return strings.Join(out, " ")
+		}
+		do(m, "2")
+		filter(m, "re:^prod-(eu|us)-\\d")
+		m.clusters.rebuild()
+		if got := names(); got != "prod-eu-1 prod-us-1" {
+			t.Errorf("/re:^prod-(eu|us)-\\d: %s", got)
+		}
+		filter(m, "!prod !re:^edge")
+		m.clusters.rebuild()
+		if got := names(); got != "legacy-dc staging" {
+			t.Errorf("/!prod !re:^edge: %s", got)
+		}
+		filter(m, "gitops") // the MODE column
+		m.clusters.rebuild()
+		if got := names(); got != "legacy-dc" {
+			t.Errorf("/gitops (a column the old filter did not read): %s", got)
+		}
+		filter(m, "re:(")
+		m.clusters.rebuild()
+		if view := m.View().Content; !strings.Contains(view, "invalid regex: missing closing )") || m.statusKind != statusErr || !strings.Contains(m.status, "invalid regex") {
+			t.Errorf("an invalid regex does not say so in the status line (%q):\n%s", m.status, view)
+		}
+
+		// The jobs: states and clusters left out through the store.
+		do(m, "3", "l", "l", "l", "l")
+		if m.jobs.tab != tabAll {
+			t.Fatalf("tab %d, want all", m.jobs.tab)
+		}
+		filter(m, "!failed !cluster:prod-eu-1")
+		pump(m, m.jobs.requery())
+		for i := range m.jobs.rows {
+			j := &m.jobs.rows[i]
+			if j.State == registry.JobFailed || j.ClusterID == fx.euID {
+				t.Errorf("/!failed !cluster:prod-eu-1 shows %s (%s on %s)", j.ID, j.State, j.ClusterID)
+			}
+		}
+		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) || m.jobs.tabCount(tabFailed) != 0 {
+			t.Errorf("/!failed !cluster:prod-eu-1: %d rows, all %d, failed %d", len(m.jobs.rows), m.jobs.tabCount(tabAll), m.jobs.tabCount(tabFailed))
+		}
+		filter(m, "re:^api")
+		if view := m.View().Content; !strings.Contains(view, "cannot match a regular expression") {
+			t.Errorf("re: over the jobs does not say why not:\n%s", view)
+		}
+	})
+}
