@@ -405,13 +405,13 @@ func TestGolden(t *testing.T) {
 	t.Run("clusters_sorted", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{start: "clusters"})
 		h.keys("s", "s", "s", "s", "s", "s", "S") // queued, the fewest first
-		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 6 && m.clusters.reverse && m.status != "" })
+		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 6 && m.clusters.reverse && m.status == "clusters sorted by queued (S reverses)" })
 		h.golden()
 	})
 	t.Run("narrow_clusters_sorted", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("<", "<", "<") // oldest queued
-		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 8 && m.status != "" })
+		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 8 && m.status == "clusters sorted by oldest queued (S reverses)" })
 		h.golden()
 	})
 	t.Run("jobs_oldest_first", func(t *testing.T) {
