@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,9 +35,8 @@ func (r *Registry) submit(ctx context.Context, s JobSubmission, action, reason s
 		return nil, false, Errorf(CodeForbidden, "cluster %s (%s) is disabled; enable it before submitting jobs", c.Name, c.ID)
 	}
 	s.Payload = bytes.TrimSpace(s.Payload)
-	if len(s.Payload) > 0 && !json.Valid(s.Payload) {
-		var v any
-		return nil, false, Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(s.Payload, &v))
+	if err := PayloadJSONError(s.Payload); err != nil {
+		return nil, false, err
 	}
 	checked, err := checkPayload(c, s.Kind, s.Payload)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,9 +40,8 @@ func (r *Registry) CreateRollout(ctx context.Context, spec RolloutSpec) (*Rollou
 		return nil, err
 	}
 	spec.Payload = bytes.TrimSpace(spec.Payload)
-	if len(spec.Payload) > 0 && !json.Valid(spec.Payload) {
-		var v any
-		return nil, Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(spec.Payload, &v))
+	if err := PayloadJSONError(spec.Payload); err != nil {
+		return nil, err
 	}
 	clusters, err := r.ListClusters(ctx, ClusterListParams{Selector: spec.Selector})
 	if err != nil {

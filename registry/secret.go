@@ -99,6 +99,16 @@ func parseBearer(prefix, idPrefix, token string) (id string, ok bool) {
 	return idPrefix + u, true
 }
 
+// RegistrationTokenID returns the id (rt-...) a registration token's secret
+// names, or s unchanged when it is not such a secret: what a client puts in
+// a path instead of the secret.
+func RegistrationTokenID(s string) string {
+	if id, ok := parseBearer(registrationTokenPrefix, "rt-", strings.TrimSpace(s)); ok {
+		return id
+	}
+	return s
+}
+
 // LooksLikeSecret reports whether s is shaped like a tether bearer secret. The
 // server's log redaction uses it as a last line of defence.
 func LooksLikeSecret(s string) bool {

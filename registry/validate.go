@@ -259,6 +259,18 @@ func decodePayload(payload json.RawMessage, v any) error {
 	return nil
 }
 
+// PayloadJSONError is the refusal of a payload that is not valid JSON (nil
+// for valid or empty JSON), in the words a submission is refused with; a
+// client that must encode the payload inside its request checks it first.
+func PayloadJSONError(payload []byte) error {
+	payload = bytes.TrimSpace(payload)
+	if len(payload) == 0 || json.Valid(payload) {
+		return nil
+	}
+	var v any
+	return Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(payload, &v))
+}
+
 func decodeInto(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	var te *json.UnmarshalTypeError

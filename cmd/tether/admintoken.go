@@ -54,12 +54,12 @@ outside it is answered as if it did not exist.`,
 				return usagef("--role %q is not one of viewer, operator, admin", role)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			issued, err := a.reg.CreateAdminToken(adminContext(ctx), name, registry.Role(role), org, expires)
+			defer done()
+			issued, err := api.CreateAdminToken(adminContext(ctx), name, registry.Role(role), org, expires)
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ outside it is answered as if it did not exist.`,
 			}
 			expiry := "never expires"
 			if !t.ExpiresAt.IsZero() {
-				expiry = "expires " + stamp(a.reg.Now(), t.ExpiresAt)
+				expiry = "expires " + stamp(api.Now(), t.ExpiresAt)
 			}
 			_, err = fmt.Fprintf(g.stdout, `Admin token %s (%s): role %s over %s; %s.
 It is shown only this once and will not be shown again:
@@ -105,19 +105,19 @@ func newAdminTokenListCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			tokens, err := a.reg.ListAdminTokens(adminContext(ctx))
+			defer done()
+			tokens, err := api.ListAdminTokens(adminContext(ctx))
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, tokens)
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			t := newTable(g.stdout, "NAME", "ID", "ROLE", "ORG", "STATE", "CREATED", "EXPIRES", "CREATED BY")
 			for _, tok := range tokens {
 				t.row(tok.Name, tok.ID, string(tok.Role), orDash(tok.Org), string(tok.State(now)), ago(now, tok.CreatedAt), until(now, tok.ExpiresAt), tok.CreatedBy)
@@ -136,12 +136,12 @@ func newAdminTokenRevokeCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			tok, err := a.reg.RevokeAdminToken(adminContext(ctx), args[0], reason)
+			defer done()
+			tok, err := api.RevokeAdminToken(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,19 +10,33 @@ import (
 
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
-	"github.com/tetherhq/tether/tui"
 )
 
-// adminAPI is the registry as the commands that also work remotely use it:
-// the registry itself over --db, or remoteAPI over a tether's admin API
+// adminAPI is the registry as the admin commands use it: the registry
+// itself over --db (localAPI), or remoteAPI over a tether's admin API
 // (--server, or a context saved by tether login). Both answer with the
 // registry's records and errors, so a command prints the same either way.
 type adminAPI interface {
 	Now() time.Time
 	GetCluster(ctx context.Context, ref string) (*registry.Cluster, error)
 	ListClusters(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error)
-	ListCredentials(ctx context.Context, cluster string) ([]registry.Credential, error)
+	CreateCluster(ctx context.Context, spec registry.ClusterSpec, tokenTTL time.Duration) (*registry.Cluster, *registry.IssuedToken, error)
+	UpdateCluster(ctx context.Context, id string, version int64, spec registry.ClusterSpec) (*registry.Cluster, error)
+	ModifyCluster(ctx context.Context, ref string, edit func(*registry.ClusterSpec) error) (*registry.Cluster, error)
+	SetClusterEnabled(ctx context.Context, ref string, enabled bool, reason string) (*registry.Cluster, error)
+	SetClusterPaused(ctx context.Context, ref string, paused bool, reason string) (*registry.Cluster, error)
+	DeleteCluster(ctx context.Context, ref, reason string) (*registry.Cluster, error)
+	RotateSigningKey(ctx context.Context, ref string, overlap time.Duration) (*registry.SigningKey, error)
+
+	IssueToken(ctx context.Context, cluster string, ttl time.Duration) (*registry.IssuedToken, error)
 	ListTokens(ctx context.Context, cluster string) ([]registry.RegistrationToken, error)
+	RevokeToken(ctx context.Context, id, reason string) (*registry.RegistrationToken, error)
+	ListCredentials(ctx context.Context, cluster string) ([]registry.Credential, error)
+	// ForceRotationGrace is ForceRotation, and how long the credentials
+	// keep working unless the agent rotates (the server's setting).
+	ForceRotationGrace(ctx context.Context, cluster, reason string) (int, time.Duration, error)
+	RevokeCredentials(ctx context.Context, cluster, reason string) (int, error)
+
 	JobCounts(ctx context.Context) ([]registry.JobCount, error)
 	QueueHealth(ctx context.Context, cluster string) (*registry.QueueHealth, error)
 	FleetQueueHealth(ctx context.Context) ([]registry.QueueHealth, error)
@@ -43,33 +53,72 @@ type adminAPI interface {
 	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
 
+	CreateRollout(ctx context.Context, spec registry.RolloutSpec) (*registry.Rollout, error)
+	ListRollouts(ctx context.Context, p registry.RolloutListParams) ([]registry.Rollout, error)
+	GetRollout(ctx context.Context, ref string) (*registry.Rollout, error)
+	PauseRollout(ctx context.Context, ref, reason string) (*registry.Rollout, error)
+	ResumeRollout(ctx context.Context, ref, reason string) (*registry.Rollout, error)
+	AbortRollout(ctx context.Context, ref, reason string) (*registry.Rollout, error)
+	RetryFailedRollout(ctx context.Context, ref, reason string) (*registry.Rollout, error)
+	// StepRollout is what rollout create --wait does each tick: locally,
+	// advance the rollout (no server need run); remotely, read it (the
+	// server advances it).
+	StepRollout(ctx context.Context, id string) (*registry.Rollout, error)
+
+	CreateWebhook(ctx context.Context, name, url string, events []string, org string) (*registry.Webhook, registry.Secret, error)
+	ListWebhooks(ctx context.Context) ([]registry.Webhook, error)
+	DeleteWebhook(ctx context.Context, ref string) (*registry.Webhook, error)
+	WebhookDeliveries(ctx context.Context, ref string, limit int) (*registry.Webhook, []registry.WebhookDelivery, error)
+
+	CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error)
+	ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error)
+	RevokeAdminToken(ctx context.Context, ref, reason string) (*registry.AdminToken, error)
+
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
 	ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error)
 	LatestSeq(ctx context.Context) (int64, error)
 	Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error)
 }
 
-// remoteCommands are the commands that run over the admin API with
-// --server (or a saved context); every other one refuses --server rather
-// than quietly work on a local database.
-var remoteCommands = []string{
-	"job submit", "job list", "job get", "job requeue", "job cancel", "job retry", "job delete", "job extend-lease",
-	"cluster list", "cluster get", "events", "audit", "console",
+// localOnly are the commands that work on the database or the machine
+// itself, with why they cannot run over the admin API; every other admin
+// command takes --server (or a saved context).
+var localOnly = []struct{ command, why string }{
+	{"serve", "it is the server: run it where the database is"},
+	{"backup", "it copies the database file; run it on the server's machine"},
+	{"restore", "it replaces the database file while no server runs; run it on the server's machine"},
+	{"keys", "the key file lives beside the database, and never travels over the network; run it on the server's machine"},
+	{"demo", "it runs a simulated fleet on a database and server of its own"},
 }
 
-func remoteCapable(command string) bool {
-	for _, c := range remoteCommands {
-		if strings.HasSuffix(command, " "+c) {
-			return true
+// refusesServer says why a command does not run over --server ("": it does,
+// or it needs no database at all).
+func refusesServer(command string) string {
+	for _, c := range localOnly {
+		if command == "tether "+c.command || strings.HasPrefix(command, "tether "+c.command+" ") {
+			return c.why
 		}
 	}
-	return false
+	return ""
 }
 
-var _ adminAPI = (*registry.Registry)(nil)
+// localAPI is adminAPI over the database: the registry, and the few calls
+// whose local form differs.
+type localAPI struct{ *registry.Registry }
+
+func (l localAPI) ForceRotationGrace(ctx context.Context, cluster, reason string) (int, time.Duration, error) {
+	n, err := l.ForceRotation(ctx, cluster, reason)
+	return n, l.Config().RotationGrace, err
+}
+
+func (l localAPI) StepRollout(ctx context.Context, id string) (*registry.Rollout, error) {
+	return l.AdvanceRollout(ctx, id)
+}
+
+var _ adminAPI = localAPI{}
 var _ adminAPI = (*remoteAPI)(nil)
 
-// openAPI opens what a remote-capable command works on: the admin API named
+// openAPI opens what an admin command works on: the admin API named
 // by --server (its token from --token-file or $TETHER_ADMIN_TOKEN, else the
 // saved context for that server), else the current saved context unless
 // --db names a database, else the local database. close releases it.
@@ -91,7 +140,7 @@ func openAPI(cmd *cobra.Command, g *globals) (api adminAPI, close func(), err er
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.reg, func() { a.Close() }, nil
+	return localAPI{a.reg}, func() { a.Close() }, nil
 }
 
 // remoteTarget says which admin API, if any, a command runs over, and with
@@ -124,159 +173,4 @@ func remoteTarget(cmd *cobra.Command, g *globals) (server, token string, err err
 		}
 	}
 	return "", "", usagef("an admin token is required with --server: --token-file FILE, $TETHER_ADMIN_TOKEN, or 'tether login %s --token-file FILE' first", server)
-}
-
-// remoteAPI is adminAPI over a tether's admin API: the console's remote
-// backend, and the calls only the CLI makes.
-type remoteAPI struct {
-	*tui.Remote
-	c *adminclient.Client
-}
-
-func (r *remoteAPI) call(ctx context.Context, method, path string, q url.Values, body, out any, opts ...adminclient.CallOption) error {
-	return remoteError(r.c.Call(ctx, method, path, q, body, out, opts...))
-}
-
-// remoteError gives an admin API refusal the registry's shape: its code and
-// message, which the CLI prints and maps to exit codes as it does locally.
-func remoteError(err error) error {
-	var ae *adminclient.Error
-	if errors.As(err, &ae) {
-		return registry.Errorf(registry.Code(ae.Code), "%s", ae.Message)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return registry.Errorf(registry.CodeUnavailable, "cannot reach tether's admin API: %v", err)
-	}
-	return err
-}
-
-func apiPath(parts ...string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString("/" + url.PathEscape(p))
-	}
-	return b.String()
-}
-
-func (r *remoteAPI) ListClusters(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
-	q := url.Values{"limit": {"1000"}}
-	for k, v := range map[string]string{"state": string(p.State), "org": p.Organization, "selector": p.Selector} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	var out []registry.Cluster
-	for {
-		var page struct {
-			Items      []registry.Cluster `json:"items"`
-			NextCursor string             `json:"nextCursor"`
-		}
-		if err := r.call(ctx, http.MethodGet, "/clusters", q, nil, &page); err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-		if page.NextCursor == "" {
-			return out, nil
-		}
-		q.Set("cursor", page.NextCursor)
-	}
-}
-
-func (r *remoteAPI) QueueHealth(ctx context.Context, cluster string) (*registry.QueueHealth, error) {
-	var q registry.QueueHealth
-	if err := r.call(ctx, http.MethodGet, apiPath("clusters", cluster, "queue"), nil, nil, &q); err != nil {
-		return nil, err
-	}
-	return &q, nil
-}
-
-func (r *remoteAPI) FleetQueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
-	var page struct {
-		Items []registry.QueueHealth `json:"items"`
-	}
-	err := r.call(ctx, http.MethodGet, "/queues", nil, nil, &page)
-	return page.Items, err
-}
-
-func (r *remoteAPI) SubmitJob(ctx context.Context, s registry.JobSubmission) (*registry.Job, bool, error) {
-	body := map[string]any{"cluster": s.ClusterID, "kind": s.Kind, "payload": s.Payload}
-	if s.IdempotencyKey != "" {
-		body["idempotencyKey"] = s.IdempotencyKey
-	}
-	if s.ExpiresIn > 0 {
-		body["expiresIn"] = s.ExpiresIn.String()
-	}
-	var j registry.Job
-	replayed := false
-	err := r.call(ctx, http.MethodPost, "/jobs", nil, body, &j,
-		adminclient.OnResponse(func(resp *http.Response) { replayed = resp.Header.Get("Idempotent-Replayed") == "true" }))
-	if err != nil {
-		return nil, false, err
-	}
-	return &j, !replayed, nil
-}
-
-func (r *remoteAPI) ListStuckJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
-	q := url.Values{"stuck": {"true"}}
-	if len(p.ClusterIDs) > 0 {
-		q.Set("cluster", strings.Join(p.ClusterIDs, ","))
-	}
-	if p.Kind != "" {
-		q.Set("kind", string(p.Kind))
-	}
-	if p.Search != "" {
-		q.Set("search", p.Search)
-	}
-	if p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(min(p.Limit, 1000)))
-	}
-	var page struct {
-		Items []registry.Job `json:"items"`
-	}
-	err := r.call(ctx, http.MethodGet, "/jobs", q, nil, &page)
-	return page.Items, err
-}
-
-// WaitJob asks the server to hold the answer until the job ends, again
-// while it has not and ctx allows.
-func (r *remoteAPI) WaitJob(ctx context.Context, id string) (*registry.Job, error) {
-	for {
-		var j registry.Job
-		if err := r.call(ctx, http.MethodGet, apiPath("jobs", id), url.Values{"wait": {"300"}}, nil, &j); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, err
-		}
-		if j.State.Terminal() {
-			return &j, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (r *remoteAPI) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
-	var body any
-	if reason != "" {
-		body = map[string]string{"reason": reason}
-	}
-	var j registry.Job
-	if err := r.call(ctx, http.MethodPost, apiPath("jobs", id, "retry"), nil, body, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
-}
-
-func (r *remoteAPI) DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error) {
-	var body any
-	if reason != "" {
-		body = map[string]string{"reason": reason}
-	}
-	var j registry.Job
-	if err := r.call(ctx, http.MethodDelete, apiPath("jobs", id), nil, body, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
 }

@@ -64,12 +64,12 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 				return usagef("--label: %s", registry.ErrorMessage(err))
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, issued, err := a.reg.CreateCluster(adminContext(ctx), spec, tokenTTL)
+			defer done()
+			c, issued, err := api.CreateCluster(adminContext(ctx), spec, tokenTTL)
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 				return printJSON(g.stdout, out)
 			}
 			fmt.Fprintf(g.stdout, "Created cluster %s (%s); it stays pending until its agent registers.\n\n", c.Name, c.ID)
-			return printIssuedToken(g.stdout, a.reg.Now(), c, issued)
+			return printIssuedToken(g.stdout, api.Now(), c, issued)
 		},
 	}
 	f := cmd.Flags()

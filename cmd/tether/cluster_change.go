@@ -168,16 +168,16 @@ otherwise it fails and names the current version.`,
 			}
 
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer done()
 			var c *registry.Cluster
 			if fl.Changed("if-version") {
 				// Compare-and-swap on the version the admin looked at: a
 				// concurrent change makes this fail instead of being merged.
-				cur, err := a.reg.GetCluster(ctx, args[0])
+				cur, err := api.GetCluster(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -185,12 +185,12 @@ otherwise it fails and names the current version.`,
 				if err := edit(&spec); err != nil {
 					return err
 				}
-				c, err = a.reg.UpdateCluster(adminContext(ctx), cur.ID, ifVersion, spec)
+				c, err = api.UpdateCluster(adminContext(ctx), cur.ID, ifVersion, spec)
 				if err != nil {
 					return err
 				}
 			} else {
-				c, err = a.reg.ModifyCluster(adminContext(ctx), args[0], edit)
+				c, err = api.ModifyCluster(adminContext(ctx), args[0], edit)
 				if err != nil {
 					return err
 				}
@@ -228,9 +228,9 @@ otherwise it fails and names the current version.`,
 
 func newClusterSetEnabledCmd(g *globals, enable bool) *cobra.Command {
 	var reason string
-	use, short, done := "disable CLUSTER", "Disable a cluster: its agent is refused until it is enabled", "Disabled"
+	use, short, verb := "disable CLUSTER", "Disable a cluster: its agent is refused until it is enabled", "Disabled"
 	if enable {
-		use, short, done = "enable CLUSTER", "Enable a disabled cluster", "Enabled"
+		use, short, verb = "enable CLUSTER", "Enable a disabled cluster", "Enabled"
 	}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -238,19 +238,19 @@ func newClusterSetEnabledCmd(g *globals, enable bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.SetClusterEnabled(adminContext(ctx), args[0], enable, reason)
+			defer done()
+			c, err := api.SetClusterEnabled(adminContext(ctx), args[0], enable, reason)
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, c)
 			}
-			_, err = fmt.Fprintf(g.stdout, "%s cluster %s (%s); it is now %s.\n", done, c.Name, c.ID, c.State)
+			_, err = fmt.Fprintf(g.stdout, "%s cluster %s (%s); it is now %s.\n", verb, c.Name, c.ID, c.State)
 			return err
 		},
 	}
@@ -273,12 +273,12 @@ func newClusterSetPausedCmd(g *globals, pause bool) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.SetClusterPaused(adminContext(ctx), args[0], pause, reason)
+			defer done()
+			c, err := api.SetClusterPaused(adminContext(ctx), args[0], pause, reason)
 			if err != nil {
 				return err
 			}
@@ -317,12 +317,12 @@ script, a pipe) --yes is required.`,
 				return usagef("refusing to delete cluster %s without confirmation: there is no terminal to ask on, so pass --yes", args[0])
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.GetCluster(ctx, args[0])
+			defer done()
+			c, err := api.GetCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -333,7 +333,7 @@ script, a pipe) --yes is required.`,
 					return failf("the name typed does not match %q; nothing was deleted", c.Name)
 				}
 			}
-			if _, err := a.reg.DeleteCluster(adminContext(ctx), c.ID, reason); err != nil {
+			if _, err := api.DeleteCluster(adminContext(ctx), c.ID, reason); err != nil {
 				return err
 			}
 			if g.output == "json" {

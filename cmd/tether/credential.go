@@ -69,20 +69,20 @@ func newCredentialListCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.GetCluster(ctx, args[0])
+			defer done()
+			c, err := api.GetCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			creds, err := a.reg.ListCredentials(ctx, c.ID)
+			creds, err := api.ListCredentials(ctx, c.ID)
 			if err != nil {
 				return err
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			views := credentialViews(now, c.Policy, creds)
 			if g.output == "json" {
 				return printJSON(g.stdout, views)
@@ -115,20 +115,21 @@ func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.GetCluster(ctx, args[0])
+			defer done()
+			c, err := api.GetCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			var n int
+			var grace time.Duration
 			if revoke {
-				n, err = a.reg.RevokeCredentials(adminContext(ctx), c.ID, reason)
+				n, err = api.RevokeCredentials(adminContext(ctx), c.ID, reason)
 			} else {
-				n, err = a.reg.ForceRotation(adminContext(ctx), c.ID, reason)
+				n, grace, err = api.ForceRotationGrace(adminContext(ctx), c.ID, reason)
 			}
 			if err != nil {
 				return err
@@ -146,7 +147,7 @@ func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
 				fmt.Fprintf(g.stdout, "Revoked %d credential(s) of cluster %s (%s). Its agent must register again with a new token: tether token issue %s\n", n, c.Name, c.ID, c.ID)
 			default:
 				fmt.Fprintf(g.stdout, "%d credential(s) of cluster %s (%s) are due for rotation now and stop working in %s unless rotated; the agent keeps working and rotates on its own schedule (its next answer tells it).\n",
-					n, c.Name, c.ID, humanDuration(a.reg.Config().RotationGrace))
+					n, c.Name, c.ID, humanDuration(grace))
 			}
 			return nil
 		},

@@ -117,9 +117,9 @@ func TestLoginAndRemoteConsole(t *testing.T) {
 	}
 }
 
-// The job, cluster, events and audit commands run over the admin API with
-// --server, with the same output and exit codes as over a database, acting
-// as the token; every other command refuses --server.
+// The admin commands run over the admin API with --server, acting as the
+// token (TestCLIRemoteMatchesLocal compares their output with the local
+// one); the commands that work on the database itself refuse --server.
 func TestCLIOverServer(t *testing.T) {
 	db := newDB(t)
 	reg := openRegistry(t, db)
@@ -179,7 +179,7 @@ func TestCLIOverServer(t *testing.T) {
 	if res := remote("job", "get", "j-nosuchjob"); res.code != exitError || !strings.Contains(res.stderr, "j-nosuchjob") {
 		t.Errorf("job get of a missing job:\n%s", res)
 	}
-	if res := remote("cluster", "disable", "far-away"); res.code != exitUsage || !strings.Contains(res.stderr, "not over --server") {
+	if res := remote("backup", "--to", filepath.Join(home, "copy.db")); res.code != exitUsage || !strings.Contains(res.stderr, "does not run over --server: it copies the database file") {
 		t.Errorf("a command that needs the database, with --server:\n%s", res)
 	}
 	if res := cliWithEnv(t, "", env, "job", "list", "--server", "http://"+addr); res.code != exitUsage || !strings.Contains(res.stderr, "admin token is required") {

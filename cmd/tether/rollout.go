@@ -26,10 +26,10 @@ func newRolloutCmd(g *globals) *cobra.Command {
 		newRolloutCreateCmd(g),
 		newRolloutListCmd(g),
 		newRolloutGetCmd(g),
-		newRolloutActionCmd(g, "pause", "Stop starting new waves; running jobs finish", (*registry.Registry).PauseRollout),
-		newRolloutActionCmd(g, "resume", "Continue a paused or halted rollout (a halted one accepts its failures so far)", (*registry.Registry).ResumeRollout),
-		newRolloutActionCmd(g, "abort", "End a rollout: cancel its queued jobs and skip the targets not reached", (*registry.Registry).AbortRollout),
-		newRolloutActionCmd(g, "retry-failed", "Give failed and refused targets a new job in a later wave", (*registry.Registry).RetryFailedRollout),
+		newRolloutActionCmd(g, "pause", "Stop starting new waves; running jobs finish", adminAPI.PauseRollout),
+		newRolloutActionCmd(g, "resume", "Continue a paused or halted rollout (a halted one accepts its failures so far)", adminAPI.ResumeRollout),
+		newRolloutActionCmd(g, "abort", "End a rollout: cancel its queued jobs and skip the targets not reached", adminAPI.AbortRollout),
+		newRolloutActionCmd(g, "retry-failed", "Give failed and refused targets a new job in a later wave", adminAPI.RetryFailedRollout),
 	)
 }
 
@@ -89,12 +89,12 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 			}
 			spec.PauseBetween = pauseBetwen
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			ro, err := a.reg.CreateRollout(adminContext(ctx), spec)
+			defer done()
+			ro, err := api.CreateRollout(adminContext(ctx), spec)
 			if err != nil {
 				return err
 			}
@@ -107,12 +107,12 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 				} else {
 					fmt.Fprintf(g.stdout, "Created rollout %s (%s).\n\n", ro.Name, ro.ID)
 				}
-				return printRollout(g.stdout, a.reg.Now(), ro)
+				return printRollout(g.stdout, api.Now(), ro)
 			}
 			if g.output == "table" {
 				fmt.Fprintf(g.stderr, "Created rollout %s (%s) over %d clusters; waiting for it to end (Ctrl-C stops waiting, not the rollout).\n", ro.Name, ro.ID, len(ro.Targets))
 			}
-			return waitRollout(ctx, g, a.reg, ro, timeout)
+			return waitRollout(ctx, g, api, ro, timeout)
 		},
 	}
 	f := cmd.Flags()
@@ -132,8 +132,9 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 }
 
 // waitRollout advances the rollout itself while it waits (safe alongside any
-// number of servers doing the same), so that --wait works without one.
-func waitRollout(ctx context.Context, g *globals, reg *registry.Registry, ro *registry.Rollout, timeout time.Duration) error {
+// number of servers doing the same), so that --wait works without one; over
+// the admin API it reads the rollout, which the server advances.
+func waitRollout(ctx context.Context, g *globals, reg adminAPI, ro *registry.Rollout, timeout time.Duration) error {
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -152,7 +153,7 @@ func waitRollout(ctx context.Context, g *globals, reg *registry.Registry, ro *re
 				timeout, ro.Name, ro.State, ro.Summary(), ro.Name))}
 		case <-tick.C:
 		}
-		next, err := reg.AdvanceRollout(ctx, ro.ID)
+		next, err := reg.StepRollout(ctx, ro.ID)
 		if err != nil && registry.ErrorCode(err) != registry.CodeConflict {
 			return err
 		}
@@ -190,19 +191,19 @@ func newRolloutListCmd(g *globals) *cobra.Command {
 				p.States = append(p.States, st)
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			list, err := a.reg.ListRollouts(ctx, p)
+			defer done()
+			list, err := api.ListRollouts(ctx, p)
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, list)
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			t := newTable(g.stdout, "NAME", "STATE", "PROGRESS", "SUCCEEDED", "FAILED", "RUNNING", "PENDING", "SELECTOR", "KIND", "CREATED")
 			for i := range list {
 				ro := &list[i]
@@ -248,19 +249,19 @@ func newRolloutGetCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			ro, err := a.reg.GetRollout(ctx, args[0])
+			defer done()
+			ro, err := api.GetRollout(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, ro)
 			}
-			return printRollout(g.stdout, a.reg.Now(), ro)
+			return printRollout(g.stdout, api.Now(), ro)
 		},
 	}
 }
@@ -314,7 +315,7 @@ func targetDuration(now time.Time, t *registry.RolloutTarget) string {
 	return humanDuration(t.FinishedAt.Sub(t.StartedAt))
 }
 
-func newRolloutActionCmd(g *globals, verb, short string, act func(*registry.Registry, context.Context, string, string) (*registry.Rollout, error)) *cobra.Command {
+func newRolloutActionCmd(g *globals, verb, short string, act func(adminAPI, context.Context, string, string) (*registry.Rollout, error)) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:     verb + " ROLLOUT",
@@ -323,12 +324,12 @@ func newRolloutActionCmd(g *globals, verb, short string, act func(*registry.Regi
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			ro, err := act(a.reg, adminContext(ctx), args[0], reason)
+			defer done()
+			ro, err := act(api, adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}

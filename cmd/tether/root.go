@@ -160,8 +160,8 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 			if err := applyConfigFile(cmd); err != nil {
 				return err
 			}
-			if g.server != "" && !remoteCapable(g.command) {
-				return usagef("%s works on a database (--db), not over --server: run it where the database is, or use the admin API (docs/admin-api.md)", g.command)
+			if why := refusesServer(g.command); g.server != "" && why != "" {
+				return usagef("%s does not run over --server: %s", g.command, why)
 			}
 			return setupOutput(g)
 		},
@@ -176,7 +176,7 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.db, "db", defaultDB, "SQLite database file, or a postgres:// URL (env TETHER_DB)")
-	pf.StringVar(&g.server, "server", "", "run over this tether's admin API (http(s)://HOST:PORT) instead of --db: job, cluster list/get, events and audit (env TETHER_SERVER)")
+	pf.StringVar(&g.server, "server", "", "run over this tether's admin API (http(s)://HOST:PORT) instead of --db: every admin command but serve, backup, restore, keys and demo (env TETHER_SERVER)")
 	pf.StringVar(&g.tokenFile, "token-file", "", "with --server: file holding the admin token (- for standard input; else $TETHER_ADMIN_TOKEN or the context tether login saved)")
 	pf.StringVar(&g.keyFile, "key-file", "", "file of the key that seals HMAC keys; with PostgreSQL every replica must use the same one (env TETHER_KEY_FILE; default for SQLite: the database's path + .key)")
 	pf.StringVarP(&g.output, "output", "o", "table", outputHelp)

@@ -25,12 +25,12 @@ key file and never shown.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			k, err := a.reg.RotateSigningKey(adminContext(ctx), args[0], overlap)
+			defer done()
+			k, err := api.RotateSigningKey(adminContext(ctx), args[0], overlap)
 			if err != nil {
 				return err
 			}

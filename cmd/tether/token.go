@@ -42,23 +42,23 @@ func newTokenIssueCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			c, err := a.reg.GetCluster(ctx, args[0])
+			defer done()
+			c, err := api.GetCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			issued, err := a.reg.IssueToken(adminContext(ctx), c.ID, ttl)
+			issued, err := api.IssueToken(adminContext(ctx), c.ID, ttl)
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, issuedTokenJSON(issued))
 			}
-			return printIssuedToken(g.stdout, a.reg.Now(), c, issued)
+			return printIssuedToken(g.stdout, api.Now(), c, issued)
 		},
 	}
 	cmd.Flags().Var(newDuration(&ttl, registry.DefaultTokenTTL), "ttl", "lifetime of the token (1m to 7d)")
@@ -72,25 +72,25 @@ func newTokenListCmd(g *globals) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer done()
 			cluster := ""
 			if len(args) == 1 {
 				cluster = args[0]
 			}
-			tokens, err := a.reg.ListTokens(ctx, cluster)
+			tokens, err := api.ListTokens(ctx, cluster)
 			if err != nil {
 				return err
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			views := tokenViews(now, tokens)
 			if g.output == "json" {
 				return printJSON(g.stdout, views)
 			}
-			names, err := clusterNames(ctx, a.reg)
+			names, err := clusterNames(ctx, api)
 			if err != nil {
 				return err
 			}
@@ -122,17 +122,17 @@ func newTokenRevokeCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			t, err := a.reg.RevokeToken(adminContext(ctx), args[0], reason)
+			defer done()
+			t, err := api.RevokeToken(adminContext(ctx), args[0], reason)
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
-				return printJSON(g.stdout, tokenView{RegistrationToken: *t, State: t.State(a.reg.Now())})
+				return printJSON(g.stdout, tokenView{RegistrationToken: *t, State: t.State(api.Now())})
 			}
 			_, err = fmt.Fprintf(g.stdout, "Revoked registration token %s of cluster %s; it can no longer register an agent.\n", t.ID, t.ClusterID)
 			return err

@@ -42,12 +42,12 @@ Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
 				return usagef("webhook create needs --name NAME, --url URL and --events TYPE[,TYPE]")
 			}
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			w, secret, err := a.reg.CreateWebhook(adminContext(ctx), name, url, events, org)
+			defer done()
+			w, secret, err := api.CreateWebhook(adminContext(ctx), name, url, events, org)
 			if err != nil {
 				return err
 			}
@@ -83,19 +83,19 @@ func newWebhookListCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			hooks, err := a.reg.ListWebhooks(adminContext(ctx))
+			defer done()
+			hooks, err := api.ListWebhooks(adminContext(ctx))
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, hooks)
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			t := newTable(g.stdout, "NAME", "ID", "URL", "EVENTS", "ORG", "CREATED")
 			for _, w := range hooks {
 				t.row(w.Name, w.ID, w.URL, strings.Join(w.Events, ","), orDash(w.Org), ago(now, w.CreatedAt))
@@ -113,12 +113,12 @@ func newWebhookDeleteCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			w, err := a.reg.DeleteWebhook(adminContext(ctx), args[0])
+			defer done()
+			w, err := api.DeleteWebhook(adminContext(ctx), args[0])
 			if err != nil {
 				return err
 			}
@@ -140,19 +140,19 @@ func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			_, ds, err := a.reg.WebhookDeliveries(adminContext(ctx), args[0], limit)
+			defer done()
+			_, ds, err := api.WebhookDeliveries(adminContext(ctx), args[0], limit)
 			if err != nil {
 				return err
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, ds)
 			}
-			now := a.reg.Now()
+			now := api.Now()
 			t := newTable(g.stdout, "DELIVERY", "EVENT", "SUBJECT", "STATE", "ATTEMPTS", "LAST STATUS", "NEXT ATTEMPT", "CREATED", "LAST ERROR")
 			for _, d := range ds {
 				next, status := "-", "-"
