@@ -69,6 +69,11 @@ type Config struct {
 	// server unreachable, 5xx, 429), before it waits: an agent says at once
 	// what is wrong instead of retrying in silence.
 	OnRetry func(err error, attempt int, wait time.Duration)
+	// CertificateRequest, when set, is called before every rotation; a
+	// non-empty CSR (PEM) it returns is sent with it, so the client
+	// certificate is renewed with the credential (the new one is in the
+	// credential OnRotate receives).
+	CertificateRequest func() (string, error)
 }
 
 // Client talks to tether as one agent. It is safe for concurrent use.
@@ -78,6 +83,7 @@ type Client struct {
 	retry     RetryPolicy
 	onRotate  func(context.Context, Credential) error
 	onRetry   func(err error, attempt int, wait time.Duration)
+	csr       func() (string, error)
 	userAgent string
 
 	mu       sync.RWMutex
@@ -126,7 +132,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, onRetry: cfg.OnRetry, userAgent: cfg.UserAgent, rotateDue: make(chan struct{}, 1)}
+	c := &Client{base: base, http: cfg.HTTPClient, retry: cfg.Retry, onRotate: cfg.OnRotate, onRetry: cfg.OnRetry, csr: cfg.CertificateRequest, userAgent: cfg.UserAgent, rotateDue: make(chan struct{}, 1)}
 	if c.http == nil {
 		c.http = defaultHTTPClient()
 	}
@@ -191,6 +197,10 @@ type RegisterOptions struct {
 	PublicKey  json.RawMessage
 	HTTPClient *http.Client
 	Retry      RetryPolicy
+	// CSR (PEM) asks tether's CA for a client certificate
+	// (Credential.ClientCertificate). A tether without a CA refuses it with
+	// CodeNoCertificateAuthority; the token is not used then.
+	CSR string
 }
 
 // Register redeems a one-time registration token and returns the credential
@@ -210,6 +220,9 @@ func Register(ctx context.Context, baseURL, token string, opts RegisterOptions) 
 	}
 	if len(opts.PublicKey) > 0 {
 		body["publicKey"] = opts.PublicKey
+	}
+	if opts.CSR != "" {
+		body["csr"] = opts.CSR
 	}
 	var cred Credential
 	err = c.do(ctx, call{method: http.MethodPost, path: "/api/agent/register", body: body, bearer: token, out: &cred, noRotate: true, unsigned: true})
@@ -252,6 +265,15 @@ func (c *Client) rotateLocked(ctx context.Context) (Credential, error) {
 	body := map[string]any{}
 	if len(old.Capabilities) > 0 {
 		body["capabilities"] = old.Capabilities
+	}
+	if c.csr != nil {
+		csr, err := c.csr()
+		if err != nil {
+			return Credential{}, fmt.Errorf("make the certificate request for the rotation: %w", err)
+		}
+		if csr != "" {
+			body["csr"] = csr
+		}
 	}
 	err := c.do(ctx, call{method: http.MethodPost, path: "/api/agent/credentials/rotate", body: body, out: &next, noRotate: true})
 	if err != nil {
@@ -405,6 +427,8 @@ func (c *Client) do(ctx context.Context, cl call) error {
 			wait = max(wait, time.Second)
 		case apiErr.Code == CodeSignatureRequired || apiErr.Code == CodeSignatureInvalid:
 			return err // a key problem, not an expired credential: rotating would not help
+		case apiErr.Code == CodeClientCertificateRequired:
+			return err // the connection lacks the certificate: rotating would not help
 		case apiErr.StatusCode == http.StatusUnauthorized && !cl.noRotate && !rotated:
 			rotated = true
 			if rerr := c.rotateAfter401(ctx); rerr != nil {

@@ -45,18 +45,24 @@ func IsCode(err error, codes ...string) bool {
 
 // Protocol error codes (PROTOCOL.md).
 const (
-	CodeUnauthorized          = "unauthorized"
-	CodeForbidden             = "forbidden"
-	CodeClusterDisabled       = "cluster_disabled"
-	CodeRegistrationInvalid   = "registration_token_invalid"
-	CodeCapabilityRequired    = "capability_required"
-	CodeJobNotFound           = "job_not_found"
-	CodeAlreadyClaimed        = "already_claimed"
-	CodeJobClosed             = "job_closed"
-	CodeStaleClaim            = "stale_claim"
-	CodeJobCanceled           = "job_canceled"
-	CodeResultAlreadyRecorded = "result_already_recorded"
-	CodeRateLimited           = "rate_limited"
+	CodeUnauthorized        = "unauthorized"
+	CodeForbidden           = "forbidden"
+	CodeClusterDisabled     = "cluster_disabled"
+	CodeRegistrationInvalid = "registration_token_invalid"
+	CodeCapabilityRequired  = "capability_required"
+	// CodeNoCertificateAuthority (400): a CSR was sent to a tether without a
+	// CA; register (or rotate) again without one.
+	CodeNoCertificateAuthority = "no_certificate_authority"
+	// CodeClientCertificateRequired (401): the cluster requires mTLS and the
+	// request came without a verified certificate naming it.
+	CodeClientCertificateRequired = "client_certificate_required"
+	CodeJobNotFound               = "job_not_found"
+	CodeAlreadyClaimed            = "already_claimed"
+	CodeJobClosed                 = "job_closed"
+	CodeStaleClaim                = "stale_claim"
+	CodeJobCanceled               = "job_canceled"
+	CodeResultAlreadyRecorded     = "result_already_recorded"
+	CodeRateLimited               = "rate_limited"
 	// CodeTooManyPolls (429, with Retry-After): the credential, or the client
 	// address, already holds as many long-polls as the server allows.
 	CodeTooManyPolls = "too_many_polls"

@@ -41,6 +41,12 @@ type Credential struct {
 	// only to clusters that require signed payloads, so its presence means
 	// every job must carry a valid signature.
 	ServerPublicKey *JWK `json:"serverPublicKey,omitempty"`
+	// ClientCertificate and CABundle (PEM) answer a CSR sent at register or
+	// rotate: a client certificate naming the cluster, valid as long as the
+	// credential, and the CAs it chains to. The private key stays with the
+	// agent that made the CSR.
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+	CABundle          string `json:"caBundle,omitempty"`
 }
 
 // JWK is a public key as a JSON Web Key: the cluster's payload-signing keys

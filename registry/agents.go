@@ -32,6 +32,8 @@ type RegisterParams struct {
 	// becomes the cluster's public key, which encrypted payloads are
 	// encrypted to.
 	PublicKey []byte
+	// CSR (PEM), when set, asks tether's CA for a client certificate.
+	CSR string
 }
 
 // registrationRefusal is why a token was refused. It goes to the audit trail;
@@ -75,6 +77,10 @@ func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCrede
 	}
 	now := r.Now()
 	cred, secrets, err := r.newCredential("", caps, now)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := r.certificateForRegister(ctx, p.CSR, tokenID, &cred)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +128,7 @@ func (r *Registry) Register(ctx context.Context, p RegisterParams) (*IssuedCrede
 	}
 	cred.ClusterID = cluster.ID
 	issued = &IssuedCredential{Credential: cred, Cluster: *cluster, Token: secrets.token, HMACKey: secrets.hmac}
+	cert.attach(issued)
 	return issued, nil
 }
 
@@ -269,6 +276,19 @@ func (r *Registry) RotateCredential(ctx context.Context, a *Agent) (*IssuedCrede
 // capability_required and the old credential stays as it was: a credential
 // below policy can reach policy at its next rotation, never renew below it.
 func (r *Registry) RotateCredentialAdding(ctx context.Context, a *Agent, add []string) (*IssuedCredential, error) {
+	return r.RotateCredentialWith(ctx, a, RotateParams{Capabilities: add})
+}
+
+// RotateParams is what an agent may ask for at rotation.
+type RotateParams struct {
+	Capabilities []string // to add (see RotateCredentialAdding)
+	CSR          string   // PEM: renew the client certificate with the credential
+}
+
+// RotateCredentialWith is RotateCredentialAdding that also issues a client
+// certificate for the new credential when p.CSR is set.
+func (r *Registry) RotateCredentialWith(ctx context.Context, a *Agent, p RotateParams) (*IssuedCredential, error) {
+	add := p.Capabilities
 	now := r.Now()
 	caps := negotiate(append(append([]string(nil), a.Credential.Capabilities...), add...))
 	for _, req := range a.Cluster.Policy.RequiredCapabilities {
@@ -281,6 +301,13 @@ func (r *Registry) RotateCredentialAdding(ctx context.Context, a *Agent, add []s
 		return nil, err
 	}
 	cred.RotatedFrom = a.Credential.ID
+	var cert *issuedCert
+	if p.CSR != "" {
+		if cert, err = r.issueClientCertificate(ctx, p.CSR, a.Cluster.ID, cred.ID, cred.ExpiresAt); err != nil {
+			return nil, err
+		}
+		cred.ClientCertificate = &cert.record
+	}
 	graceUntil := now.Add(r.cfg.RotationGrace)
 	if a.Credential.ExpiresAt.Before(graceUntil) {
 		graceUntil = a.Credential.ExpiresAt
@@ -296,7 +323,9 @@ func (r *Registry) RotateCredentialAdding(ctx context.Context, a *Agent, add []s
 	if err != nil {
 		return nil, err
 	}
-	return &IssuedCredential{Credential: cred, Cluster: *a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}, nil
+	issued := &IssuedCredential{Credential: cred, Cluster: *a.Cluster, Token: secrets.token, HMACKey: secrets.hmac, GraceUntil: graceUntil}
+	cert.attach(issued)
+	return issued, nil
 }
 
 // addedCapabilities describes, for the audit trail, what a rotation added.
@@ -319,7 +348,11 @@ func (r *Registry) ListCredentials(ctx context.Context, clusterIDOrName string) 
 	if err != nil {
 		return nil, err
 	}
-	return r.store.CredentialList(ctx, c.ID)
+	creds, err := r.store.CredentialList(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return creds, r.withClientCertificates(ctx, c.ID, creds)
 }
 
 // ForceRotation makes a cluster's live credentials due for rotation now and

@@ -47,6 +47,10 @@ type Credential struct {
 	RevokeReason string    `json:"revokeReason,omitempty"`
 	Hash         []byte    `json:"-"`
 	SealedHMAC   []byte    `json:"-"`
+	// ClientCertificate is the certificate tether's CA issued with this
+	// credential, when the agent sent a CSR. The stores insert it with the
+	// credential; ListCredentials fills it in.
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
 }
 
 // HasCapability reports whether the credential negotiated c.
@@ -94,6 +98,10 @@ type IssuedCredential struct {
 	HMACKey    Secret // base64url without padding; empty unless hmac was negotiated
 	// GraceUntil is, after a rotation, when the previous credential stops working.
 	GraceUntil time.Time
+	// ClientCertificate (PEM) and CABundle (PEM): issued when the agent sent
+	// a CSR (see ca.go).
+	ClientCertificate []byte
+	CABundle          []byte
 }
 
 // ErrRotatedOnce is the refusal of a second rotation of one credential. The

@@ -26,6 +26,7 @@ type Store interface {
 	AdminTokenStore
 	WebhookStore
 	KeyStore
+	CAStore
 	RetentionStore
 	RolloutStore
 	QueueStatsStore

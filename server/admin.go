@@ -65,6 +65,8 @@ func (s *Server) adminRoutes() []*route {
 		write(http.MethodPost, "/clusters/{c}/credentials/revoke", s.adminRevokeCredentials),
 		write(http.MethodPost, "/registration-tokens/{t}/revoke", s.adminRevokeToken),
 		write(http.MethodPost, "/clusters/{c}/signing-keys/rotate", s.adminRotateSigningKey),
+		read("/ca", s.adminGetCA),
+		write(http.MethodPost, "/ca", s.adminInitCA),
 
 		read("/jobs", s.adminListJobs),
 		read("/jobs/count", s.adminCountJobs),

@@ -51,11 +51,12 @@ func (s *Server) handleRotate(c *call) error {
 	// requires): {"capabilities": ["hmac"]}.
 	var body struct {
 		Capabilities []string `json:"capabilities"`
+		CSR          string   `json:"csr"` // renew the client certificate too
 	}
 	if err := decodeJSON(c.body, &body, false); err != nil {
 		return err
 	}
-	issued, err := s.reg.RotateCredentialAdding(c.ctx, c.agent, body.Capabilities)
+	issued, err := s.reg.RotateCredentialWith(c.ctx, c.agent, registry.RotateParams{Capabilities: body.Capabilities, CSR: body.CSR})
 	if err != nil {
 		return err
 	}
@@ -80,6 +81,9 @@ func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
 		HMACKey:      ic.HMACKey.Reveal(),
 		LeaseSeconds: int(lease / time.Second),
 		Capabilities: ic.Credential.Capabilities,
+		// Both empty unless the agent sent a csr.
+		ClientCertificate: string(ic.ClientCertificate),
+		CABundle:          string(ic.CABundle),
 	}
 }
 

@@ -17,13 +17,19 @@ const DefaultMaxConnsPerAddress = 2 * DefaultMaxPollsPerAddress
 // connLimit wraps a listener so that one address cannot hold more than max
 // connections: past the cap a new connection is answered 429 and closed,
 // instead of tying up a goroutine and a socket each, without bound.
+//
+// It hands out the connections it accepts as they are, and learns that one
+// closed from http.Server's ConnState (connClosed): wrapping them would hide
+// a *tls.Conn from net/http, and with it the request's TLS state (the
+// client certificate that names a cluster, ALPN).
 type connLimit struct {
 	net.Listener
 	max     int
 	trusted func(host string) bool
 
-	mu   sync.Mutex
-	open map[string]int
+	mu      sync.Mutex
+	open    map[string]int
+	counted map[net.Conn]string // accepted and not yet closed: its host
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
@@ -43,29 +49,28 @@ func (l *connLimit) Accept() (net.Conn, error) {
 			continue
 		}
 		l.open[host]++
+		if l.counted == nil {
+			l.counted = map[net.Conn]string{}
+		}
+		l.counted[c] = host
 		l.mu.Unlock()
-		return &countedConn{Conn: c, release: func() { l.release(host) }}, nil
+		return c, nil
 	}
 }
 
-func (l *connLimit) release(host string) {
+// connClosed gives a connection's slot back, once (http.Server's ConnState
+// on StateClosed or StateHijacked).
+func (l *connLimit) connClosed(c net.Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	host, ok := l.counted[c]
+	if !ok {
+		return
+	}
+	delete(l.counted, c)
 	if l.open[host]--; l.open[host] <= 0 {
 		delete(l.open, host)
 	}
-}
-
-// countedConn gives its slot back once, when it closes.
-type countedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
 }
 
 // refuseConn answers a connection past the cap with a 429 in the API's

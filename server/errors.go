@@ -35,6 +35,7 @@ var statusOf = map[registry.Code]int{
 	registry.CodeCapabilityRequired: http.StatusBadRequest,
 	registry.CodeInvalidOutcome:     http.StatusBadRequest,
 	registry.CodeErrorRequired:      http.StatusBadRequest,
+	registry.CodeNoCA:               http.StatusBadRequest,
 
 	registry.CodeUnauthorized:             http.StatusUnauthorized,
 	registry.CodeRegistrationTokenInvalid: http.StatusUnauthorized,

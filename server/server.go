@@ -182,7 +182,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if max == 0 {
 			max = DefaultMaxConnsPerAddress
 		}
-		ln = &connLimit{Listener: ln, max: max, trusted: s.isTrusted, open: map[string]int{}}
+		limit := &connLimit{Listener: ln, max: max, trusted: s.isTrusted, open: map[string]int{}}
+		hs.ConnState = func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				limit.connClosed(c)
+			}
+		}
+		ln = limit
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

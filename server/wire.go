@@ -80,6 +80,8 @@ type registerRequest struct {
 	// PublicKey is the agent's encryption public key, a JWK (X25519 OKP or
 	// P-256 EC): the key encrypted payloads are encrypted to.
 	PublicKey json.RawMessage `json:"publicKey"`
+	// CSR (PEM) asks tether's CA for a client certificate (issue 10).
+	CSR string `json:"csr"`
 }
 
 // credentialResponse answers register and rotate.
@@ -95,6 +97,9 @@ type credentialResponse struct {
 	// ServerPublicKey: the cluster's payload-signing key, for clusters that
 	// require signed payloads.
 	ServerPublicKey *registry.JWK `json:"serverPublicKey,omitempty"`
+	// ClientCertificate (PEM) and CABundle (PEM): issued for a csr.
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+	CABundle          string `json:"caBundle,omitempty"`
 }
 
 type statusRequest struct {
@@ -225,7 +230,7 @@ func decodeRegister(body []byte, bearer string) (registry.RegisterParams, error)
 		return registry.RegisterParams{}, errf(registry.CodeRegistrationTokenInvalid,
 			"a registration token is required: send it in the body field registrationToken or as Authorization: Bearer <token>")
 	}
-	return registry.RegisterParams{Token: token, Capabilities: req.Capabilities, PublicKey: req.PublicKey}, nil
+	return registry.RegisterParams{Token: token, Capabilities: req.Capabilities, PublicKey: req.PublicKey, CSR: req.CSR}, nil
 }
 
 func decodeStatus(body []byte) (registry.StatusReport, error) {

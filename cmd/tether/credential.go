@@ -87,14 +87,18 @@ func newCredentialListCmd(g *globals) *cobra.Command {
 			if g.output == "json" {
 				return printJSON(g.stdout, views)
 			}
-			t := newTable(g.stdout, "ID", "STATE", "CAPABILITIES", "WRITES", "CREATED", "EXPIRES", "ROTATE AFTER", "GRACE")
+			t := newTable(g.stdout, "ID", "STATE", "CAPABILITIES", "WRITES", "CREATED", "EXPIRES", "ROTATE AFTER", "GRACE", "CLIENT CERT")
 			for i := range views {
 				v := &views[i]
 				writes := "unsigned"
 				if v.Signed {
 					writes = "signed"
 				}
-				t.row(v.ID, string(v.State), capabilitiesCell(v), writes, ago(now, v.CreatedAt), until(now, v.ExpiresAt), until(now, v.RotateAfter), grace(now, v))
+				cert := "-"
+				if cc := v.ClientCertificate; cc != nil {
+					cert = "serial " + cc.Serial[:min(8, len(cc.Serial))] + "…, until " + until(now, cc.NotAfter)
+				}
+				t.row(v.ID, string(v.State), capabilitiesCell(v), writes, ago(now, v.CreatedAt), until(now, v.ExpiresAt), until(now, v.RotateAfter), grace(now, v), cert)
 			}
 			return t.flush()
 		},

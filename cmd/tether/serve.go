@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,6 +66,9 @@ type serveOptions struct {
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
 	diagListen string
+	// caRefresh is how often the client CAs are looked at again (0:
+	// clientCARefresh).
+	caRefresh time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -236,9 +238,21 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 	var tlsConfig *tls.Config
 	var certs *certReloader
+	var cas *clientCAs
 	if opts.tlsCert != "" || opts.tlsKey != "" {
 		if tlsConfig, certs, err = serverTLS(opts, log); err != nil {
 			return "", nil, err
+		}
+		// Client certificates are verified against --tls-client-ca and
+		// tether's own CA (tether ca init), both reloaded while serving.
+		if cas, err = newClientCAs(ctx, opts.tlsClientCA, a.reg, tlsConfig, log); err != nil {
+			return "", nil, err
+		}
+		tlsConfig.GetConfigForClient = cas.getConfigForClient
+	}
+	if tlsConfig == nil {
+		if bundle, err := a.reg.CABundle(ctx); err == nil && len(bundle) > 0 {
+			log.Warn("tether has a CA, but serve has no --tls-cert: agents' client certificates are only seen over HTTPS served by tether itself")
 		}
 	}
 	ln, err := net.Listen("tcp", listen)
@@ -278,8 +292,14 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 					return
 				case <-hup:
 					certs.reload("SIGHUP")
+					cas.refresh(ctx, "SIGHUP")
 				}
 			}
+		}()
+		services.Add(1)
+		go func() {
+			defer services.Done()
+			cas.run(ctx, opts.caRefresh)
 		}()
 	}
 	services.Add(6)
@@ -355,7 +375,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		rateDesc = fmt.Sprintf("%g/s burst %d per cluster", r, b)
 	}
 	log.Info("tether serve listening", "version", versionString(), "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
-		"tls", tlsConfig != nil, "mtls", opts.tlsClientCA != "", "rate_limit", rateDesc,
+		"tls", tlsConfig != nil, "mtls", cas != nil && cas.enabled(), "rate_limit", rateDesc,
 		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay)
 
 	var once sync.Once
@@ -382,19 +402,6 @@ func serverTLS(opts serveOptions, log *slog.Logger) (*tls.Config, *certReloader,
 		GetCertificate: certs.getCertificate,
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
-	}
-	if opts.tlsClientCA != "" {
-		pem, err := os.ReadFile(opts.tlsClientCA)
-		if err != nil {
-			return nil, nil, registry.Errorf(registry.CodeInvalid, "cannot read the client CA file: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, registry.Errorf(registry.CodeInvalid, "client CA file %s holds no PEM certificate", opts.tlsClientCA)
-		}
-		// Agents without a certificate still connect and sign with HMAC
-		// (or are bearer-only); a certificate, when given, must verify.
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return cfg, certs, nil
 }

@@ -410,7 +410,10 @@ func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
 		rotate_after, rotate_until, rotated_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		c.ID, c.ClusterID, c.Hash, bytesOrNil(c.SealedHMAC), col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
 		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
-	return err
+	if err != nil {
+		return err
+	}
+	return insertClientCertificate(ctx, q, c)
 }
 
 func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {

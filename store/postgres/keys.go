@@ -15,7 +15,8 @@ func (s *Store) SealedSecretsExist(ctx context.Context) (bool, error) {
 	var exists bool
 	err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM credentials WHERE sealed_hmac IS NOT NULL AND revoked_at IS NULL)
 		OR EXISTS (SELECT 1 FROM webhooks) OR EXISTS (SELECT 1 FROM cluster_signing_keys)
-		OR EXISTS (SELECT 1 FROM jobs WHERE payload_sealed)`).Scan(&exists)
+		OR EXISTS (SELECT 1 FROM jobs WHERE payload_sealed)
+		OR EXISTS (SELECT 1 FROM certificate_authorities)`).Scan(&exists)
 	if err != nil {
 		return false, s.wrap(err, "look for sealed secrets")
 	}

@@ -365,7 +365,10 @@ func (t *txn) insertCredential(c *registry.Credential) error {
 		rotate_after, rotate_until, rotated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.ClusterID, c.Hash, c.SealedHMAC, col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
 		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
-	return err
+	if err != nil {
+		return err
+	}
+	return t.insertClientCertificate(c)
 }
 
 func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {

@@ -15,7 +15,8 @@ func (s *Store) SealedSecretsExist(ctx context.Context) (bool, error) {
 	err := s.queryRow(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM credentials WHERE sealed_hmac IS NOT NULL AND revoked_at IS NULL LIMIT 1))
 		+ (SELECT count(*) FROM (SELECT 1 FROM webhooks LIMIT 1))
 		+ (SELECT count(*) FROM (SELECT 1 FROM cluster_signing_keys LIMIT 1))
-		+ (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE payload_sealed LIMIT 1))`).Scan(&n)
+		+ (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE payload_sealed LIMIT 1))
+		+ (SELECT count(*) FROM (SELECT 1 FROM certificate_authorities LIMIT 1))`).Scan(&n)
 	return n > 0, s.wrap(err, "look for sealed secrets")
 }
 
