@@ -76,7 +76,7 @@ func TestLimitersPerKeyRetryAfterAndForgetting(t *testing.T) {
 // that an edit to the table is a deliberate protocol change.
 func TestStatusTable(t *testing.T) {
 	want := map[registry.Code]int{
-		registry.CodeInvalid: 400, registry.CodeCapabilityRequired: 400, registry.CodeInvalidOutcome: 400, registry.CodeErrorRequired: 400,
+		registry.CodeInvalid: 400, registry.CodeCapabilityRequired: 400, registry.CodeInvalidOutcome: 400, registry.CodeErrorRequired: 400, registry.CodeNoCA: 400,
 		registry.CodeUnauthorized: 401, registry.CodeRegistrationTokenInvalid: 401,
 		CodeSignatureRequired: 401, CodeSignatureInvalid: 401, CodeSignatureExpired: 401, CodeSignatureReplayed: 401, CodeClientCertificateRequired: 401,
 		registry.CodeForbidden: 403, registry.CodeClusterDisabled: 403,

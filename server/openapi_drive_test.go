@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"sort"
@@ -81,7 +82,10 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	}](t, e.api("POST", "/clusters/prod/registration-tokens", root, nil))
 	e.api("POST", "/registration-tokens/"+issued.ID+"/revoke", root, map[string]any{"reason": "unused"}).want(t, 200)
 	e.api("POST", "/clusters/prod/signing-keys/rotate", root, map[string]any{"overlap": "1h"}).want(t, 200)
-	a.do("POST", "/api/agent/credentials/rotate", withBody(`{}`)).want(t, 200)
+	e.api("POST", "/ca", root, nil).want(t, 201)
+	e.api("GET", "/ca", root, nil).want(t, 200)
+	csr, _ := json.Marshal(map[string]string{"csr": newCSRPEM(t)})
+	a.do("POST", "/api/agent/credentials/rotate", withBody(string(csr))).want(t, 200) // with clientCertificate and caBundle
 	e.api("POST", "/clusters/prod/credentials/rotate", root, nil).want(t, 200)
 	e.api("POST", "/clusters/prod/credentials/revoke", root, nil).want(t, 200)
 	ro := e.api("POST", "/rollouts", root, map[string]any{"name": "r2", "selector": "env=prod", "kind": "apply",

@@ -21,6 +21,8 @@ var examples = map[string]string{
 	"tether cluster disable": `  tether cluster disable prod-eu`,
 	"tether cluster enable":  `  tether cluster enable prod-eu`,
 	"tether keys":            `  tether --db postgres://tether@db/tether keys init --key-file /etc/tether/tether.key`,
+	"tether ca": `  tether ca init
+  tether ca show > tether-client-ca.pem`,
 	"tether credential": `  tether credential list prod-eu
   tether credential rotate prod-eu`,
 	"tether credential list":   `  tether credential list prod-eu`,

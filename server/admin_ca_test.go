@@ -1,0 +1,80 @@
+package server_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+func newCSRPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+}
+
+// The CA on the admin API and a CSR at register over HTTP: no CA is 400
+// no_certificate_authority (the token stays good), a bad CSR is 400 naming
+// csr, a good one answers clientCertificate and caBundle; ca init twice is
+// 409 saying how to replace; viewers read the CA, only admins create it.
+func TestCAOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	viewer := e.adminToken("viewer", registry.RoleViewer, "")
+	_, tok := e.cluster("prod")
+	register := func(csr string) *response {
+		b, _ := json.Marshal(map[string]string{"registrationToken": tok, "csr": csr})
+		return e.do("POST", "/api/agent/register", withBody(string(b)))
+	}
+	if r := register(newCSRPEM(t)); r.status != 400 || !strings.Contains(string(r.body), "no_certificate_authority") {
+		t.Fatalf("CSR without a CA: %d %s", r.status, r.body)
+	}
+	if r := e.api("GET", "/ca", viewer, nil); r.status != 200 || !strings.Contains(string(r.body), `"items":[]`) {
+		t.Fatalf("GET /ca without a CA: %d %s", r.status, r.body)
+	}
+	if r := e.api("POST", "/ca", viewer, nil); r.status != 403 {
+		t.Fatalf("a viewer created the CA: %d %s", r.status, r.body)
+	}
+	e.api("POST", "/ca", root, nil).want(t, 201)
+	if r := e.api("POST", "/ca", root, nil); r.status != 409 || !strings.Contains(string(r.body), "--replace") {
+		t.Fatalf("second ca init: %d %s", r.status, r.body)
+	}
+	if r := register("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"); r.status != 400 || !strings.Contains(string(r.body), "field csr") {
+		t.Fatalf("bad CSR: %d %s", r.status, r.body)
+	}
+	r := register(newCSRPEM(t))
+	r.want(t, 200)
+	var out struct {
+		ClusterID, ClientCertificate, CABundle string
+	}
+	if err := json.Unmarshal(r.body, &out); err != nil || !strings.Contains(out.ClientCertificate, "BEGIN CERTIFICATE") {
+		t.Fatalf("register answer: %s", r.body)
+	}
+	list := e.api("GET", "/ca", viewer, nil)
+	list.want(t, 200)
+	var cas struct {
+		Items  []struct{ Certificate string }
+		Bundle string
+	}
+	_ = json.Unmarshal(list.body, &cas)
+	if len(cas.Items) != 1 || cas.Bundle != out.CABundle {
+		t.Fatalf("GET /ca: %s; register's caBundle %q", list.body, out.CABundle)
+	}
+	creds := e.api("GET", "/clusters/prod/credentials", viewer, nil)
+	if !strings.Contains(string(creds.body), `"clientCertificate":{"serial"`) {
+		t.Fatalf("credentials do not list the certificate: %s", creds.body)
+	}
+}
