@@ -74,6 +74,9 @@ type adminAPI interface {
 	ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error)
 	RevokeAdminToken(ctx context.Context, ref, reason string) (*registry.AdminToken, error)
 
+	InitCA(ctx context.Context, replace bool) (*registry.CertificateAuthority, error)
+	CAs(ctx context.Context) ([]registry.CertificateAuthority, error)
+
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
 	ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error)
 	LatestSeq(ctx context.Context) (int64, error)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/url"
@@ -398,4 +399,46 @@ func (r *remoteAPI) RevokeAdminToken(ctx context.Context, ref, reason string) (*
 		return nil, err
 	}
 	return &t, nil
+}
+
+// remoteCA is a CA as the admin API shows it (GET and POST /ca).
+type remoteCA struct {
+	registry.CertificateAuthority
+	Certificate string `json:"certificate"`
+}
+
+func (c remoteCA) record() (registry.CertificateAuthority, error) {
+	ca := c.CertificateAuthority
+	block, _ := pem.Decode([]byte(c.Certificate))
+	if block == nil {
+		return ca, registry.Errorf(registry.CodeInternal, "tether answered CA %s without a PEM certificate", ca.ID)
+	}
+	ca.CertDER = block.Bytes
+	return ca, nil
+}
+
+func (r *remoteAPI) InitCA(ctx context.Context, replace bool) (*registry.CertificateAuthority, error) {
+	var out remoteCA
+	if err := r.call(ctx, http.MethodPost, apiPath("ca"), nil, map[string]bool{"replace": replace}, &out); err != nil {
+		return nil, err
+	}
+	ca, err := out.record()
+	return &ca, err
+}
+
+func (r *remoteAPI) CAs(ctx context.Context) ([]registry.CertificateAuthority, error) {
+	var out struct {
+		Items []remoteCA `json:"items"`
+	}
+	if err := r.call(ctx, http.MethodGet, apiPath("ca"), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	cas := make([]registry.CertificateAuthority, len(out.Items))
+	for i, c := range out.Items {
+		var err error
+		if cas[i], err = c.record(); err != nil {
+			return nil, err
+		}
+	}
+	return cas, nil
 }

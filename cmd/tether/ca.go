@@ -45,12 +45,12 @@ rotation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			ca, err := a.reg.InitCA(adminContext(ctx), replace)
+			defer done()
+			ca, err := api.InitCA(adminContext(ctx), replace)
 			if err != nil {
 				return err
 			}
@@ -78,12 +78,12 @@ else must verify agents' client certificates (a TLS-terminating proxy). With
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{})
+			api, done, err := openAPI(cmd, g)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			cas, err := a.reg.CAs(adminContext(ctx))
+			defer done()
+			cas, err := api.CAs(adminContext(ctx))
 			if err != nil {
 				return err
 			}

@@ -265,3 +265,4 @@ func TestCSRWithoutCAThenCACreatedWhileServing(t *testing.T) {
 		t.Errorf("no log line says the client CAs were reloaded:\n%s", s.logs.String())
 	}
 }
+

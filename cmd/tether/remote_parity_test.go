@@ -125,6 +125,12 @@ func TestCLIRemoteMatchesLocal(t *testing.T) {
 	same(0, "credential", "revoke", "prod-eu", "-o", "json")
 	same(0, "credential", "rotate", "prod-eu")
 
+	// tether's CA (show prints certificates, which differ between two CAs).
+	same(1, "ca", "show")
+	same(0, "ca", "init")
+	same(1, "ca", "init")
+	same(0, "ca", "init", "--replace")
+
 	// Webhooks and admin tokens.
 	same(0, "webhook", "create", "--name", "hook", "--url", "https://hooks.example.com/t", "--events", "job.finished", "--org", "acme")
 	same(1, "webhook", "create", "--name", "hook", "--url", "https://hooks.example.com/u", "--events", "job.finished")
@@ -197,7 +203,7 @@ func (s *paritySide) exec(args []string) result {
 }
 
 var (
-	parityID       = regexp.MustCompile(`\b(cl|j|rt|cr|at|ro|sk|wh)-[0-9a-z]{26}\b`)
+	parityID       = regexp.MustCompile(`\b(cl|j|rt|cr|at|ro|sk|wh|ca)-[0-9a-z]{26}\b`)
 	paritySecret   = regexp.MustCompile(`\b(tether_(reg|adm|cred)_|whsec_)[0-9A-Za-z_-]+`)
 	parityTime     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	parityDuration = regexp.MustCompile(`\b(\d+(\.\d+)?(ns|µs|ms|s|m|h|d))+\b`)
