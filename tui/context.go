@@ -131,14 +131,6 @@ type switchMsg struct {
 	drill bool
 }
 
-// returnPoint is where esc goes back to after a drill: the screen the drill
-// left, and what it did to the screen it went to.
-type returnPoint struct {
-	from, to   int
-	filter     string // the filter the drill set on to
-	prevFilter string // to's filter before the drill
-}
-
 // table returns a table styled for the console that follows the wide
 // layout toggle.
 func (c *Context) table(cols []column) *table {

@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -405,13 +406,17 @@ func TestGolden(t *testing.T) {
 	t.Run("clusters_sorted", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{start: "clusters"})
 		h.keys("s", "s", "s", "s", "s", "s", "S") // queued, the fewest first
-		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 6 && m.clusters.reverse && m.status == "clusters sorted by queued (S reverses)" })
+		h.waitIdle(func(m *Model) bool {
+			return m.clusters.sortBy == 6 && m.clusters.reverse && m.status == "clusters sorted by queued (S reverses)"
+		})
 		h.golden()
 	})
 	t.Run("narrow_clusters_sorted", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("<", "<", "<") // oldest queued
-		h.waitIdle(func(m *Model) bool { return m.clusters.sortBy == 8 && m.status == "clusters sorted by oldest queued (S reverses)" })
+		h.waitIdle(func(m *Model) bool {
+			return m.clusters.sortBy == 8 && m.status == "clusters sorted by oldest queued (S reverses)"
+		})
 		h.golden()
 	})
 	t.Run("jobs_oldest_first", func(t *testing.T) {
@@ -451,6 +456,20 @@ func TestGolden(t *testing.T) {
 		})
 		h.golden()
 	})
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("breadcrumbs_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "clusters"})
+			h.keys("j", "j", "enter")
+			h.waitIdle(topIs[*clusterDetail])
+			h.keys("J")
+			h.waitIdle(func(m *Model) bool {
+				return m.screen == screenJobs && m.jobs.filter == "cluster:prod-eu-1" && m.jobs.loaded && len(m.jobs.rows) > 0
+			})
+			h.keys("enter")
+			h.waitIdle(func(m *Model) bool { d, ok := m.top().(*jobDetail); return ok && d.history != nil })
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

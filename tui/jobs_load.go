@@ -203,7 +203,12 @@ func (v *jobsView) countCmd() tea.Cmd {
 }
 
 // requery starts over after the tab or the filter changed.
-func (v *jobsView) requery() tea.Cmd {
+func (v *jobsView) requery() tea.Cmd { return v.requeryAt(registry.JobCursor{}, 0, 0) }
+
+// requeryAt starts over with the selection on the job at pin, on the row
+// cursor of a screen starting at offset (where a list was left: esc back
+// from a drill).
+func (v *jobsView) requeryAt(pin registry.JobCursor, cursor, offset int) tea.Cmd {
 	v.gen++
 	v.loaded, v.rows, v.start, v.err = false, nil, 0, nil
 	v.loading, v.counting = false, false
@@ -211,10 +216,10 @@ func (v *jobsView) requery() tea.Cmd {
 	for i := range v.queryCounts {
 		v.queryCounts[i] = -1
 	}
-	v.table().setCursor(0, 1)
-	v.table().offset = 0
-	v.pin = registry.JobCursor{}
-	return tea.Batch(v.load(0), v.countCmd())
+	t := v.table()
+	t.cursor, t.offset = max(0, cursor), max(0, offset)
+	v.pin = pin
+	return tea.Batch(v.load(max(0, t.offset-t.height)), v.countCmd())
 }
 
 func (v *jobsView) setTab(tab int) tea.Cmd {

@@ -495,34 +495,6 @@ func (m *Model) applyFeed(msg feedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (m *Model) switchTo(msg switchMsg) tea.Cmd {
-	if msg.drill && msg.screen != m.screen {
-		rp := returnPoint{from: m.screen, to: msg.screen, filter: msg.filter}
-		if f, ok := m.stacks[msg.screen][0].(filterable); ok {
-			rp.prevFilter = f.Filter()
-		}
-		m.back = append(m.back, rp)
-		if len(m.back) > 16 {
-			m.back = m.back[1:] // bounded: a long walk forgets its oldest steps
-		}
-	}
-	m.screen = msg.screen
-	var cmds []tea.Cmd
-	if msg.filter != "" || msg.tab != "" {
-		m.stacks[m.screen] = m.stacks[m.screen][:1] // the list, where the filter applies
-	}
-	if msg.tab != "" && m.screen == screenJobs {
-		cmd, _ := m.jobs.showTab(msg.tab)
-		cmds = append(cmds, cmd)
-	}
-	if msg.filter != "" {
-		if f, ok := m.top().(filterable); ok {
-			cmds = append(cmds, f.SetFilter(msg.filter))
-		}
-	}
-	return tea.Batch(cmds...)
-}
-
 func (m *Model) quit() tea.Cmd {
 	if len(m.running) == 0 {
 		return tea.Quit

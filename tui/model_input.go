@@ -65,34 +65,20 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.filterInput.Focus()
 		return nil
 	case key.Matches(msg, k.Back):
-		if n := len(m.back); n > 0 && len(m.stacks[m.screen]) == 1 {
-			rp := m.back[n-1]
-			if f, ok := v.(filterable); ok && rp.to == m.screen && f.Filter() == rp.filter {
-				// Back where the drill came from, the list as it was.
-				m.back = m.back[:n-1]
-				m.screen = rp.from
-				return f.SetFilter(rp.prevFilter)
-			}
-		}
-		if f, ok := v.(filterable); ok && f.Filter() != "" {
-			return f.SetFilter("")
-		}
-		if s := m.stacks[m.screen]; len(s) > 1 {
-			m.stacks[m.screen] = s[:len(s)-1]
-		}
-		return nil
+		cmd, _ := m.goBack()
+		return cmd
 	case key.Matches(msg, k.Wide):
 		return m.toggleWide()
 	case key.Matches(msg, k.NextView):
-		m.screen = (m.screen + 1) % numScreens
+		m.goTo((m.screen + 1) % numScreens)
 		return nil
 	case key.Matches(msg, k.PrevView):
-		m.screen = (m.screen + numScreens - 1) % numScreens
+		m.goTo((m.screen + numScreens - 1) % numScreens)
 		return nil
 	}
 	for i, b := range k.Views {
 		if key.Matches(msg, b) {
-			m.screen = i
+			m.goTo(i)
 			return nil
 		}
 	}
@@ -158,6 +144,7 @@ func (m *Model) helpModal() modal {
 // runCommand executes a `:` command.
 func (m *Model) runCommand(c commandMsg) tea.Cmd {
 	rest := strings.Join(c.args, " ")
+	m.back = nil // a command jumps: a new trail
 	switch c.name {
 	case "overview":
 		m.screen = screenOverview
@@ -214,9 +201,12 @@ func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
 		return nil
 	}
 	if msg.Y == 0 {
+		if m.drilled() {
+			return nil // the header shows the trail, not the tabs
+		}
 		for i, r := range m.tabRanges() {
 			if msg.X >= r[0] && msg.X < r[1] {
-				m.screen = i
+				m.goTo(i)
 			}
 		}
 		return nil

@@ -76,11 +76,14 @@ func (m *Model) tabRanges() [][2]int {
 func (m *Model) header() string {
 	st := m.ctx.Styles
 	left := st.Brand.Render(brand) + " "
-	for i := range numScreens {
-		if i == m.screen {
-			left += st.TabActive.Render(m.tabLabel(i))
-		} else {
-			left += st.TabInactive.Render(m.tabLabel(i))
+	drilled := m.drilled()
+	if !drilled {
+		for i := range numScreens {
+			if i == m.screen {
+				left += st.TabActive.Render(m.tabLabel(i))
+			} else {
+				left += st.TabInactive.Render(m.tabLabel(i))
+			}
 		}
 	}
 	// Right-hand items with their importance: what does not fit is left out,
@@ -123,6 +126,33 @@ func (m *Model) header() string {
 	items = append(items, item{st.Render(themes.Muted, clock(now)+"Z"), 2})
 	var right []string
 	w := m.ctx.Width
+	if drilled {
+		// The trail takes the tabs' place. It is where you are: the
+		// right-hand items give it room, least important first (the
+		// badges stay), before it is shortened.
+		keep := ansi.StringWidth(left)
+		itemsWidth := func() int {
+			n := 0
+			for _, it := range items {
+				n += ansi.StringWidth(it.text) + 2
+			}
+			return n
+		}
+		full := ansi.StringWidth(m.breadcrumbs(1 << 20))
+		for keep+full+itemsWidth()+1 > w {
+			low := -1
+			for i, it := range items {
+				if it.prio < 5 && (low < 0 || it.prio < items[low].prio) {
+					low = i
+				}
+			}
+			if low < 0 {
+				break
+			}
+			items = append(items[:low], items[low+1:]...)
+		}
+		left += m.breadcrumbs(max(10, w-keep-itemsWidth()-1))
+	}
 	for {
 		right = right[:0]
 		for _, it := range items {

@@ -248,7 +248,7 @@ func (o *overview) update(msg tea.Msg) tea.Cmd {
 		}
 		switch {
 		case key.Matches(msg, keyShowStuck):
-			return o.ctx.switchTo(switchMsg{screen: screenJobs, tab: "stuck"})
+			return o.ctx.switchTo(switchMsg{screen: screenJobs, tab: "stuck", drill: true})
 		case key.Matches(msg, keyNextQueue):
 			o.moveQueue(1)
 		case key.Matches(msg, keyPrevQueue):
