@@ -45,7 +45,13 @@ func Round(d time.Duration) time.Duration {
 // zero time is the caller's to render ("-", "never").
 func Relative(now, t time.Time) string {
 	if t.After(now) {
-		return "in " + Duration(Round(t.Sub(now)))
+		if d := Round(t.Sub(now)); d > 0 {
+			return "in " + Duration(d)
+		}
+		// Under half a second ahead is two clocks' disagreement (a
+		// record the server stamped, seen from a machine whose clock is
+		// corrected by a measured skew), not the future: it is now.
+		return Duration(0) + " ago"
 	}
 	return Duration(now.Sub(t)) + " ago"
 }

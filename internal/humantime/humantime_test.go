@@ -19,6 +19,8 @@ func TestRelative(t *testing.T) {
 		{now.Add(24*time.Hour - time.Second), "in 24h"},
 		{now.Add(30*24*time.Hour - time.Minute), "in 30d"},
 		{now.Add(90 * time.Second), "in 2m"},
+		{now.Add(300 * time.Millisecond), "0s ago"},
+		{now.Add(700 * time.Millisecond), "in 1s"},
 	} {
 		if got := Relative(now, tc.t); got != tc.want {
 			t.Errorf("Relative(%s) = %q, want %q", tc.t.Sub(now), got, tc.want)
