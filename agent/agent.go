@@ -17,6 +17,7 @@ package agent
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"github.com/tetherhq/tether/internal/jwe"
@@ -56,7 +57,11 @@ type Config struct {
 	KillGrace         time.Duration // SIGTERM to SIGKILL
 	DrainTimeout      time.Duration // on shutdown, how long running jobs may finish
 
-	Retry      apiclient.RetryPolicy
+	Retry apiclient.RetryPolicy
+	// TLS: the CA tether's server certificate must chain to, and the
+	// client certificate (by default the one tether's CA issued to this
+	// agent, in StateDir). Ignored when HTTPClient is set.
+	TLS        TLSFiles
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 }
@@ -89,16 +94,75 @@ func (c *Config) defaults() {
 // Register redeems a one-time token and stores the credential in stateDir.
 // It returns the cluster id; the credential is never printed or logged.
 func Register(ctx context.Context, server, token, stateDir string, capabilities []string, retry apiclient.RetryPolicy) (string, error) {
+	return RegisterWith(ctx, server, token, stateDir, RegisterOptions{Capabilities: capabilities, Retry: retry})
+}
+
+// RegisterOptions are Register's optional parts.
+type RegisterOptions struct {
+	Capabilities []string
+	Retry        apiclient.RetryPolicy
+	TLS          TLSFiles
+	// ClientCert says whether to ask tether's CA for a client certificate:
+	// CertAuto (the default) asks, and registers without one when tether has
+	// no CA; CertAlways fails then; CertNever does not ask. An agent given
+	// TLS.ClientCert never asks.
+	ClientCert CertRequest
+	Logger     *slog.Logger
+}
+
+// CertRequest is RegisterOptions.ClientCert.
+type CertRequest string
+
+const (
+	CertAuto   CertRequest = "auto"
+	CertAlways CertRequest = "always"
+	CertNever  CertRequest = "never"
+)
+
+// RegisterWith is Register with options: its TLS, and a client
+// certificate from tether's CA (kept in stateDir, mode 0600, and used by
+// the agent from then on).
+func RegisterWith(ctx context.Context, server, token, stateDir string, o RegisterOptions) (string, error) {
+	if err := o.TLS.check(); err != nil {
+		return "", err
+	}
 	key, err := LoadOrCreateEncryptionKey(stateDir)
 	if err != nil {
 		return "", err
 	}
-	cred, err := apiclient.Register(ctx, server, token, apiclient.RegisterOptions{
-		Capabilities: capabilities, Retry: retry, PublicKey: []byte(key.Public().JWK()),
-	})
+	httpClient, _, err := newHTTPClient(o.TLS, nil)
 	if err != nil {
 		return "", err
 	}
+	opts := apiclient.RegisterOptions{
+		Capabilities: o.Capabilities, Retry: o.Retry, PublicKey: []byte(key.Public().JWK()), HTTPClient: httpClient,
+	}
+	var certKey *ecdsa.PrivateKey
+	if o.ClientCert != CertNever && !o.TLS.explicit() {
+		if certKey, opts.CSR, err = newCSR(); err != nil {
+			return "", err
+		}
+	}
+	cred, err := apiclient.Register(ctx, server, token, opts)
+	if apiclient.IsCode(err, apiclient.CodeNoCertificateAuthority) && o.ClientCert != CertAlways {
+		// tether has no CA; the refusal left the token unused.
+		if o.Logger != nil {
+			o.Logger.Info("tether has no CA; registering without a client certificate")
+		}
+		opts.CSR, certKey = "", nil
+		cred, err = apiclient.Register(ctx, server, token, opts)
+	}
+	if err != nil {
+		return "", err
+	}
+	if certKey != nil && cred.ClientCertificate != "" {
+		if err := saveIssued(stateDir, certKey, cred.ClientCertificate, cred.CABundle); err != nil {
+			return "", fmt.Errorf("registered cluster %s, but could not store its client certificate: %w", cred.ClusterID, err)
+		}
+	}
+	// The certificate lives in its own files (reloaded when renewed), not
+	// in the credential file.
+	cred.ClientCertificate, cred.CABundle = "", ""
 	if err := SaveState(stateDir, State{Server: server, Credential: cred}); err != nil {
 		return "", fmt.Errorf("registered cluster %s, but could not store its credential: %w", cred.ClusterID, err)
 	}
@@ -145,11 +209,41 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("load the encryption key: %w", err)
 	}
 	a.server = st.Server
+	httpClient := cfg.HTTPClient
+	var transport *http.Transport
+	if httpClient == nil {
+		if err := cfg.TLS.check(); err != nil {
+			return nil, err
+		}
+		certFile, keyFile := clientCertFiles(cfg.StateDir, cfg.TLS)
+		if httpClient, transport, err = newHTTPClient(cfg.TLS, newCertFiles(certFile, keyFile, a.log)); err != nil {
+			return nil, err
+		}
+	}
+	// An agent holding a certificate tether issued renews it at every
+	// rotation, with a new key.
+	var pending *pendingKey
+	var csr func() (string, error)
+	if !cfg.TLS.explicit() && hasIssuedCert(cfg.StateDir) {
+		pending = &pendingKey{}
+		csr = pending.request
+	}
 	a.client, err = apiclient.New(apiclient.Config{
-		BaseURL: st.Server, Credential: st.Credential, Retry: cfg.Retry, HTTPClient: cfg.HTTPClient,
-		UserAgent: "tether-agent/" + cfg.Version,
-		OnRetry:   a.retrying,
+		BaseURL: st.Server, Credential: st.Credential, Retry: cfg.Retry, HTTPClient: httpClient,
+		UserAgent:          "tether-agent/" + cfg.Version,
+		OnRetry:            a.retrying,
+		CertificateRequest: csr,
 		OnRotate: func(_ context.Context, cred apiclient.Credential) error {
+			if key := pending.take(); key != nil && cred.ClientCertificate != "" {
+				if err := saveIssued(cfg.StateDir, key, cred.ClientCertificate, cred.CABundle); err != nil {
+					return fmt.Errorf("store the renewed client certificate: %w", err)
+				}
+				if transport != nil {
+					transport.CloseIdleConnections() // the next requests present the new certificate
+				}
+				a.log.Info("client certificate renewed")
+			}
+			cred.ClientCertificate, cred.CABundle = "", ""
 			if err := SaveState(cfg.StateDir, State{Server: st.Server, Credential: cred}); err != nil {
 				return err
 			}

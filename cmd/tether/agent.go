@@ -31,6 +31,8 @@ func newAgentRegisterCmd(g *globals) *cobra.Command {
 	var server, token, stateDir string
 	var caps []string
 	var keepExisting bool
+	var tlsFiles agent.TLSFiles
+	var certMode string
 	cmd := &cobra.Command{
 		Use:   "register --server URL --token TOKEN --state-dir DIR",
 		Short: "Redeem a one-time registration token and store the credential",
@@ -39,7 +41,13 @@ func newAgentRegisterCmd(g *globals) *cobra.Command {
 mode 0600. The credential is never printed.
 
 The token may also come from $TETHER_REGISTRATION_TOKEN, or from standard input
-with --token - (so that it does not appear in the process list).`,
+with --token - (so that it does not appear in the process list).
+
+When tether has a CA (tether ca init), the agent also asks it for a client
+certificate: it makes a key, sends a CSR, and keeps the certificate and key in
+DIR (client.crt, client.key, mode 0600); 'tether agent run' presents it by
+itself and renews it at every credential rotation. --client-cert and
+--client-key use a certificate from your own PKI instead.`,
 		Args: cobra.NoArgs,
 		Example: `  tether agent register --server https://tether.example:7070 --token - --state-dir /var/lib/tether-agent < token.txt
   TETHER_REGISTRATION_TOKEN=... tether agent register --server http://127.0.0.1:7070 --state-dir ./agent --keep-existing`,
@@ -77,7 +85,17 @@ with --token - (so that it does not appear in the process list).`,
 					return usagef("capability %q is not one of hmac, lease", c)
 				}
 			}
-			clusterID, err := agent.Register(cmd.Context(), server, token, stateDir, caps, apiclient.RetryPolicy{MaxAttempts: 3})
+			mode := agent.CertRequest(certMode)
+			if mode != agent.CertAuto && mode != agent.CertAlways && mode != agent.CertNever {
+				return usagef("--request-client-cert %q is not one of auto, always, never", certMode)
+			}
+			if (tlsFiles.ClientCert == "") != (tlsFiles.ClientKey == "") {
+				return usagef("--client-cert and --client-key go together")
+			}
+			clusterID, err := agent.RegisterWith(cmd.Context(), server, token, stateDir, agent.RegisterOptions{
+				Capabilities: caps, Retry: apiclient.RetryPolicy{MaxAttempts: 3}, TLS: tlsFiles, ClientCert: mode,
+				Logger: slog.New(slog.NewTextHandler(g.stderr, nil)),
+			})
 			var netErr *url.Error // the HTTP client's: tether was not reached
 			if errors.As(err, &netErr) && cmd.Context().Err() == nil {
 				return failf("cannot reach tether at %s (%v): check --server, and that tether serve is running there", server, netErr.Err)
@@ -98,6 +116,10 @@ with --token - (so that it does not appear in the process list).`,
 	f.StringVar(&token, "token", "", "one-time registration token (- reads it from stdin)")
 	f.StringVar(&stateDir, "state-dir", "", "directory for the credential (created with mode 0700)")
 	f.StringSliceVar(&caps, "capabilities", nil, "capabilities to negotiate: hmac (signed writes), lease (leases and fencing)")
+	f.StringVar(&tlsFiles.CAFile, "ca-file", "", "PEM bundle tether's server certificate must chain to (default: the system's roots)")
+	f.StringVar(&tlsFiles.ClientCert, "client-cert", "", "client certificate (PEM) from your own PKI; then tether is not asked for one")
+	f.StringVar(&tlsFiles.ClientKey, "client-key", "", "the key (PEM) of --client-cert")
+	f.StringVar(&certMode, "request-client-cert", "auto", "ask tether's CA for a client certificate (kept in --state-dir): auto (if tether has a CA), always (fail without one), never")
 	f.BoolVar(&keepExisting, "keep-existing", false, "when --state-dir already holds a credential, keep it and exit 0 without using the token (for a start script that runs every time)")
 	return cmd
 }
@@ -120,7 +142,12 @@ Lines COMMAND prints to stdout:
 Without ::result, exit status 0 means succeeded, anything else failed.
 
 On SIGTERM the agent stops polling, lets running jobs finish (--drain), stops
-the rest, and exits.`,
+the rest, and exits.
+
+Over HTTPS it presents the client certificate tether's CA issued at
+registration (or --client-cert), read again whenever the files change: a
+certificate renewed by rotation or by your own tooling is used from the next
+connection on, without a restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.StateDir == "" || cfg.Command == "" {
@@ -136,6 +163,9 @@ the rest, and exits.`,
 				h = slog.NewJSONHandler(g.stderr, nil)
 			default:
 				return usagef("--log-format %q is not one of text, json", logFormat)
+			}
+			if (cfg.TLS.ClientCert == "") != (cfg.TLS.ClientKey == "") {
+				return usagef("--client-cert and --client-key go together")
 			}
 			cfg.Logger = slog.New(h)
 			cfg.Version = versionString()
@@ -153,6 +183,9 @@ the rest, and exits.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain", agent.DefaultDrainTimeout, "on SIGTERM, how long running jobs may finish")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", agent.DefaultKillGrace, "how long a stopped command gets between SIGTERM and SIGKILL")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&cfg.TLS.CAFile, "ca-file", "", "PEM bundle tether's server certificate must chain to (default: the system's roots)")
+	f.StringVar(&cfg.TLS.ClientCert, "client-cert", "", "client certificate (PEM) for mTLS, reloaded when the file changes (default: the one tether's CA issued, in --state-dir)")
+	f.StringVar(&cfg.TLS.ClientKey, "client-key", "", "the key (PEM) of --client-cert")
 	return cmd
 }
 

@@ -7,9 +7,12 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -266,3 +269,73 @@ func TestCSRWithoutCAThenCACreatedWhileServing(t *testing.T) {
 	}
 }
 
+// fileCA is a CA of the operator's own PKI, for --tls-client-ca.
+type fileCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newFileCA(t *testing.T, name string) *fileCA {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &fileCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue signs a client certificate whose CN is the cluster id.
+func (c *fileCA) issue(t *testing.T, clusterID string) *tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: clusterID},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// serve's --tls-client-ca file is read again when it changes: a CA added to
+// it is trusted without a restart.
+func TestServeReloadsClientCAFile(t *testing.T) {
+	t.Parallel()
+	oldCA, newCA := newFileCA(t, "old"), newFileCA(t, "new")
+	caFile := filepath.Join(t.TempDir(), "client-ca.pem")
+	if err := os.WriteFile(caFile, oldCA.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startCAServer(t, false, func(o *serveOptions) { o.tlsClientCA = caFile; o.caRefresh = 20 * time.Millisecond })
+	tok := s.cluster("prod", true)
+	cred, err := apiclient.Register(s.ctx, s.url, tok, apiclient.RegisterOptions{HTTPClient: s.httpClient(nil), Retry: apiclient.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client(cred, oldCA.issue(t, cred.ClusterID)).Poll(s.ctx, 0, 1); err != nil {
+		t.Fatalf("a certificate of the CA in the file: %v", err)
+	}
+	cert := newCA.issue(t, cred.ClusterID)
+	if _, err := s.client(cred, cert).Poll(s.ctx, 0, 1); err == nil {
+		t.Fatal("a certificate of a CA not in the file was accepted")
+	}
+	if err := os.WriteFile(caFile, append(append([]byte{}, oldCA.pem...), newCA.pem...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		_, err := s.client(cred, cert).Poll(s.ctx, 0, 1)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never trusted the CA added to --tls-client-ca: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -92,7 +92,9 @@ use the client's address rather than the proxy's. Nobody else's header is.
 
 With --tls-cert and --tls-key, a renewed certificate is picked up without a
 restart: within seconds of the files changing, or at once on SIGHUP. A
-certificate that does not load is logged and the previous one kept.
+certificate that does not load is logged and the previous one kept. Client
+certificates are verified against --tls-client-ca and tether's own CA
+(tether ca init), both looked at again every 10 seconds and on SIGHUP.
 
 ` + precedenceHelp,
 		Example: `  tether serve
