@@ -45,6 +45,9 @@ type Backend interface {
 	// (registry.Registry.FleetQueueHealth).
 	QueueHealth(ctx context.Context) ([]registry.QueueHealth, error)
 	GetJob(ctx context.Context, id string) (*registry.Job, error)
+	// ShowJobPayload is GetJob with a sealed payload opened: an admin's
+	// explicit, audited act (registry.Registry.ShowJobPayload).
+	ShowJobPayload(ctx context.Context, id string) (*registry.Job, error)
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
@@ -152,6 +155,10 @@ func (l *Local) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error)
 
 func (l *Local) GetJob(ctx context.Context, id string) (*registry.Job, error) {
 	return l.Reg.GetJob(ctx, id)
+}
+
+func (l *Local) ShowJobPayload(ctx context.Context, id string) (*registry.Job, error) {
+	return l.Reg.ShowJobPayload(l.as(ctx), id)
 }
 
 func (l *Local) JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error) {

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,11 +204,6 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	section("IDENTITY")
 	field("organization", orDash(c.Organization), themes.Plain)
 	field("mode", string(c.Mode), themes.Plain)
-	pk := "(none)"
-	if c.PublicKey != "" {
-		pk = "set"
-	}
-	field("public key", pk, themes.Plain)
 	reg := "not yet: waiting for its agent to redeem a token"
 	if !c.RegisteredAt.IsZero() {
 		reg = stamp(c.RegisteredAt)
@@ -231,6 +227,11 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	field("lease", lease, themes.Plain)
 	field("max attempts", fmt.Sprint(c.Policy.MaxAttempts), themes.Plain)
 	field("requires", listOrNone(c.Policy.RequiredCapabilities), themes.Plain)
+
+	section("SECURITY")
+	for _, p := range securityPosture(c) {
+		field(p.label, p.value, p.kind)
+	}
 
 	section("CONDITIONS (from the last heartbeat)")
 	if len(c.Status.Conditions) == 0 {
@@ -386,4 +387,45 @@ func (d *clusterDetail) KeyMap() help.KeyMap {
 			{keyClusterJobs, keyClusterEvents},
 		},
 	}
+}
+
+// posture is one line of a cluster's security posture.
+type posture struct {
+	label, value string
+	kind         themes.Kind
+}
+
+// securityPosture is how the cluster's payloads and its agent's requests
+// are protected above TLS: signed and encrypted payloads, HMAC-signed
+// writes, mTLS, and the encryption key.
+func securityPosture(c *registry.Cluster) []posture {
+	onOff := func(on bool, yes, no string) (string, themes.Kind) {
+		if on {
+			return yes, themes.Good
+		}
+		return no, themes.Muted
+	}
+	var out []posture
+	add := func(label string, on bool, yes, no string) {
+		v, k := onOff(on, yes, no)
+		out = append(out, posture{label, v, k})
+	}
+	add("signed payloads", c.Policy.RequireSignedPayloads, "yes: Ed25519 over the payload's JCS form", "no")
+	add("encrypted payloads", c.Policy.RequireEncryptedPayloads, "yes: JWE to the public key; sealed at rest", "no")
+	hmac := slices.Contains(c.Policy.RequiredCapabilities, registry.CapabilityHMAC)
+	agentHMAC := slices.Contains(c.Status.Capabilities, registry.CapabilityHMAC)
+	switch {
+	case hmac:
+		out = append(out, posture{"HMAC writes", "required", themes.Good})
+	case agentHMAC:
+		out = append(out, posture{"HMAC writes", "negotiated by the agent, not required", themes.Plain})
+	default:
+		out = append(out, posture{"HMAC writes", "not required", themes.Muted})
+	}
+	add("mTLS", c.Policy.RequireClientCertificate, "required: a client certificate naming the cluster", "not required")
+	pk := posture{"public key", "(none): the agent sends one at register, or e edits it", themes.Muted}
+	if c.PublicKey != "" {
+		pk = posture{"public key", c.PublicKey.Curve() + " · kid " + c.PublicKey.KeyID(), themes.Plain}
+	}
+	return append(out, pk)
 }

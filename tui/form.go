@@ -102,6 +102,11 @@ func newClusterForm(ctx *Context, spec registry.ClusterSpec, editing *registry.C
 	for i, c := range caps.choices {
 		caps.flags[i] = slices.Contains(spec.Policy.RequiredCapabilities, c)
 	}
+	security := &formField{key: "security", label: "Security", help: "sign payloads (Ed25519), encrypt them to the public key (and seal them at rest), require mTLS",
+		kind: fieldFlags, choices: securityChoices,
+		flags: []bool{spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads, spec.Policy.RequireClientCertificate}}
+	pubKey := text("publickey", "Public key", "encryption key: a JWK on one line (X25519 or P-256); its agent sends one at register", string(spec.PublicKey), fieldText)
+	pubKey.input.Placeholder = `{"kty":"OKP","crv":"X25519","x":"…"}`
 	f.fields = []*formField{
 		text("name", "Name", "display name, unique", spec.Name, fieldText),
 		text("organization", "Organization", "owning organization", spec.Organization, fieldText),
@@ -114,6 +119,8 @@ func newClusterForm(ctx *Context, spec registry.ClusterSpec, editing *registry.C
 		text("attempts", "Max attempts", fmt.Sprintf("1-%d; a lease expiring on the last one fails the job", registry.MaxMaxAttempts),
 			strconv.Itoa(spec.Policy.MaxAttempts), fieldNumber),
 		caps,
+		security,
+		pubKey,
 	}
 	if editing == nil {
 		f.fields = append(f.fields, text("ttl", "Token valid for", "the first registration token's lifetime (1m to 168h)",
@@ -122,6 +129,10 @@ func newClusterForm(ctx *Context, spec registry.ClusterSpec, editing *registry.C
 	f.focusField(0)
 	return f
 }
+
+// securityChoices are the Security field's flags, in the order of the
+// policy toggles they set.
+var securityChoices = []string{"signed payloads", "encrypted payloads", "mTLS"}
 
 // shortDuration is a duration without its zero tail: 24h, not 24h0m0s.
 func shortDuration(d time.Duration) string {
@@ -169,8 +180,11 @@ func (f *clusterForm) focusField(i int) {
 func (f *clusterForm) spec() (registry.ClusterSpec, time.Duration, error) {
 	var s registry.ClusterSpec
 	if f.editing != nil {
-		s.PublicKey = f.original.PublicKey // not editable here; kept as it is
+		s.Labels = f.original.Labels // not editable here; kept as they are
 	}
+	s.PublicKey = registry.AgentPublicKey(f.field("publickey").value())
+	sec := f.field("security")
+	s.Policy.RequireSignedPayloads, s.Policy.RequireEncryptedPayloads, s.Policy.RequireClientCertificate = sec.flags[0], sec.flags[1], sec.flags[2]
 	s.Name = f.field("name").value()
 	s.Organization = f.field("organization").value()
 	m := f.field("mode")
@@ -580,42 +594,4 @@ func (f *clusterForm) hintLine() string {
 func (f *clusterForm) KeyMap() help.KeyMap {
 	b := []key.Binding{keyNextField, keyPrevField, keyUpField, keyDownField, keyAddItem, keyDelItem, keyChoice, keyToggle, keySave, keyCancel}
 	return keyMap{short: []key.Binding{keyNextField, keySave, keyCancel}, full: [][]key.Binding{b[:4], b[4:8], b[8:]}}
-}
-
-// describeDiff lists what changed from a to b, for status lines and the
-// conflict dialog ("" when nothing did).
-func describeDiff(a, b registry.ClusterSpec) string {
-	var parts []string
-	scalar := func(name string, x, y any) {
-		if fmt.Sprint(x) != fmt.Sprint(y) {
-			parts = append(parts, fmt.Sprintf("%s %v → %v", name, x, y))
-		}
-	}
-	list := func(name string, x, y []string) {
-		var add, del []string
-		for _, v := range y {
-			if !slices.Contains(x, v) {
-				add = append(add, "+"+v)
-			}
-		}
-		for _, v := range x {
-			if !slices.Contains(y, v) {
-				del = append(del, "-"+v)
-			}
-		}
-		if len(add)+len(del) > 0 {
-			parts = append(parts, name+" "+strings.Join(append(add, del...), " "))
-		}
-	}
-	scalar("name", a.Name, b.Name)
-	scalar("organization", a.Organization, b.Organization)
-	scalar("mode", a.Mode, b.Mode)
-	list("namespaces", a.AllowedNamespaces, b.AllowedNamespaces)
-	list("catalog", a.AllowedCatalogEntries, b.AllowedCatalogEntries)
-	list("templates", a.AllowedOperationTemplates, b.AllowedOperationTemplates)
-	scalar("lease", a.Policy.LeaseSeconds, b.Policy.LeaseSeconds)
-	scalar("max attempts", a.Policy.MaxAttempts, b.Policy.MaxAttempts)
-	list("requires", a.Policy.RequiredCapabilities, b.Policy.RequiredCapabilities)
-	scalar("public key", a.PublicKey != "", b.PublicKey != "")
-	return strings.Join(parts, "; ")
 }

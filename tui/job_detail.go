@@ -32,10 +32,13 @@ type jobDetail struct {
 	loading bool
 	dirty   bool
 	pager   pager
-	version int
-	drawn   string
-	width   int
-	height  int
+	// revealed is a sealed payload opened on request (P), kept for this
+	// view only: the feed's copies of the job stay sealed.
+	revealed json.RawMessage
+	version  int
+	drawn    string
+	width    int
+	height   int
 }
 
 type jobDetailMsg struct {
@@ -46,6 +49,32 @@ type jobDetailMsg struct {
 }
 
 type jobDetailRefreshMsg struct{ id string }
+
+// jobPayloadMsg is a sealed payload opened on request.
+type jobPayloadMsg struct {
+	id      string
+	payload json.RawMessage
+	err     error
+}
+
+// showPayload asks the backend to open the job's sealed payload: an
+// admin's explicit act, which the registry records in the audit trail.
+func (d *jobDetail) showPayload() tea.Cmd {
+	if d.job == nil || !d.job.PayloadSealed {
+		return info("the payload is not sealed: it is shown under PAYLOAD")
+	}
+	if d.revealed != nil {
+		return info("the payload is shown under PAYLOAD")
+	}
+	b, id := d.ctx.Backend, d.id
+	return func() tea.Msg {
+		j, err := b.ShowJobPayload(context.Background(), id)
+		if err != nil {
+			return jobPayloadMsg{id: id, err: err}
+		}
+		return jobPayloadMsg{id: id, payload: j.Payload}
+	}
+}
 
 func newJobDetail(ctx *Context, id string, j *registry.Job) *jobDetail {
 	d := &jobDetail{ctx: ctx, id: id, pager: newPager()}
@@ -96,6 +125,16 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		if d.dirty {
 			return d.refreshLater()
 		}
+	case jobPayloadMsg:
+		if msg.id != d.id {
+			return nil
+		}
+		if msg.err != nil {
+			return failed("could not show the payload: " + errText(msg.err))
+		}
+		d.revealed = msg.payload
+		d.version++
+		return info("payload shown under PAYLOAD; the viewing is recorded in the audit trail")
 	case jobDetailRefreshMsg:
 		if msg.id == d.id && d.dirty && !d.loading {
 			return d.load()
@@ -143,6 +182,8 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 			return extendLease(d.ctx, d.job)
 		case key.Matches(msg, k.CopyID):
 			return tea.Batch(tea.SetClipboard(d.id), info("copied "+d.id+" to the clipboard (OSC 52)"))
+		case key.Matches(msg, k.ShowPayload):
+			return d.showPayload()
 		}
 	}
 	return nil
@@ -289,7 +330,17 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	}
 
 	section("PAYLOAD")
-	for _, l := range strings.Split(prettyJSON(j.Payload), "\n") {
+	payload := j.Payload
+	if j.PayloadSealed {
+		if d.revealed == nil {
+			line("  " + st.Render(themes.Muted, "sealed at rest and withheld (the cluster requires encrypted payloads);"))
+			line("  " + st.Render(themes.Muted, "P shows it, recorded in the audit trail as "+registry.AuditJobPayloadViewed))
+			return strings.TrimSuffix(b.String(), "\n")
+		}
+		line("  " + st.Render(themes.Warning, "sealed payload, shown on request (audited)"))
+		payload = d.revealed
+	}
+	for _, l := range strings.Split(prettyJSON(payload), "\n") {
 		line("  " + st.Render(themes.Plain, display.Safe(l)))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -316,7 +367,7 @@ func (d *jobDetail) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
-			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID},
+			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID, k.ShowPayload},
 		},
 	}
 }

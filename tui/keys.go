@@ -19,7 +19,7 @@ type Keys struct {
 	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortPrev, SortReverse key.Binding
 
 	// Jobs.
-	Requeue, Cancel, ExtendLease, CopyID, Mark, ClearMarks key.Binding
+	Requeue, Cancel, ExtendLease, CopyID, Mark, ClearMarks, ShowPayload key.Binding
 
 	// Events and audit.
 	Follow key.Binding
@@ -69,6 +69,7 @@ func DefaultKeys() *Keys {
 		CopyID:      b("y", "copy id", "y"),
 		Mark:        b("space", "mark", "space"),
 		ClearMarks:  b("u", "clear marks", "u"),
+		ShowPayload: b("P", "show sealed payload (audited)", "P"),
 
 		Follow: b("f", "follow/pause", "f"),
 	}

@@ -476,6 +476,16 @@ func (r *Remote) GetJob(ctx context.Context, id string) (*registry.Job, error) {
 	return &d.Job, nil
 }
 
+// ShowJobPayload asks for the job with its sealed payload shown
+// (?showPayload=true): admin only, audited by the server.
+func (r *Remote) ShowJobPayload(ctx context.Context, id string) (*registry.Job, error) {
+	var d remoteJob
+	if err := r.call(ctx, http.MethodGet, ref("jobs", id), url.Values{"showPayload": {"true"}}, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d.Job, nil
+}
+
 func (r *Remote) JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error) {
 	d, err := r.jobWithTimeline(ctx, id)
 	if err != nil {

@@ -268,6 +268,14 @@ func (s *stableIDs) QueueHealth(ctx context.Context) ([]registry.QueueHealth, er
 	return outv(s, v), s.err(err)
 }
 
+func (s *stableIDs) ShowJobPayload(ctx context.Context, id string) (*registry.Job, error) {
+	v, err := s.inner.ShowJobPayload(ctx, s.in(id))
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}
+
 func (s *stableIDs) GetJob(ctx context.Context, id string) (*registry.Job, error) {
 	v, err := s.inner.GetJob(ctx, s.in(id))
 	if err != nil {

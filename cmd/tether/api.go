@@ -45,6 +45,7 @@ type adminAPI interface {
 	ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
 	ListStuckJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
 	GetJob(ctx context.Context, id string) (*registry.Job, error)
+	ShowJobPayload(ctx context.Context, id string) (*registry.Job, error)
 	WaitJob(ctx context.Context, id string) (*registry.Job, error)
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)

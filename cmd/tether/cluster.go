@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ func newClusterCreateCmd(g *globals) *cobra.Command {
 		caps     []string
 		labels   []string
 		tokenTTL time.Duration
+		keyFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "create --name NAME",
@@ -62,6 +64,11 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 			}
 			if spec.Labels, err = registry.ParseLabelAssignments(labels); err != nil {
 				return usagef("--label: %s", registry.ErrorMessage(err))
+			}
+			if keyFile != "" {
+				if spec.PublicKey, err = readPublicKeyFile(g, keyFile); err != nil {
+					return err
+				}
 			}
 			ctx := cmd.Context()
 			api, done, err := openAPI(cmd, g)
@@ -98,6 +105,8 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	f.StringSliceVar(&caps, "require-capability", nil, "capabilities the agent must negotiate: hmac, lease (comma-separated)")
 	f.BoolVar(&spec.Policy.RequireClientCertificate, "require-client-cert", false, "refuse the agent's requests without a verified client certificate naming the cluster (mTLS; serve --tls-client-ca)")
 	f.BoolVar(&spec.Policy.RequireSignedPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key (signature, signatureKeyId)")
+	f.BoolVar(&spec.Policy.RequireEncryptedPayloads, "encrypt-payloads", false, "hand every job's payload to the agent encrypted to the cluster's public key, and store it sealed (needs --public-key-file)")
+	f.StringVar(&keyFile, "public-key-file", "", "the agent's encryption public key: a JWK or PEM file, X25519 or P-256 (- reads stdin); its agent may instead send one at register")
 	f.Var(newDuration(&tokenTTL, registry.DefaultTokenTTL), "token-ttl", "lifetime of the registration token (1m to 7d)")
 	return cmd
 }
@@ -460,10 +469,41 @@ func printSpec(w io.Writer, s *registry.ClusterSpec) error {
 	if s.Policy.RequireClientCertificate {
 		kv.row("  Client certificate:", "required (mTLS)")
 	}
-	if s.Policy.RequireSignedPayloads {
-		kv.row("  Payloads:", "signed (Ed25519 over JCS)")
+	kv.row("  Payloads:", payloadPosture(s))
+	if s.PublicKey != "" {
+		kv.row("  Public key:", s.PublicKey.Curve()+" "+s.PublicKey.KeyID())
 	}
 	return kv.flush()
+}
+
+// payloadPosture says how the cluster's payloads travel and rest.
+func payloadPosture(s *registry.ClusterSpec) string {
+	var parts []string
+	if s.Policy.RequireSignedPayloads {
+		parts = append(parts, "signed (Ed25519 over JCS)")
+	}
+	if s.Policy.RequireEncryptedPayloads {
+		parts = append(parts, "encrypted to the public key (JWE ECDH-ES+A256KW, A256GCM), sealed at rest")
+	}
+	if len(parts) == 0 {
+		return "plain"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// readPublicKeyFile reads --public-key-file: a JWK or a PEM public key.
+func readPublicKeyFile(g *globals, path string) (registry.AgentPublicKey, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(g.stdin, 64<<10))
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", failf("read --public-key-file: %v", err)
+	}
+	return registry.ParseAgentPublicKey("--public-key-file "+path, b)
 }
 
 // countStates renders "2 active, 1 revoked" in first-seen order.

@@ -60,6 +60,8 @@ func newClusterEditCmd(g *globals) *cobra.Command {
 		caps         []string
 		mtls         bool
 		signPayloads bool
+		encrypt      bool
+		keyFile      string
 		setLabels    []string
 		delLabels    []string
 		ifVersion    int64
@@ -109,11 +111,17 @@ otherwise it fails and names the current version.`,
 				return usagef("--if-version %d is not a version: versions start at 1", ifVersion)
 			}
 			changes := ns.changes() || catalog.changes() || templates.changes()
-			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "sign-payloads", "label", "remove-label"} {
+			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "sign-payloads", "encrypt-payloads", "public-key-file", "label", "remove-label"} {
 				changes = changes || fl.Changed(f)
 			}
 			if !changes {
 				return usagef("cluster edit needs at least one change, such as --add-namespace NS or --lease-seconds N")
+			}
+			var newKey registry.AgentPublicKey
+			if keyFile != "" {
+				if newKey, err = readPublicKeyFile(g, keyFile); err != nil {
+					return err
+				}
 			}
 			edit := func(s *registry.ClusterSpec) error {
 				var err error
@@ -149,6 +157,12 @@ otherwise it fails and names the current version.`,
 				}
 				if fl.Changed("sign-payloads") {
 					s.Policy.RequireSignedPayloads = signPayloads
+				}
+				if fl.Changed("public-key-file") {
+					s.PublicKey = newKey // "" removes it
+				}
+				if fl.Changed("encrypt-payloads") {
+					s.Policy.RequireEncryptedPayloads = encrypt
 				}
 				if len(addLabels) > 0 || len(delLabels) > 0 {
 					labels := maps.Clone(s.Labels)
@@ -220,6 +234,8 @@ otherwise it fails and names the current version.`,
 	f.StringSliceVar(&caps, "require-capability", nil, "replace the required capabilities: hmac, lease (\"\" for none)")
 	f.BoolVar(&mtls, "require-client-cert", false, "require a verified client certificate naming the cluster on the agent's requests (mTLS); =false to stop")
 	f.BoolVar(&signPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key; =false to stop")
+	f.BoolVar(&encrypt, "encrypt-payloads", false, "hand every job's payload to the agent encrypted to the cluster's public key and store it sealed; =false to stop")
+	f.StringVar(&keyFile, "public-key-file", "", "set the cluster's encryption public key from a JWK or PEM file, X25519 or P-256 (- reads stdin; \"\" removes it)")
 	f.StringArrayVarP(&setLabels, "label", "l", nil, "set a label KEY=VALUE (repeat for more)")
 	f.StringArrayVar(&delLabels, "remove-label", nil, "remove the label KEY (repeat for more)")
 	f.Int64Var(&ifVersion, "if-version", 0, "write only if the cluster is still at this version")
