@@ -45,7 +45,7 @@ func (r *Registry) DeleteJob(ctx context.Context, id, reason string) (*Job, erro
 	if err != nil {
 		return nil, err
 	}
-	if !j.State.Terminal() {
+	if !j.Deletable() {
 		return nil, notFinished(j)
 	}
 	msg := "deleted " + string(j.State) + " job"

@@ -419,14 +419,12 @@ func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, err
 	if err != nil {
 		return nil, err
 	}
-	p := JobUpdateParams{ID: j.ID, FromStates: []JobState{JobInProgress}}
-	switch {
-	case j.State == JobInProgress:
-		p.ClaimID = j.ClaimID
-	case j.State == JobFailed && j.Error == ErrorLeaseExpired:
-		p.FromStates, p.Error = []JobState{JobFailed}, ErrorLeaseExpired
-	default:
+	if !j.Requeueable() {
 		return nil, Errorf(CodeConflict, "job %s is %s; only in_progress jobs and jobs that ran out of attempts can be requeued", j.ID, describeState(j))
+	}
+	p := JobUpdateParams{ID: j.ID, FromStates: []JobState{JobInProgress}, ClaimID: j.ClaimID}
+	if j.State == JobFailed { // out of attempts (Requeueable)
+		p.FromStates, p.Error, p.ClaimID = []JobState{JobFailed}, ErrorLeaseExpired, ""
 	}
 	now := r.Now()
 	msg := "requeued by an admin"
@@ -452,7 +450,7 @@ func (r *Registry) CancelJob(ctx context.Context, id, reason string) (*Job, erro
 	if err != nil {
 		return nil, err
 	}
-	if j.State.Terminal() {
+	if !j.Cancelable() {
 		return nil, Errorf(CodeConflict, "job %s is already %s", j.ID, describeState(j))
 	}
 	now := r.Now()

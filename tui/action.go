@@ -32,6 +32,11 @@ const actionTimeout = 30 * time.Second
 type runActionMsg struct {
 	label string // what is running, e.g. "requeue j-…"
 	fn    actionFunc
+	// progress, when set, is shown after the label while the action runs
+	// (a bulk action); long actions are not bounded by actionTimeout (each
+	// of their operations is).
+	progress *bulkProgress
+	long     bool
 }
 
 func runAction(label string, fn actionFunc) tea.Cmd {
@@ -52,9 +57,15 @@ func (m *Model) startAction(msg runActionMsg) tea.Cmd {
 	m.nextAction++
 	id := m.nextAction
 	m.running[id] = msg.label
-	fn := msg.fn
+	if msg.progress != nil {
+		m.progress[id] = msg.progress
+	}
+	fn, long := msg.fn, msg.long
 	return tea.Batch(m.startSpinner(), func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), actionTimeout)
+		if long {
+			ctx, cancel = context.WithCancel(context.Background())
+		}
 		defer cancel()
 		return actionDoneMsg{id: id, label: msg.label, outcome: fn(ctx)}
 	})
@@ -62,6 +73,7 @@ func (m *Model) startAction(msg runActionMsg) tea.Cmd {
 
 func (m *Model) finishAction(msg actionDoneMsg) tea.Cmd {
 	delete(m.running, msg.id)
+	delete(m.progress, msg.id)
 	if msg.err != nil {
 		m.setStatus(statusErr, msg.label+" failed: "+errText(msg.err))
 	} else if msg.ok != "" {

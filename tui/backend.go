@@ -53,6 +53,10 @@ type Backend interface {
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	// DeleteJob deletes a finished job (registry.Registry.DeleteJob).
 	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	// RetryJob submits a job that ended without doing its work again, as a
+	// new job linked to it (registry.Registry.RetryJob); it returns the new
+	// job.
+	RetryJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
 
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
@@ -177,6 +181,10 @@ func (l *Local) DeleteJob(ctx context.Context, id, reason string) (*registry.Job
 	return l.Reg.DeleteJob(l.as(ctx), id, reason)
 }
 
+func (l *Local) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	return l.Reg.RetryJob(l.as(ctx), id, reason)
+}
+
 func (l *Local) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
 	return l.Reg.ExtendLease(l.as(ctx), id, by)
 }
@@ -251,6 +259,10 @@ func (readOnly) CancelJob(context.Context, string, string) (*registry.Job, error
 }
 
 func (readOnly) DeleteJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) RetryJob(context.Context, string, string) (*registry.Job, error) {
 	return nil, errReadOnly
 }
 

@@ -470,6 +470,16 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("bulk_requeue_confirm_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs"})
+			h.keys("l", "l", "l", "l")
+			h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabAll && m.jobs.loaded })
+			h.keys("A", "R")
+			h.waitIdle(isModal[*confirm])
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

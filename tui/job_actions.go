@@ -15,9 +15,7 @@ import (
 
 // Job actions, shared by the list and the detail.
 
-func canRequeue(j *registry.Job) bool {
-	return j.State == registry.JobInProgress || (j.State == registry.JobFailed && j.Error == registry.ErrorLeaseExpired)
-}
+func canRequeue(j *registry.Job) bool { return j.Requeueable() }
 
 func describeJob(ctx *Context, j *registry.Job) string {
 	s := string(j.Kind) + " " + j.Target.String() + " on " + ctx.Fleet.clusterName(j.ClusterID) + ", attempt " + fmt.Sprint(j.Attempt) + ", " + stateLabel(j.State)
@@ -118,6 +116,46 @@ func cancelJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	return ctx.showModal(newConfirm(ctx, title, body, "cancel the job", true, runAction(label, func(cx context.Context) outcome {
 		return bulk(cx, ids, idsOf(ended), "canceled", func(cx context.Context, id string) error {
 			_, err := b.CancelJob(cx, id, "canceled from the console")
+			return err
+		})
+	})))
+}
+
+// retryJobs asks, then submits each retryable one of jobs again as a new
+// job linked to it (registry.Registry.RetryJob).
+func retryJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
+	var ok, skip []registry.Job
+	for _, j := range jobs {
+		if j.Retryable() {
+			ok = append(ok, j)
+		} else {
+			skip = append(skip, j)
+		}
+	}
+	if len(ok) == 0 {
+		if len(jobs) == 1 {
+			return failed("cannot retry " + jobs[0].ID + ": it is " + stateLabel(jobs[0].State) + "; " + registry.ActionRetry.Rule())
+		}
+		return failed("none of the marked jobs can be retried: " + registry.ActionRetry.Rule())
+	}
+	title := fmt.Sprintf("Retry %s?", plural(len(ok), "job", "jobs"))
+	body := "Each is submitted again as a new job with the same payload and idempotency key, linked to it (retry of) and checked against the cluster's allowlists again; the original stays as it ended."
+	if len(ok) == 1 {
+		title = "Retry job " + ok[0].ID + "?"
+		body = describeJob(ctx, &ok[0]) + ". " + body
+	}
+	if len(skip) > 0 {
+		body += fmt.Sprintf(" %s will be left alone (%s).", plural(len(skip), "marked job", "marked jobs"), registry.ActionRetry.Rule())
+	}
+	b := ctx.Backend
+	ids := idsOf(ok)
+	label := "retry " + ids[0]
+	if len(ids) > 1 {
+		label = fmt.Sprintf("retry %d jobs", len(ids))
+	}
+	return ctx.showModal(newConfirm(ctx, title, body, "retry", false, runAction(label, func(cx context.Context) outcome {
+		return bulk(cx, ids, idsOf(skip), "retried", func(cx context.Context, id string) error {
+			_, err := b.RetryJob(cx, id, "retried from the console")
 			return err
 		})
 	})))

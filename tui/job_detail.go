@@ -171,6 +171,8 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		switch {
 		case key.Matches(msg, k.Requeue):
 			return requeueJobs(d.ctx, []registry.Job{*d.job})
+		case key.Matches(msg, k.Retry):
+			return retryJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.Cancel):
 			return cancelJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.Delete):
@@ -358,7 +360,7 @@ func prettyJSON(raw []byte) string {
 
 func (d *jobDetail) Actions() []key.Binding {
 	k := d.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.Delete, k.ExtendLease}
+	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease}
 }
 
 func (d *jobDetail) KeyMap() help.KeyMap {
@@ -367,7 +369,7 @@ func (d *jobDetail) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
-			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID, k.ShowPayload},
+			{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.CopyID, k.ShowPayload},
 		},
 	}
 }

@@ -81,6 +81,9 @@ type jobsView struct {
 	lastCount   time.Time
 
 	marks map[string]registry.Job
+	// all marks the whole tab as filtered (A): the actions act on every job
+	// of it, in the background (job_bulk.go).
+	all   bool
 	width int
 	hgt   int
 	// oldest lists the oldest jobs first (S): the store orders jobs by when
@@ -241,6 +244,9 @@ func (v *jobsView) job(i int) *registry.Job {
 func (v *jobsView) selected() *registry.Job { return v.job(v.table().cursor) }
 
 func (v *jobsView) marked(i int) bool {
+	if v.all {
+		return true
+	}
 	if j := v.job(i); j != nil {
 		_, ok := v.marks[j.ID]
 		return ok
@@ -378,15 +384,40 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 			v.pinCursor()
 			return v.ensureWindow()
 		}
+	case key.Matches(msg, k.MarkAll):
+		v.all = !v.all
+		clear(v.marks)
+		if v.all {
+			return info("every job of " + v.scope().what + " is marked: R, C, F and D act on them all (u clears)")
+		}
+		return info("cleared the marks")
 	case key.Matches(msg, k.ClearMarks):
 		n := len(v.marks)
 		clear(v.marks)
+		if v.all {
+			v.all = false
+			return info("cleared the marks (the whole tab)")
+		}
 		return info(fmt.Sprintf("cleared %s", plural(n, "mark", "marks")))
 	case key.Matches(msg, k.Requeue):
+		if v.all {
+			return bulkJobs(v.ctx, registry.ActionRequeue, v.scope())
+		}
 		return requeueJobs(v.ctx, v.targets())
 	case key.Matches(msg, k.Cancel):
+		if v.all {
+			return bulkJobs(v.ctx, registry.ActionCancel, v.scope())
+		}
 		return cancelJobs(v.ctx, v.targets())
+	case key.Matches(msg, k.Retry):
+		if v.all {
+			return bulkJobs(v.ctx, registry.ActionRetry, v.scope())
+		}
+		return retryJobs(v.ctx, v.targets())
 	case key.Matches(msg, k.Delete):
+		if v.all {
+			return bulkJobs(v.ctx, registry.ActionDelete, v.scope())
+		}
 		return deleteJobs(v.ctx, v.targets())
 	case key.Matches(msg, k.ExtendLease):
 		if j := v.selected(); j != nil {
@@ -461,7 +492,14 @@ func (v *jobsView) View() string {
 		}
 	}
 	if n := len(v.marks); n > 0 {
-		title += st.Render(themes.Marked, fmt.Sprintf("  ● %s marked (R/C/D act on them, u clears)", plural(n, "job", "jobs")))
+		title += st.Render(themes.Marked, fmt.Sprintf("  ● %s marked (R/C/F/D act on them, u clears)", plural(n, "job", "jobs")))
+	}
+	if v.all {
+		n := "all"
+		if t := v.total(); t >= 0 {
+			n = "all " + thousands(int64(t))
+		}
+		title += st.Render(themes.Marked, "  ● "+n+" marked (R/C/F/D act on them, u clears)")
 	}
 	if v.oldest {
 		title += st.Render(themes.Muted, "  oldest first")
@@ -544,7 +582,7 @@ func (v *jobsView) showTab(name string) (tea.Cmd, bool) {
 
 func (v *jobsView) Actions() []key.Binding {
 	k := v.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.Mark, k.ClearMarks}
+	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.Mark, k.MarkAll, k.ClearMarks}
 }
 
 func (v *jobsView) KeyMap() help.KeyMap {
@@ -554,8 +592,8 @@ func (v *jobsView) KeyMap() help.KeyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse},
-			{k.Requeue, k.Cancel, k.Delete, k.ExtendLease, k.CopyID},
-			{k.Mark, k.ClearMarks},
+			{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.CopyID},
+			{k.Mark, k.MarkAll, k.ClearMarks},
 		},
 	}
 }

@@ -226,6 +226,7 @@ func (v *jobsView) setTab(tab int) tea.Cmd {
 	if tab == v.tab {
 		return nil
 	}
+	v.all = false // marked the other tab
 	v.tab = (tab + numTabs) % numTabs
 	return v.requery()
 }

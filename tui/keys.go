@@ -19,7 +19,7 @@ type Keys struct {
 	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortPrev, SortReverse key.Binding
 
 	// Jobs.
-	Requeue, Cancel, ExtendLease, CopyID, Mark, ClearMarks, ShowPayload key.Binding
+	Requeue, Cancel, Retry, ExtendLease, CopyID, Mark, MarkAll, ClearMarks, ShowPayload key.Binding
 
 	// Events and audit.
 	Follow key.Binding
@@ -65,9 +65,11 @@ func DefaultKeys() *Keys {
 
 		Requeue:     b("R", "requeue", "R"),
 		Cancel:      b("C", "cancel", "C"),
+		Retry:       b("F", "retry", "F"),
 		ExtendLease: b("L", "extend lease", "L"),
 		CopyID:      b("y", "copy id", "y"),
 		Mark:        b("space", "mark", "space"),
+		MarkAll:     b("A", "mark the whole tab", "A"),
 		ClearMarks:  b("u", "clear marks", "u"),
 		ShowPayload: b("P", "show sealed payload (audited)", "P"),
 
@@ -85,7 +87,7 @@ func DefaultKeys() *Keys {
 // disables them, which also hides them from help.
 func (k *Keys) mutations() []*key.Binding {
 	return []*key.Binding{&k.NewCluster, &k.IssueToken, &k.Edit, &k.Rotate, &k.Revoke, &k.Toggle, &k.Delete,
-		&k.Requeue, &k.Cancel, &k.ExtendLease, &k.Mark, &k.ClearMarks}
+		&k.Requeue, &k.Cancel, &k.Retry, &k.ExtendLease, &k.Mark, &k.MarkAll, &k.ClearMarks}
 }
 
 // SetReadOnly disables (and hides) every mutation.

@@ -89,6 +89,7 @@ type Model struct {
 	spinner    spinner.Model
 	spinning   bool
 	running    map[int]string
+	progress   map[int]*bulkProgress // of the running bulk actions
 	nextAction int
 
 	status     string
@@ -125,7 +126,7 @@ func New(opts Options) *Model {
 		Styles: themes.NewStyles(opts.Theme.Theme), Keys: keys, Now: b.Now(), ReadOnly: opts.ReadOnly,
 		Backend: b, Fleet: newFleet(), Opts: &opts,
 	}
-	m := &Model{ctx: ctx, opts: opts, choice: opts.Theme, running: map[int]string{}}
+	m := &Model{ctx: ctx, opts: opts, choice: opts.Theme, running: map[int]string{}, progress: map[int]*bulkProgress{}}
 	m.overview = newOverview(ctx)
 	m.clusters = newClustersView(ctx)
 	m.jobs = newJobsView(ctx)

@@ -197,7 +197,10 @@ func (m *Model) statusLine() string {
 	var left string
 	if len(m.running) > 0 {
 		var names []string
-		for _, n := range m.running {
+		for id, n := range m.running {
+			if p := m.progress[id]; p != nil {
+				n += ": " + p.String()
+			}
 			names = append(names, n)
 		}
 		left = m.spinner.View() + " " + st.Render(themes.Info, strings.Join(names, ", ")+"…")

@@ -510,6 +510,11 @@ func (r *Remote) CancelJob(ctx context.Context, id, reason string) (*registry.Jo
 	return r.jobAction(ctx, id, "cancel", reasonBody(reason))
 }
 
+// RetryJob is POST /jobs/{id}/retry, answered with the new job.
+func (r *Remote) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	return r.jobAction(ctx, id, "retry", reasonBody(reason))
+}
+
 // DeleteJob is DELETE /jobs/{id}, answered with the job as it was.
 func (r *Remote) DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error) {
 	var j registry.Job

@@ -313,6 +313,14 @@ func (s *stableIDs) DeleteJob(ctx context.Context, id, reason string) (*registry
 	return ptr(outv(s, *v)), nil
 }
 
+func (s *stableIDs) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	v, err := s.inner.RetryJob(ctx, s.in(id), reason)
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}
+
 func (s *stableIDs) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
 	v, err := s.inner.ExtendLease(ctx, s.in(id), by)
 	if err != nil {

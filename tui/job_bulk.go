@@ -1,0 +1,310 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// Bulk actions over a whole tab as filtered (A, then R, C, F or D): the tab
+// may hold a million jobs, so nothing loads them. The console first counts,
+// in the background, what the action will act on and what it will skip, by
+// state (the registry's rules: registry.JobAction); one confirmation names
+// both; then a background run pages through the jobs the action applies to
+// (the registry's filters for it, keyset pages, oldest first) and acts on
+// each with its own registry operation, each audited, while the status line
+// counts the progress. The UI never waits on it.
+
+// bulkScope is the jobs a bulk action is over: the union of queries.
+type bulkScope struct {
+	what    string // for messages: "the failed tab, /cluster:prod-eu-1"
+	queries []registry.JobListParams
+	stuck   bool // the stuck tab: overlapping queries, counted by reading
+}
+
+// scope is the current tab as filtered.
+func (v *jobsView) scope() bulkScope {
+	s := bulkScope{what: "the " + jobTabLabels[v.tab] + " tab"}
+	if v.filter != "" {
+		s.what += ", /" + v.filter
+	}
+	if v.fl.nothing || v.fl.err != "" {
+		return s
+	}
+	base := v.base()
+	base.OldestFirst, base.Limit, base.Offset, base.After = true, 0, 0, nil
+	if v.tab == tabStuck {
+		s.stuck = true
+		s.queries = stuckQueries(base, v.ctx.Fleet.unreachable(v.ctx.Now), v.ctx.Now).sets
+		return s
+	}
+	if states, ok := narrowStates(tabStates(v.tab), base.States); ok {
+		base.States = states
+		s.queries = []registry.JobListParams{base}
+	}
+	return s
+}
+
+// bulkPlan is what a bulk action will do: act on act of total jobs, skip
+// the rest, counted by why.
+type bulkPlan struct {
+	total, act int
+	skipped    []skipCount
+}
+
+type skipCount struct {
+	why string
+	n   int
+}
+
+func (p *bulkPlan) skip(why string, n int) {
+	if n == 0 {
+		return
+	}
+	p.total += n
+	for i := range p.skipped {
+		if p.skipped[i].why == why {
+			p.skipped[i].n += n
+			return
+		}
+	}
+	p.skipped = append(p.skipped, skipCount{why, n})
+}
+
+func (p *bulkPlan) skippedText() string {
+	var parts []string
+	for _, s := range p.skipped {
+		parts = append(parts, thousands(int64(s.n))+" "+s.why)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bulkPage is how many jobs a bulk action reads at a time.
+const bulkPage = 200
+
+// planBulk counts what action would do over scope: by state through the
+// store's counts for a state tab, by reading the jobs for the stuck tab
+// (its queries overlap; it is short).
+func planBulk(cx context.Context, b Backend, action registry.JobAction, s bulkScope) (bulkPlan, error) {
+	var plan bulkPlan
+	if s.stuck {
+		err := eachJob(cx, b, s.queries, 0, func(j *registry.Job) (bool, bool) {
+			if action.Applies(j) {
+				plan.act++
+				plan.total++
+			} else {
+				plan.skip(stateLabel(j.State), 1)
+			}
+			return false, true
+		})
+		return plan, err
+	}
+	for _, q := range s.queries {
+		states := q.States
+		if len(states) == 0 {
+			states = registry.JobStates
+		}
+		for _, st := range states {
+			p := q
+			p.States = []registry.JobState{st}
+			n, err := b.CountJobs(cx, p)
+			if err != nil || n == 0 {
+				if err != nil {
+					return plan, err
+				}
+				continue
+			}
+			probe := registry.Job{State: st}
+			switch {
+			case action == registry.ActionRequeue && st == registry.JobFailed:
+				// Only those whose last attempt's lease ran out.
+				out := 0
+				if q.Error == "" || q.Error == registry.ErrorLeaseExpired {
+					p.Error = registry.ErrorLeaseExpired
+					if out, err = b.CountJobs(cx, p); err != nil {
+						return plan, err
+					}
+				}
+				plan.act += out
+				plan.total += out
+				plan.skip("failed with attempts left", n-out)
+			case action.Applies(&probe):
+				plan.act += n
+				plan.total += n
+			default:
+				plan.skip(stateLabel(st), n)
+			}
+		}
+	}
+	return plan, nil
+}
+
+// eachJob calls f on every job of the queries' union, oldest first, each
+// once, until f says stop or limit jobs were seen (0: no limit). f says
+// whether the job left the list (the action moved it out: requeued,
+// canceled, deleted), so that the next page starts after the jobs that are
+// still there: offset pages that work over the admin API as well, and that
+// skip no job when the ones before it leave as the action goes.
+func eachJob(cx context.Context, b Backend, queries []registry.JobListParams, limit int, f func(*registry.Job) (left, more bool)) error {
+	seen := map[string]bool{}
+	for _, q := range queries {
+		offset := 0
+		for {
+			p := q
+			p.OldestFirst, p.After, p.Limit, p.Offset = true, nil, bulkPage, offset
+			jobs, err := b.ListJobs(cx, p)
+			if err != nil {
+				return err
+			}
+			stay := 0
+			for i := range jobs {
+				j := &jobs[i]
+				if seen[j.ID] {
+					stay++
+					continue
+				}
+				seen[j.ID] = true
+				left, more := f(j)
+				if !left {
+					stay++
+				}
+				if !more || (limit > 0 && len(seen) >= limit) {
+					return nil
+				}
+			}
+			if len(jobs) < bulkPage {
+				break
+			}
+			offset += stay
+		}
+	}
+	return nil
+}
+
+// bulkProgress counts a running bulk action, for the status line.
+type bulkProgress struct {
+	total        int
+	done, failed atomic.Int64
+	mu           sync.Mutex
+	first        error // the first failure
+	firstID      string
+}
+
+func (p *bulkProgress) String() string {
+	s := fmt.Sprintf("%s of %s", thousands(p.done.Load()+p.failed.Load()), thousands(int64(p.total)))
+	if f := p.failed.Load(); f > 0 {
+		s += fmt.Sprintf(", %s failed", thousands(f))
+	}
+	return s
+}
+
+func (p *bulkProgress) fail(id string, err error) {
+	p.failed.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.first == nil {
+		p.first, p.firstID = err, id
+	}
+}
+
+// bulkVerbs are each action's words: what is running, what was done.
+var bulkVerbs = map[registry.JobAction][2]string{
+	registry.ActionRequeue: {"requeue", "requeued"},
+	registry.ActionCancel:  {"cancel", "canceled"},
+	registry.ActionRetry:   {"retry", "retried"},
+	registry.ActionDelete:  {"delete", "deleted"},
+}
+
+// bulkWhat says what the action does to each job.
+var bulkWhat = map[registry.JobAction]string{
+	registry.ActionRequeue: "Each goes back to the queue as a new attempt and its holder is fenced off (its claim no longer matches).",
+	registry.ActionCancel:  "Each ends as canceled; an agent holding one is told to stop on its next call.",
+	registry.ActionRetry:   "Each is submitted again as a new job with the same payload, linked to it; the original stays as it ended.",
+	registry.ActionDelete:  "Each is deleted with its timeline, for good; the audit trail keeps the delete.",
+}
+
+// bulkJobs counts what action would do over the scope in the background,
+// then asks once, then runs it in the background with its progress in the
+// status line.
+func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
+	if len(s.queries) == 0 {
+		return failed("nothing to " + bulkVerbs[action][0] + ": no job can be in " + s.what)
+	}
+	b := ctx.Backend
+	verb := bulkVerbs[action]
+	return runAction("count the jobs to "+verb[0], func(cx context.Context) outcome {
+		plan, err := planBulk(cx, b, action, s)
+		if err != nil {
+			return outcome{err: err}
+		}
+		if plan.act == 0 {
+			msg := fmt.Sprintf("none of the %s jobs in %s can be %s: %s", thousands(int64(plan.total)), s.what, verb[1], action.Rule())
+			if plan.total == 0 {
+				msg = "no job in " + s.what + " to " + verb[0]
+			}
+			return outcome{err: registry.Errorf(registry.CodeConflict, "%s", msg)}
+		}
+		title := fmt.Sprintf("%s %s?", strings.ToUpper(verb[0][:1])+verb[0][1:], plural(plan.act, "job", "jobs"))
+		body := fmt.Sprintf("%s of the %s jobs in %s can be %s. %s", thousands(int64(plan.act)), thousands(int64(plan.total)), s.what, verb[1], bulkWhat[action])
+		if len(plan.skipped) > 0 {
+			body += fmt.Sprintf(" Skipped: %s (%s).", plan.skippedText(), action.Rule())
+		}
+		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line."
+		run := runBulk(b, action, s, plan)
+		return outcome{then: func(m *Model) tea.Cmd {
+			m.modal = newConfirm(ctx, title, body, verb[0], action != registry.ActionRetry, run)
+			return nil
+		}}
+	})
+}
+
+// runBulk acts on at most plan.act jobs of the scope (those the action
+// applies to now: what changed since the count is left alone).
+func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) tea.Cmd {
+	verb := bulkVerbs[action]
+	progress := &bulkProgress{total: plan.act}
+	var queries []registry.JobListParams
+	for _, q := range s.queries {
+		queries = append(queries, action.Filters(q)...)
+	}
+	op := map[registry.JobAction]func(context.Context, string, string) (*registry.Job, error){
+		registry.ActionRequeue: b.RequeueJob, registry.ActionCancel: b.CancelJob,
+		registry.ActionRetry: b.RetryJob, registry.ActionDelete: b.DeleteJob,
+	}[action]
+	reason := verb[1] + " from the console (bulk, " + s.what + ")"
+	label := fmt.Sprintf("%s %s", verb[0], plural(plan.act, "job", "jobs"))
+	return func() tea.Msg {
+		return runActionMsg{label: label, progress: progress, long: true, fn: func(cx context.Context) outcome {
+			err := eachJob(cx, b, queries, plan.act, func(j *registry.Job) (bool, bool) {
+				if !action.Applies(j) {
+					return false, true // changed since it was listed
+				}
+				one, cancel := context.WithTimeout(cx, actionTimeout)
+				defer cancel()
+				if _, err := op(one, j.ID, reason); err != nil {
+					progress.fail(j.ID, err)
+					return false, cx.Err() == nil
+				}
+				progress.done.Add(1)
+				// A retried job stays as it ended; the others leave the list.
+				return action != registry.ActionRetry, cx.Err() == nil
+			})
+			done, bad := progress.done.Load(), progress.failed.Load()
+			clear := func(m *Model) tea.Cmd { m.jobs.all = false; return nil }
+			switch {
+			case err != nil:
+				return outcome{err: fmt.Errorf("%s %s, then stopped: %w", verb[1], plural(int(done), "job", "jobs"), err), then: clear}
+			case bad > 0:
+				return outcome{err: fmt.Errorf("%s %s; %s failed, first: %s: %s", verb[1], plural(int(done), "job", "jobs"),
+					thousands(bad), progress.firstID, errText(progress.first)), then: clear}
+			}
+			return outcome{ok: fmt.Sprintf("%s %s in %s", verb[1], plural(int(done), "job", "jobs"), s.what), then: clear}
+		}}
+	}
+}
