@@ -551,3 +551,21 @@ func TestJobFilterStates(t *testing.T) {
 		t.Error("failed and queued have nothing in common")
 	}
 }
+
+// TestSixtyHoursReadsTwoDays: the console's ages and spans of 60 hours read
+// "2d" (and "2d ago"), as the CLI's do (cmd/tether
+// TestTargetDurationReadsAsTheConsole): both go through internal/humantime.
+func TestSixtyHoursReadsTwoDays(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	then := now.Add(-60 * time.Hour)
+	d := &rolloutDetail{ctx: &Context{Now: now}}
+	if got := d.took(&registry.RolloutTarget{StartedAt: then}); got != "2d" {
+		t.Errorf("took: %q", got)
+	}
+	if got := age(now, then); got != "2d" {
+		t.Errorf("age: %q", got)
+	}
+	if got := ago(now, then); got != "2d ago" {
+		t.Errorf("ago: %q", got)
+	}
+}

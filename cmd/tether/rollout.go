@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/internal/display"
+	"github.com/tetherhq/tether/internal/humantime"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -304,15 +305,18 @@ func printRollout(w io.Writer, now time.Time, ro *registry.Rollout) error {
 	return t.flush()
 }
 
-// targetDuration is how long a target ran (or has been running).
+// targetDuration is how long a target ran (or has been running): a span
+// measured, so truncated as the console shows it (humantime.Duration), never
+// rounded up as a lifetime granted is (humanDuration): 60 hours read "2d" in
+// both.
 func targetDuration(now time.Time, t *registry.RolloutTarget) string {
 	switch {
 	case t.StartedAt.IsZero():
 		return "-"
 	case t.FinishedAt.IsZero():
-		return humanDuration(now.Sub(t.StartedAt))
+		return humantime.Duration(now.Sub(t.StartedAt))
 	}
-	return humanDuration(t.FinishedAt.Sub(t.StartedAt))
+	return humantime.Duration(t.FinishedAt.Sub(t.StartedAt))
 }
 
 func newRolloutActionCmd(g *globals, verb, short string, act func(adminAPI, context.Context, string, string) (*registry.Rollout, error)) *cobra.Command {

@@ -140,3 +140,21 @@ func TestRolloutLifecycle(t *testing.T) {
 	wantError(t, cli(t, db, "rollout", "pause", "web"), exitError, "aborted", "only a running rollout")
 	wantError(t, cli(t, db, "rollout", "list", "--state", "sideways"), exitUsage, "sideways")
 }
+
+// TestTargetDurationReadsAsTheConsole: a target running for 60 hours reads
+// "2d" in rollout get, as in the console's rollout view (tui's took), not
+// "3d": a measured span is truncated, never rounded up (issue 12).
+func TestTargetDurationReadsAsTheConsole(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	tg := registry.RolloutTarget{StartedAt: now.Add(-60 * time.Hour)}
+	if got := targetDuration(now, &tg); got != "2d" {
+		t.Errorf("running 60h: %q, want 2d", got)
+	}
+	tg.FinishedAt = tg.StartedAt.Add(60*time.Hour - time.Second)
+	if got := targetDuration(now, &tg); got != "2d" {
+		t.Errorf("took 60h: %q, want 2d", got)
+	}
+	if got := ago(now, now.Add(-60*time.Hour)); got != "2d ago" {
+		t.Errorf("60h ago: %q, want 2d ago", got)
+	}
+}
