@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,6 +27,10 @@ type recordCache struct {
 	creds     map[string]cachedCredential
 	clusters  map[string]cachedCluster
 	byCluster map[string]map[string]struct{} // cluster id -> credential ids
+	// names maps the name of a cluster cached after a lookup by that name
+	// to its id (producers name clusters by name): a hit still checks the
+	// cached record carries the name, since a rename only evicts the id.
+	names map[string]string
 }
 
 const (
@@ -45,7 +50,8 @@ type cachedCluster struct {
 }
 
 func newRecordCache(h *hub) *recordCache {
-	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{}, byCluster: map[string]map[string]struct{}{}}
+	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{},
+		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}}
 	h.evict = c.evictChange
 	return c
 }
@@ -93,8 +99,34 @@ func (c *recordCache) cluster(ctx context.Context, store Store, id string) (*Clu
 	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
 		return e.cluster, nil
 	}
+	return c.loadCluster(now, func() (*Cluster, error) { return store.ClusterGet(ctx, id) }, false)
+}
+
+// clusterByRef is GetCluster's lookup (an id, else a name) through the
+// cache: a name is looked up in the store once, then served like an id.
+// Only a name spelt exactly as the cluster's is cached; another spelling
+// (the store matches names without regard to case) always asks the store.
+func (c *recordCache) clusterByRef(ctx context.Context, store Store, ref string) (*Cluster, error) {
+	c.mu.Lock()
+	id, named := c.names[ref]
+	c.mu.Unlock()
+	if named && !strings.HasPrefix(ref, "cl-") { // an id is never taken for a name
+		if cl, err := c.cluster(ctx, store, id); err == nil && cl.Name == ref {
+			return cl, nil
+		}
+	}
+	cl, err := c.cluster(ctx, store, ref)
+	if ErrorCode(err) != CodeNotFound {
+		return cl, err
+	}
+	return c.loadCluster(time.Now(), func() (*Cluster, error) { return store.ClusterGetByName(ctx, ref) }, true)
+}
+
+// loadCluster reads a cluster from the store and caches it when safe (see
+// recordCache), under its name too when byName.
+func (c *recordCache) loadCluster(now time.Time, load func() (*Cluster, error), byName bool) (*Cluster, error) {
 	seq, following := c.hub.positionIfFollowing()
-	cl, err := store.ClusterGet(ctx, id)
+	cl, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +135,10 @@ func (c *recordCache) cluster(ctx context.Context, store Store, id string) (*Clu
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if len(c.clusters) < cacheMaxEntries {
-				c.clusters[id] = cachedCluster{cluster: cl, at: now}
+				c.clusters[cl.ID] = cachedCluster{cluster: cl, at: now}
+				if byName {
+					c.names[cl.Name] = cl.ID
+				}
 			}
 		})
 	}
@@ -135,6 +170,9 @@ func (c *recordCache) evictCredential(id string) {
 func (c *recordCache) evictCluster(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e, ok := c.clusters[id]; ok && c.names[e.cluster.Name] == id {
+		delete(c.names, e.cluster.Name)
+	}
 	delete(c.clusters, id)
 	for credID := range c.byCluster[id] {
 		delete(c.creds, credID)

@@ -89,12 +89,13 @@ func checkOrgScope(ctx context.Context, spec *ClusterSpec) error {
 	return nil
 }
 
-// clusterForSubmit returns the cluster a submission names: by id through
-// the record cache (producers submit constantly; the record, not its status,
-// is what the checks need), else by id or name from the store.
+// clusterForSubmit returns the cluster a submission names: by id or name
+// through the record cache (producers submit constantly, usually naming the
+// cluster; the record, not its status, is what the checks need), else from
+// the store.
 func (r *Registry) clusterForSubmit(ctx context.Context, idOrName string) (*Cluster, error) {
 	if r.hub.start() == nil {
-		if c, err := r.cache.cluster(ctx, r.store, idOrName); err == nil {
+		if c, err := r.cache.clusterByRef(ctx, r.store, strings.TrimSpace(idOrName)); err == nil {
 			if !inScope(ctx, c) {
 				return nil, errNoCluster(idOrName)
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -187,6 +188,16 @@ func decodeAdmin(c *call, v any, required bool) error {
 	if len(c.body) > 0 {
 		if err := checkContentType(c.r.Header.Get("Content-Type")); err != nil {
 			return err
+		}
+	}
+	// The common case, a well-formed object of known fields, is decoded
+	// once; anything else is decoded again for the message that says what
+	// is wrong.
+	if trimmed := bytes.TrimSpace(c.body); len(trimmed) > 0 && trimmed[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if dec.Decode(v) == nil && dec.InputOffset() == int64(len(trimmed)) {
+			return nil
 		}
 	}
 	if err := decodeJSON(c.body, v, required); err != nil {

@@ -118,6 +118,9 @@ func TestAdminAPIAuthentication(t *testing.T) {
 	wantAPIError(t, e.api("GET", "/jobs?limit=0", other, nil), 400, "invalid", "limit")
 	wantAPIError(t, e.api("GET", "/jobs?cursor=garbage", other, nil), 400, "invalid", "cursor")
 	wantAPIError(t, e.api("POST", "/clusters", other, map[string]any{"name": "x", "nmae": "typo"}), 400, "invalid", "unknown field")
+	for _, body := range []string{`{"name":"x"}}`, `{"name":"x"} {}`, `{"name":"x"} junk`, `{"name":1}`, `{"name":"x"`} {
+		wantAPIError(t, e.api("POST", "/clusters", other, nil, withBody(body), withHeader("Content-Type", "application/json")), 400, "invalid")
+	}
 	if logs := e.logs.String(); strings.Contains(logs, other[len(other)-32:]) || !strings.Contains(logs, "actor=admin-token:other") {
 		t.Fatalf("access log shows the token, or not its name:\n%s", logs)
 	}
