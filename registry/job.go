@@ -153,6 +153,12 @@ type Job struct {
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 }
 
+// PayloadWithheld reports whether the job's payload is sealed and not
+// shown: null (or absent) rather than opened by ShowJobPayload.
+func (j *Job) PayloadWithheld() bool {
+	return j.PayloadSealed && (len(j.Payload) == 0 || string(j.Payload) == "null")
+}
+
 // Leased reports whether the current claim has a lease the reaper watches.
 func (j *Job) Leased() bool { return !j.LeaseExpiresAt.IsZero() }
 

@@ -197,6 +197,25 @@ func encryptedPayloadsOver(t *testing.T, e *env, atRest func(marker string)) {
 			t.Fatalf("GET %s shows the sealed payload or does not say it is sealed: %s", path, r.body)
 		}
 	}
+	// The watch stream's snapshot withholds it too.
+	w := e.watch(t, admin, "?kinds=jobs", "")
+	seen := false
+	for {
+		ev := w.next(t)
+		if ev.event == "end-of-snapshot" {
+			break
+		}
+		if ev.data.ID == jobID {
+			seen = true
+			if strings.Contains(string(ev.data.Object), marker) || !strings.Contains(string(ev.data.Object), `"payloadSealed":true`) {
+				t.Fatalf("the watch stream shows the sealed payload: %s", ev.data.Object)
+			}
+		}
+	}
+	w.cancel()
+	if !seen {
+		t.Fatal("the watch snapshot does not hold the job")
+	}
 	wantAPIError(t, e.api("GET", "/jobs/"+jobID+"?showPayload=true", viewer, nil), 403, "forbidden")
 	wantAPIError(t, e.api("GET", "/jobs/"+jobID+"?showPayload=maybe", admin, nil), 400, "invalid", "showPayload")
 	r = e.api("GET", "/jobs/"+jobID+"?showPayload=true", admin, nil)

@@ -87,3 +87,58 @@ func TestClusterEncryptPayloads(t *testing.T) {
 		t.Fatal("turning encryption off unsealed a stored payload")
 	}
 }
+
+// The same over --server: the key file and the toggle through the admin
+// API's cluster PATCH, the withheld payload, --show-payload audited by the
+// server.
+func TestClusterEncryptPayloadsRemote(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	root := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "root", "--role", "admin").Token
+	viewer := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "look", "--role", "viewer").Token
+	createCluster(t, db, "enc", "--namespaces", "apps")
+	_, addr, _ := startServe(t, db)
+	home := t.TempDir()
+	tokenFile, viewerFile := filepath.Join(home, "token"), filepath.Join(home, "viewer")
+	for f, tok := range map[string]string{tokenFile: root, viewerFile: viewer} {
+		if err := os.WriteFile(f, []byte(tok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}
+	remote := func(tf string, args ...string) result {
+		return cliWithEnv(t, "", env, append(args, "--server", "http://"+addr, "--token-file", tf)...)
+	}
+	key, err := jwe.GenerateP256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(home, "pub.jwk")
+	if err := os.WriteFile(keyFile, []byte(key.Public().JWK()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, remote(tokenFile, "cluster", "edit", "enc", "--encrypt-payloads"), exitError, "no public key", "--public-key-file")
+	if res := remote(tokenFile, "cluster", "edit", "enc", "--public-key-file", keyFile, "--encrypt-payloads"); res.code != 0 {
+		t.Fatalf("cluster edit over --server: %s", res)
+	}
+	if out := remote(tokenFile, "cluster", "get", "enc").stdout; !strings.Contains(out, "P-256 "+key.Public().Thumbprint()) {
+		t.Fatalf("cluster get over --server does not show the key:\n%s", out)
+	}
+	marker := "remote-secret-" + key.Public().Thumbprint()[:8]
+	res := remote(tokenFile, "job", "submit", "--cluster", "enc", "--kind", "apply", "--payload",
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db","namespace":"apps"},"stringData":{"pw":"`+marker+`"}}`, "-o", "json")
+	if res.code != 0 || strings.Contains(res.stdout, marker) {
+		t.Fatalf("submit over --server: %s", res)
+	}
+	j := decode[submittedJob](t, res)
+	if out := remote(tokenFile, "job", "get", j.ID).stdout; strings.Contains(out, marker) || !strings.Contains(out, "sealed") {
+		t.Fatalf("job get over --server:\n%s", out)
+	}
+	wantError(t, remote(viewerFile, "job", "get", j.ID, "--show-payload"), exitError)
+	if out := remote(tokenFile, "job", "get", j.ID, "--show-payload").stdout; !strings.Contains(out, marker) {
+		t.Fatalf("job get --show-payload over --server:\n%s", out)
+	}
+	if out := remote(tokenFile, "audit", "-o", "json").stdout; !strings.Contains(out, registry.AuditJobPayloadViewed) || strings.Contains(out, marker) {
+		t.Fatalf("audit over --server:\n%s", out)
+	}
+}

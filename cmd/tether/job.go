@@ -457,7 +457,7 @@ func printJobDetail(w io.Writer, now time.Time, c *registry.Cluster, j *registry
 	if len(j.Result) > 0 {
 		fmt.Fprintf(w, "\nResult:\n%s\n", indentJSON(j.Result, "  "))
 	}
-	if j.PayloadSealed && j.Payload == nil {
+	if j.PayloadWithheld() {
 		_, err := fmt.Fprintf(w, "\nPayload: sealed at rest and withheld (its cluster requires encrypted payloads); --show-payload shows it, recorded in the audit trail\n")
 		return err
 	}
