@@ -347,7 +347,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		k := jobStateKind(j.State)
 		extra := ""
 		if why.Reason != NotStuck {
-			k, extra = themes.Warning, "  ⚠ "+why.Reason.Short()
+			k, extra = themes.Warning, "  ⚠ "+why.Reason.String()
 		}
 		line("  " + st.Render(themes.Muted, j.ID) + "  " + st.Render(themes.Plain, pad(string(j.Kind), 7)+pad(j.Target.String(), 36)) +
 			st.Render(k, pad(stateLabel(j.State), 12)) + st.Render(themes.Muted, age(now, j.CreatedAt)) + st.Render(themes.Warning, extra))

@@ -214,7 +214,7 @@ func (d *jobDetail) View() string {
 		title += st.Render(themes.Danger, "  deleted")
 	}
 	if why.Reason != NotStuck {
-		title += st.Render(themes.Warning, "  ⚠ stuck: "+why.Reason.Short())
+		title += st.Render(themes.Warning, "  ⚠ stuck: "+why.Reason.String())
 	}
 	if in := fmt.Sprint(d.ctx.Now.Unix(), d.version, d.width, d.ctx.Fleet.version); in != d.drawn {
 		d.pager.setContent(d.render(j, c, why))

@@ -59,7 +59,7 @@ func (v *jobsView) rowCells(i int) []cell {
 	}
 	cells = append(cells, state, txt(att, themes.Plain), leaseCell(v.ctx.Styles, j, now), activity)
 	if v.tab == tabStuck {
-		cells = append(cells, txt(why.Reason.Short(), themes.Warning))
+		cells = append(cells, txt(why.Reason.String(), themes.Warning))
 	} else {
 		cells = append(cells, txt(age(now, j.CreatedAt), themes.Muted))
 	}

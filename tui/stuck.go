@@ -15,118 +15,71 @@ import (
 // the overview's counts).
 
 // NoLeaseStuckAfter is how long an in_progress job without a lease may go
-// without an ack, status or heartbeat before the console calls it stuck. Such
-// a job is never reclaimed automatically (seed 004: reclaim is opt-in), so a
-// person has to decide.
+// without an ack, status or heartbeat before it counts as stuck
+// (registry.NoLeaseStuckAfter).
 const NoLeaseStuckAfter = registry.NoLeaseStuckAfter
 
-// StuckReason is why a job is not making progress.
-type StuckReason int
+// StuckReason is why a job is not making progress: the registry decides
+// (registry.Job.Diagnose); the console explains.
+type StuckReason = registry.StuckReason
 
 const (
-	NotStuck StuckReason = iota
-	// AttemptsExhausted: the lease expired on the last attempt; the job
-	// failed with error lease_expired and waits for a person to requeue it.
-	AttemptsExhausted
-	// LeaseExpired: the holder stopped renewing its lease; the reaper will
-	// put it back in the queue (if a server is running to reap it).
-	LeaseExpired
-	// NoLeaseSilent: claimed by an agent that does not use leases, and silent
-	// for NoLeaseStuckAfter.
-	NoLeaseSilent
-	// ClusterSilent: claimed by an agent whose cluster stopped sending
-	// heartbeats.
-	ClusterSilent
-	// QueuedOnSilentCluster: waiting for an agent that stopped polling.
-	QueuedOnSilentCluster
-	// ClusterDisabled: its cluster is disabled; its agent is refused.
-	ClusterDisabled
+	NotStuck              = registry.NotStuck
+	AttemptsExhausted     = registry.StuckAttemptsExhausted
+	LeaseExpired          = registry.StuckLeaseExpired
+	NoLeaseSilent         = registry.StuckNoLeaseSilent
+	ClusterSilent         = registry.StuckClusterSilent
+	QueuedOnSilentCluster = registry.StuckQueuedOnSilentCluster
+	ClusterDisabled       = registry.StuckClusterDisabled
 )
 
-// Short is the reason in a few words, for table cells.
-func (r StuckReason) Short() string {
-	switch r {
-	case AttemptsExhausted:
-		return "attempts exhausted"
-	case LeaseExpired:
-		return "lease expired"
-	case NoLeaseSilent:
-		return "no lease, silent"
-	case ClusterSilent:
-		return "cluster silent"
-	case QueuedOnSilentCluster:
-		return "queued, cluster silent"
-	case ClusterDisabled:
-		return "cluster disabled"
-	}
-	return ""
-}
-
-// Stuck is a job's diagnosis.
+// Stuck is a job's diagnosis as the console shows it.
 type Stuck struct {
 	Reason StuckReason
-	// Explain says what happened and what to do, in a sentence or two.
+	// Explain says what happened and what to do (with the console's keys),
+	// in a sentence or two.
 	Explain string
 }
 
-// Classify diagnoses a job. c is the job's cluster (nil if unknown).
+// Classify explains the registry's diagnosis of a job. c is the job's
+// cluster (nil if unknown).
 func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
-	switch j.State {
-	case registry.JobFailed:
-		if j.Error == registry.ErrorLeaseExpired {
-			max := ""
-			if c != nil {
-				max = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
-			}
-			return Stuck{AttemptsExhausted, fmt.Sprintf(
-				"Attempts exhausted: the lease expired on attempt %d%s, so the job failed with error lease_expired. Requeue it (R) to try again.",
-				j.Attempt, max)}
+	r := j.Diagnose(c, now)
+	switch r {
+	case AttemptsExhausted:
+		max := ""
+		if c != nil {
+			max = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
 		}
-		return Stuck{}
-	case registry.JobInProgress:
-		if j.Leased() && now.After(j.LeaseExpiresAt) {
-			return Stuck{LeaseExpired, fmt.Sprintf(
-				"Lease expired %s ago: its holder stopped renewing it. The reaper of tether serve puts it back in the queue as attempt %d; if no server is running, requeue it (R).",
-				humanDuration(now.Sub(j.LeaseExpiresAt)), j.Attempt+1)}
+		return Stuck{r, fmt.Sprintf(
+			"Attempts exhausted: the lease expired on attempt %d%s, so the job failed with error lease_expired. Requeue it (R) to try again.",
+			j.Attempt, max)}
+	case LeaseExpired:
+		return Stuck{r, fmt.Sprintf(
+			"Lease expired %s ago: its holder stopped renewing it. The reaper of tether serve puts it back in the queue as attempt %d; if no server is running, requeue it (R).",
+			humanDuration(now.Sub(j.LeaseExpiresAt)), j.Attempt+1)}
+	case ClusterDisabled:
+		if j.State == registry.JobQueued {
+			return Stuck{r, "Queued on a disabled cluster: its agent is refused and will not take it. Enable the cluster or cancel (C) the job."}
 		}
-		if c != nil && c.State == registry.ClusterDisabled {
-			return Stuck{ClusterDisabled, "Its cluster is disabled: the agent is refused every call and cannot report. Enable the cluster, or cancel (C) or requeue (R) the job."}
-		}
-		if c != nil && c.Silent(now) {
-			return Stuck{ClusterSilent, fmt.Sprintf(
-				"Cluster %s is silent: no heartbeat for %s. Its agent may be down with this job in hand.",
-				c.Name, humanDuration(now.Sub(lastSeen(c))))}
-		}
-		if !j.Leased() {
-			last := j.LastActivityAt
-			if last.IsZero() {
-				last = j.ClaimedAt
-			}
-			if !last.IsZero() && now.Sub(last) > NoLeaseStuckAfter {
-				return Stuck{NoLeaseSilent, fmt.Sprintf(
-					"No lease (its agent does not use leases) and no status for %s. It is never reclaimed automatically: if the agent is gone, requeue it (R); the old holder is fenced off.",
-					humanDuration(now.Sub(last)))}
-			}
-		}
-	case registry.JobQueued:
-		if c != nil && c.State == registry.ClusterDisabled {
-			return Stuck{ClusterDisabled, "Queued on a disabled cluster: its agent is refused and will not take it. Enable the cluster or cancel (C) the job."}
-		}
-		if c != nil && c.Silent(now) {
-			return Stuck{QueuedOnSilentCluster, fmt.Sprintf(
-				"Queued on a silent cluster: %s sent no heartbeat for %s, so no agent is polling for it.",
-				c.Name, humanDuration(now.Sub(lastSeen(c))))}
-		}
+		return Stuck{r, "Its cluster is disabled: the agent is refused every call and cannot report. Enable the cluster, or cancel (C) or requeue (R) the job."}
+	case ClusterSilent:
+		return Stuck{r, fmt.Sprintf(
+			"Cluster %s is silent: no heartbeat for %s. Its agent may be down with this job in hand.",
+			c.Name, humanDuration(now.Sub(c.LastSeen())))}
+	case NoLeaseSilent:
+		return Stuck{r, fmt.Sprintf(
+			"No lease (its agent does not use leases) and no status for %s. It is never reclaimed automatically: if the agent is gone, requeue it (R); the old holder is fenced off.",
+			humanDuration(now.Sub(j.LastHeard())))}
+	case QueuedOnSilentCluster:
+		return Stuck{r, fmt.Sprintf(
+			"Queued on a silent cluster: %s sent no heartbeat for %s, so no agent is polling for it.",
+			c.Name, humanDuration(now.Sub(c.LastSeen())))}
 	}
 	return Stuck{}
 }
 
-func lastSeen(c *registry.Cluster) time.Time {
-	if !c.Status.LastHeartbeatAt.IsZero() {
-		return c.Status.LastHeartbeatAt
-	}
-	return c.RegisteredAt
-}
+func lastSeen(c *registry.Cluster) time.Time { return c.LastSeen() }
 
 // stuckSets are the registry queries whose union is the stuck set, each
 // narrowed by base's filters (cluster, kind, search):
