@@ -258,7 +258,18 @@ func (r *Registry) HMACKey(a *Agent) ([]byte, error) {
 	if r.cfg.Keyring == nil {
 		return nil, Errorf(CodeInternal, "this server has no key file, so it cannot check signatures")
 	}
-	return r.cfg.Keyring.Open(a.Credential.SealedHMAC, []byte(a.Credential.ID))
+	key, err := r.cfg.Keyring.Open(a.Credential.SealedHMAC, []byte(a.Credential.ID))
+	if err == nil {
+		return key, nil
+	}
+	// The cached credential may hold a value re-sealed since (tether keys
+	// rotate) under a key since retired: read the stored one.
+	fresh, ferr := r.store.CredentialGet(context.Background(), a.Credential.ID)
+	if ferr != nil || string(fresh.SealedHMAC) == string(a.Credential.SealedHMAC) {
+		return nil, err
+	}
+	r.cache.evictCredential(a.Credential.ID)
+	return r.cfg.Keyring.Open(fresh.SealedHMAC, []byte(a.Credential.ID))
 }
 
 // RotateCredential issues the agent a new credential with the same

@@ -27,6 +27,7 @@ type Store interface {
 	WebhookStore
 	KeyStore
 	CAStore
+	ResealStore
 	RetentionStore
 	RolloutStore
 	QueueStatsStore

@@ -11,7 +11,7 @@ import (
 func init() { register(newKeysCmd) }
 
 func newKeysCmd(g *globals) *cobra.Command {
-	return groupCommand("keys", "Manage the key file that seals agents' HMAC keys and webhook secrets", newKeysInitCmd(g))
+	return groupCommand("keys", "Manage the key file that seals agents' HMAC keys and webhook secrets", newKeysInitCmd(g), newKeysRotateCmd(g), newKeysRetireCmd(g), newKeysListCmd(g))
 }
 
 func newKeysInitCmd(g *globals) *cobra.Command {

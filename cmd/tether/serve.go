@@ -280,24 +280,34 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress, MaxConnsPerAddress: opts.connsPerAddress})
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
-	if certs != nil {
-		// SIGHUP reloads the certificate at once (a renewal hook sends it).
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		services.Add(1)
-		go func() {
-			defer services.Done()
-			defer signal.Stop(hup)
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-hup:
+	// SIGHUP reloads the certificate and the client CAs at once (a renewal
+	// hook sends it), and the key file (after tether keys rotate).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	services.Add(1)
+	go func() {
+		defer services.Done()
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if certs != nil {
 					certs.reload("SIGHUP")
 					cas.refresh(ctx, "SIGHUP")
 				}
+				if kf, ok := a.reg.Config().Keyring.(*registry.KeyFile); ok {
+					if err := kf.Reload(); err != nil {
+						log.Error("key file not reloaded", "err", registry.ErrorMessage(err))
+					} else {
+						log.Info("key file reloaded", "trigger", "SIGHUP")
+					}
+				}
 			}
-		}()
+		}
+	}()
+	if cas != nil {
 		services.Add(1)
 		go func() {
 			defer services.Done()

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
 	t.Run("EncryptedPayloads", func(t *testing.T) { testEncryptedPayloads(t, newStore) })
 	t.Run("CertificateAuthority", func(t *testing.T) { testCertificateAuthority(t, newStore) })
+	t.Run("KeyRotation", func(t *testing.T) { testKeyRotation(t, newStore) })
 	t.Run("QueueHealth", func(t *testing.T) { testQueueHealth(t, newStore) })
 	t.Run("QueueStats", func(t *testing.T) { testQueueStats(t, newStore) })
 	t.Run("Ready", func(t *testing.T) { testReady(t, newStore) })

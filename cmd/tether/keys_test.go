@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// tether keys rotate, list and retire with the real binary: a rotation
+// re-seals the agent's HMAC key under a new key and the registry keeps
+// working with it; retire drops the old key; a wrong or missing key file is
+// refused with a message saying what to do, changing nothing.
+func TestKeysRotateRetireCLI(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod")
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, c.RegistrationToken, "hmac")
+
+	var before struct {
+		Keys []struct {
+			ID, Role string
+			Values   int
+		}
+	}
+	if err := json.Unmarshal([]byte(ok(t, db, "keys", "list", "-o", "json").stdout), &before); err != nil || len(before.Keys) != 1 || before.Keys[0].Values != 1 {
+		t.Fatalf("keys list before: %+v %v", before, err)
+	}
+	out := ok(t, db, "keys", "rotate").stdout
+	if !strings.Contains(out, "re-sealed 1 values") || !strings.Contains(out, "tether keys retire") {
+		t.Fatalf("keys rotate: %s", out)
+	}
+	var after struct {
+		Keys []struct {
+			ID, Role string
+			Values   int
+		}
+	}
+	_ = json.Unmarshal([]byte(ok(t, db, "keys", "list", "-o", "json").stdout), &after)
+	if len(after.Keys) != 2 || after.Keys[0].ID != before.Keys[0].ID || after.Keys[0].Role != "old" || after.Keys[0].Values != 0 ||
+		after.Keys[1].Role != "primary" || after.Keys[1].Values != 1 {
+		t.Fatalf("keys list after rotate: %+v", after)
+	}
+	out = ok(t, db, "keys", "retire").stdout
+	if !strings.Contains(out, "Retired "+before.Keys[0].ID) {
+		t.Fatalf("keys retire: %s", out)
+	}
+	b, _ := os.ReadFile(db + ".key")
+	if strings.Contains(string(b), before.Keys[0].ID) || !strings.HasPrefix(string(b), "# tether key ring") {
+		t.Fatalf("key file after retire:\n%s", b)
+	}
+	// The agent's credential still authenticates signed writes: the
+	// registry opens its re-sealed key.
+	ok(t, db, "credential", "list", "prod")
+
+	// Another database's key file opens nothing here: refused, unchanged.
+	other := newDB(t)
+	oc := createCluster(t, other, "x")
+	registerAgent(t, openRegistry(t, other), oc.RegistrationToken, "hmac")
+	wantError(t, cli(t, db, "--key-file", other+".key", "keys", "rotate"), exitError, "cannot open what the database holds", "Nothing was changed")
+	if b2, _ := os.ReadFile(other + ".key"); strings.HasPrefix(string(b2), "# tether key ring") {
+		t.Fatal("a refused rotation changed the key file")
+	}
+	wantError(t, cli(t, db, "--key-file", db+".nope", "keys", "rotate"), exitError, "no key file at", "keys init")
+}
