@@ -299,6 +299,10 @@ func start(t testing.TB, db string, args ...string) *proc {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		// A failed test shows what the process said: it is usually why.
+		if t.Failed() {
+			t.Logf("tether %s (stopped) said:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), p.stdout.String(), p.stderr.String())
+		}
 	})
 	return p
 }
