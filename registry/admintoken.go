@@ -153,6 +153,9 @@ func (r *Registry) RevokeAdminToken(ctx context.Context, nameOrID, reason string
 		return nil, Errorf(CodeNotFound, "no live admin token is named %q (tether admin-token list shows them)", ref)
 	}
 	now := r.Now()
+	// The feed evicts it too; this caller's next request must already be
+	// refused.
+	defer r.cache.evictAdminTokens()
 	return r.store.AdminTokenRevoke(ctx, AdminTokenRevokeParams{
 		ID: target.ID, Now: now, Reason: reason,
 		Audit: r.auditEntry(ctx, AuditAdminTokenRevoke, "", "admin_token", target.ID, reason),
@@ -166,7 +169,13 @@ func (r *Registry) AuthenticateAdmin(ctx context.Context, bearer string) (Actor,
 	if !ok {
 		return Actor{}, errAdminUnauthorized
 	}
-	t, err := r.store.AdminTokenGet(ctx, id)
+	var t *AdminToken
+	var err error
+	if r.hub.start() == nil {
+		t, err = r.cache.adminToken(ctx, r.store, id) // every admin API request reads it
+	} else {
+		t, err = r.store.AdminTokenGet(ctx, id)
+	}
 	if ErrorCode(err) == CodeNotFound {
 		return Actor{}, errAdminUnauthorized
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// recordCache keeps credentials and clusters that every agent request and
-// every submission reads, so that the hot path does not query the store for
-// them. It is only as fresh as the change feed allows:
+// recordCache keeps credentials, clusters and admin tokens that every agent
+// request, every submission and every admin API request reads, so that the
+// hot path does not query the store for them. It is only as fresh as the change feed allows:
 //
 //   - the hub evicts an entry when the feed reports a change to it (writes by
 //     this process and by others alike);
@@ -31,6 +31,11 @@ type recordCache struct {
 	// to its id (producers name clusters by name): a hit still checks the
 	// cached record carries the name, since a rename only evicts the id.
 	names map[string]string
+	// admins are admin tokens, which every admin API request reads. Their
+	// issue and revoke are audited without a cluster, and any such audit
+	// entry in the feed drops them all (there are few; such entries are
+	// rare next to submissions, which name their cluster).
+	admins map[string]cachedAdminToken
 }
 
 const (
@@ -44,6 +49,11 @@ type cachedCredential struct {
 	at   time.Time
 }
 
+type cachedAdminToken struct {
+	token *AdminToken
+	at    time.Time
+}
+
 type cachedCluster struct {
 	cluster *Cluster
 	at      time.Time
@@ -51,7 +61,7 @@ type cachedCluster struct {
 
 func newRecordCache(h *hub) *recordCache {
 	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{},
-		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}}
+		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}, admins: map[string]cachedAdminToken{}}
 	h.evict = c.evictChange
 	return c
 }
@@ -145,6 +155,40 @@ func (c *recordCache) loadCluster(now time.Time, load func() (*Cluster, error), 
 	return cl, nil
 }
 
+// adminToken returns a cached admin token, or loads and (when safe) caches
+// it. The result is shared: read-only. Its expiry is the caller's to check.
+func (c *recordCache) adminToken(ctx context.Context, store Store, id string) (*AdminToken, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.admins[id]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < cacheTTL && c.hub.following() {
+		return e.token, nil
+	}
+	seq, following := c.hub.positionIfFollowing()
+	t, err := store.AdminTokenGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if following {
+		c.hub.ifUnchangedSince(seq, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.admins) < cacheMaxEntries {
+				c.admins[id] = cachedAdminToken{token: t, at: now}
+			}
+		})
+	}
+	return t, nil
+}
+
+// evictAdminTokens drops every cached admin token.
+func (c *recordCache) evictAdminTokens() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.admins)
+}
+
 // evictChange drops what a change-feed entry makes stale. The hub calls it
 // with its own lock held; it takes only the cache's.
 func (c *recordCache) evictChange(ch Change) {
@@ -153,6 +197,10 @@ func (c *recordCache) evictChange(ch Change) {
 		c.evictCredential(ch.ID)
 	case EntityCluster:
 		c.evictCluster(ch.ID)
+	case EntityAudit:
+		if ch.ClusterID == "" { // perhaps an admin token issued or revoked
+			c.evictAdminTokens()
+		}
 	}
 }
 

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/sqlite"
 )
 
 // clusterCountingStore counts the cluster reads submissions make.
 type clusterCountingStore struct {
 	registry.Store
-	reads atomic.Int64
+	reads, adminReads atomic.Int64
 }
 
 func (s *clusterCountingStore) ClusterGet(ctx context.Context, id string) (*registry.Cluster, error) {
@@ -110,4 +111,87 @@ func TestSubmitByNameUsesTheRecordCache(t *testing.T) {
 	eventually("a submission to a cluster deleted elsewhere to be refused", func() bool {
 		return registry.ErrorCode(submit("prod-eu")) == registry.CodeNotFound
 	})
+}
+
+func (s *clusterCountingStore) AdminTokenGet(ctx context.Context, id string) (*registry.AdminToken, error) {
+	s.adminReads.Add(1)
+	return s.Store.AdminTokenGet(ctx, id)
+}
+
+// Admin API requests authenticate their token from the record cache, and
+// the cache never outlives the token: one revoked in this process is
+// refused at once, one revoked by another process as soon as the feed
+// brings the revoke, an expired one when its time comes.
+func TestAdminTokensThroughTheRecordCache(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tether.db")
+	clock := clocktest.New()
+	open := func() (*registry.Registry, *clusterCountingStore) {
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := &clusterCountingStore{Store: st}
+		reg := registry.New(cs, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(filepath.Join(dir, "key"))})
+		t.Cleanup(func() { reg.Close(); st.Close() })
+		return reg, cs
+	}
+	reg, counted := open()
+	other, _ := open()
+	admin := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "test"})
+	issue := func(name string, ttl time.Duration) string {
+		t.Helper()
+		tok, err := reg.CreateAdminToken(admin, name, registry.RoleOperator, "", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.Secret.Reveal()
+	}
+	auth := func(bearer string) error {
+		_, err := reg.AuthenticateAdmin(context.Background(), bearer)
+		return err
+	}
+	if _, err := reg.LatestSeq(admin); err != nil { // the feed is followed from the first cached read
+		t.Fatal(err)
+	}
+	here, there, short := issue("here", 0), issue("there", 0), issue("short", time.Hour)
+	for _, b := range []string{here, there, short} {
+		if err := auth(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := counted.adminReads.Load()
+	for range 20 {
+		if err := auth(here); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counted.adminReads.Load() - before; n > 1 {
+		t.Fatalf("20 requests read their admin token %d times from the store", n)
+	}
+
+	if _, err := reg.RevokeAdminToken(admin, "here", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth(here); registry.ErrorCode(err) != registry.CodeUnauthorized {
+		t.Fatalf("a token revoked in this process, at once: %v", err)
+	}
+	if err := auth(there); err != nil { // cached again
+		t.Fatal(err)
+	}
+	if _, err := other.RevokeAdminToken(admin, "there", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// Well within the cache's own lifetime (10s): the feed evicted it.
+	deadline := time.Now().Add(5 * time.Second)
+	for registry.ErrorCode(auth(there)) != registry.CodeUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatal("a token revoked by another process was still accepted 5s later")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clock.Advance(2 * time.Hour)
+	if err := auth(short); registry.ErrorCode(err) != registry.CodeUnauthorized {
+		t.Fatalf("an expired token: %v", err)
+	}
 }
