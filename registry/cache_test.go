@@ -3,15 +3,72 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
+	"github.com/tetherhq/tether/store/postgres"
 	"github.com/tetherhq/tether/store/sqlite"
 )
+
+// eachStore runs test on SQLite and, when TETHER_TEST_POSTGRES_DSN is set,
+// PostgreSQL; open connects another store to the same fresh database, as
+// another process (or replica) would.
+func eachStore(t *testing.T, test func(t *testing.T, open func() registry.Store)) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "tether.db")
+		test(t, func() registry.Store {
+			st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		dsn := os.Getenv("TETHER_TEST_POSTGRES_DSN")
+		if dsn == "" {
+			t.Skip("TETHER_TEST_POSTGRES_DSN is not set: the PostgreSQL run is skipped")
+		}
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf("tether_cache_%d", time.Now().UnixNano())
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(context.Background())
+		})
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		test(t, func() registry.Store {
+			st, err := postgres.Open(ctx, u.String(), postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		})
+	})
+}
 
 // clusterCountingStore counts the cluster reads submissions make.
 type clusterCountingStore struct {
@@ -34,16 +91,15 @@ func (s *clusterCountingStore) ClusterGetByName(ctx context.Context, name string
 // (another registry on the same database) still reach them, through the
 // change feed.
 func TestSubmitByNameUsesTheRecordCache(t *testing.T) {
+	eachStore(t, submitByNameUsesTheRecordCache)
+}
+
+func submitByNameUsesTheRecordCache(t *testing.T, openStore func() registry.Store) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "tether.db")
 	open := func() (*registry.Registry, *clusterCountingStore) {
-		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs := &clusterCountingStore{Store: st}
+		cs := &clusterCountingStore{Store: openStore()}
 		reg := registry.New(cs, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(dir, "key"))})
-		t.Cleanup(func() { reg.Close(); st.Close() })
+		t.Cleanup(func() { reg.Close() })
 		return reg, cs
 	}
 	reg, counted := open()
@@ -123,17 +179,16 @@ func (s *clusterCountingStore) AdminTokenGet(ctx context.Context, id string) (*r
 // refused at once, one revoked by another process as soon as the feed
 // brings the revoke, an expired one when its time comes.
 func TestAdminTokensThroughTheRecordCache(t *testing.T) {
+	eachStore(t, adminTokensThroughTheRecordCache)
+}
+
+func adminTokensThroughTheRecordCache(t *testing.T, openStore func() registry.Store) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "tether.db")
 	clock := clocktest.New()
 	open := func() (*registry.Registry, *clusterCountingStore) {
-		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs := &clusterCountingStore{Store: st}
+		cs := &clusterCountingStore{Store: openStore()}
 		reg := registry.New(cs, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(filepath.Join(dir, "key"))})
-		t.Cleanup(func() { reg.Close(); st.Close() })
+		t.Cleanup(func() { reg.Close() })
 		return reg, cs
 	}
 	reg, counted := open()
