@@ -12,7 +12,7 @@
 //	wake-up    ./bench         BenchmarkWakeup (also the fan-in memory)
 //	reaper     ./store/sqlite  BenchmarkReap
 //	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim
-//	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame
+//	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
 package main
 
 import (
@@ -54,7 +54,7 @@ var runs = []run{
 	{"admin API: blocking submit over an idle agent", "", "./bench", "^BenchmarkBlockingSubmit$", []string{"-benchtime", "1000x"}, 3},
 	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
 	{"submit and claim (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim)$", []string{"-benchtime", "30000x"}, 3},
-	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame)$", nil, 3},
+	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
 }
 
 // dsnEnv names the variable the PostgreSQL scenarios need (they skip without it).
@@ -106,6 +106,11 @@ var rows = []row{
 	{"console: jobs-view frame, clock tick", "BenchmarkJobsFrame/tick", "ms/frame", "< 16 ms", below(16), false},
 	{"console: jobs-view frame, key press", "BenchmarkJobsFrame/key", "ms/frame", "< 16 ms", below(16), false},
 	{"console: first frame", "BenchmarkFirstFrame", "ms/first-frame", "< 300 ms", below(300), false},
+	{"console: filter by a state, first page", "BenchmarkJobsFilter/state", "ms/filter", "< 100 ms", below(100), false},
+	{"console: filter out states (!failed), first page", "BenchmarkJobsFilter/not_a_state", "ms/filter", "< 100 ms", below(100), false},
+	{"console: filter by a cluster and a state, first page", "BenchmarkJobsFilter/cluster_and_state", "ms/filter", "< 100 ms", below(100), false},
+	{"console: filter by a cluster, first page", "BenchmarkJobsFilter/cluster", "ms/filter", "< 100 ms", below(100), false},
+	{"console: filter by words, first page", "BenchmarkJobsFilter/words", "ms/filter", "< 100 ms", below(100), false},
 }
 
 // result is one entry of bench/results/latest.json.

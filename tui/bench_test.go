@@ -237,3 +237,45 @@ func BenchmarkJobsLocate(b *testing.B) {
 		})
 	}
 }
+
+// filterBudget is the time a filter over the store takes to show its first
+// page (issue 12).
+const filterBudget = 100 * time.Millisecond
+
+// BenchmarkJobsFilter measures a filter over a million jobs from the filter
+// applied to its first page read (the counts follow, off the UI loop, and
+// never hold the rows back): states and clusters, and their negations, which
+// narrow the store's query, and words the store matches.
+func BenchmarkJobsFilter(b *testing.B) {
+	path := benchseed.Cached(b, million)
+	reg, done := openBench(b, path)
+	defer done()
+	e := &env{reg: reg, admin: context.Background()}
+	m := benchModel(reg, "jobs")
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(b, m, e)
+	press(m, "l", "l", "l", "l") // all: a million rows
+	for _, tc := range []struct{ name, filter string }{
+		{"state", "failed"},
+		{"not a state", "!failed !succeeded"},
+		{"cluster and state", "cluster:cluster-040 failed"},
+		{"cluster", "cluster:cluster-007"},
+		{"words", "ns-7"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				m.jobs.SetFilter(tc.filter)
+				m.jobs.gen++
+				msgs := exec(m.jobs.load(0), time.Minute)
+				if p, ok := find[jobsPageMsg](msgs); !ok || p.err != nil || len(p.jobs) == 0 || m.jobs.fl.err != "" {
+					b.Fatalf("/%s: %+v (filter error %q)", tc.filter, msgs, m.jobs.fl.err)
+				}
+			}
+			per := b.Elapsed() / time.Duration(max(1, b.N))
+			b.ReportMetric(float64(per.Microseconds())/1000, "ms/filter")
+			if per > filterBudget {
+				b.Errorf("/%s shows its first page after %s, over the %s budget", tc.filter, per, filterBudget)
+			}
+		})
+	}
+}

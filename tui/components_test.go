@@ -514,7 +514,7 @@ func TestTextQuery(t *testing.T) {
 }
 
 // TestJobFilterStates: over the store, a state word keeps that state, ! a
-// state or a cluster leaves it out, and a regex or a negated word is
+// state leaves it out, and a regex or a negated word is
 // refused with a message saying what works.
 func TestJobFilterStates(t *testing.T) {
 	f := newFleet()
@@ -529,11 +529,8 @@ func TestJobFilterStates(t *testing.T) {
 	if jf := parseJobFilter(f, "failed !failed"); !jf.nothing {
 		t.Errorf("failed !failed leaves nothing: %+v", jf)
 	}
-	if jf := parseJobFilter(f, "!cluster:prod-eu-1"); !slices.Equal(jf.clusters, []string{"cl-2"}) {
-		t.Errorf("!cluster:prod-eu-1: %+v", jf)
-	}
-	if jf := parseJobFilter(f, "!cluster:prod"); !jf.nothing {
-		t.Errorf("!cluster:prod leaves no cluster: %+v", jf)
+	if jf := parseJobFilter(f, "!cluster:prod-eu-1"); !strings.Contains(jf.err, "name the clusters to keep") {
+		t.Errorf("!cluster: over the jobs (a page took 1.2 s over a million): %q", jf.err)
 	}
 	if jf := parseJobFilter(f, "re:^api"); !strings.Contains(jf.err, "cannot match a regular expression") {
 		t.Errorf("re: over the jobs: %q", jf.err)

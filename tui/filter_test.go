@@ -82,16 +82,16 @@ func TestFiltersEverywhere(t *testing.T) {
 		if m.jobs.tab != tabAll {
 			t.Fatalf("tab %d, want all", m.jobs.tab)
 		}
-		filter(m, "!failed !cluster:prod-eu-1")
+		filter(m, "!failed !succeeded cluster:prod-us")
 		pump(m, m.jobs.requery())
 		for i := range m.jobs.rows {
 			j := &m.jobs.rows[i]
-			if j.State == registry.JobFailed || j.ClusterID == fx.euID {
-				t.Errorf("/!failed !cluster:prod-eu-1 shows %s (%s on %s)", j.ID, j.State, j.ClusterID)
+			if j.State == registry.JobFailed || j.State == registry.JobSucceeded || j.ClusterID == fx.euID {
+				t.Errorf("/!failed !succeeded cluster:prod-us shows %s (%s on %s)", j.ID, j.State, j.ClusterID)
 			}
 		}
 		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) || m.jobs.tabCount(tabFailed) != 0 {
-			t.Errorf("/!failed !cluster:prod-eu-1: %d rows, all %d, failed %d", len(m.jobs.rows), m.jobs.tabCount(tabAll), m.jobs.tabCount(tabFailed))
+			t.Errorf("/!failed !succeeded cluster:prod-us: %d rows, all %d, failed %d", len(m.jobs.rows), m.jobs.tabCount(tabAll), m.jobs.tabCount(tabFailed))
 		}
 		filter(m, "re:^api")
 		if view := m.View().Content; !strings.Contains(view, "cannot match a regular expression") {

@@ -556,7 +556,7 @@ func (v *jobsView) SetFilter(s string) tea.Cmd {
 func (v *jobsView) FilterErr() string { return v.fl.err }
 
 func (v *jobsView) FilterHelp() string {
-	return "cluster:NAME kind:K error:CODE, a state (failed, !failed), !cluster:NAME; words match id, key, namespace, name"
+	return "cluster:NAME kind:K error:CODE, a state (failed, !failed); words match id, key, namespace, name"
 }
 
 // tabByName finds a tab by its command name (in-progress, in_progress and
