@@ -150,8 +150,14 @@ func openAPI(cmd *cobra.Command, g *globals) (api adminAPI, close func(), err er
 // remoteTarget says which admin API, if any, a command runs over, and with
 // which token.
 func remoteTarget(cmd *cobra.Command, g *globals) (server, token string, err error) {
+	return remoteTargetOf(g, cmd.Flags().Changed("db"))
+}
+
+// remoteTargetOf is remoteTarget for a command line that named a database
+// (--db or $TETHER_DB) or did not.
+func remoteTargetOf(g *globals, dbGiven bool) (server, token string, err error) {
 	server = g.server
-	if server == "" && cmd.Flags().Changed("db") {
+	if server == "" && dbGiven {
 		return "", "", nil
 	}
 	cf, _, err := loadContexts()

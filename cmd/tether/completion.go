@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -127,26 +128,54 @@ func completeWith(cmd *cobra.Command, g *globals, c completer, toComplete string
 	return out, dir
 }
 
-// completionGlobals is g with --db and --key-file as the command line or
-// the environment set them (the hooks that read the environment do not run
-// while completing).
+// completionGlobals is g with --db, --key-file, --server and --token-file as
+// the command line or the environment set them (the hooks that read the
+// environment do not run while completing).
 func completionGlobals(cmd *cobra.Command, g *globals) *globals {
-	for _, name := range []string{"db", "key-file"} {
+	dbGiven := false
+	for _, name := range []string{"db", "key-file", "server", "token-file"} {
 		f := cmd.Flags().Lookup(name)
-		if f == nil || f.Changed {
+		if f == nil {
 			continue
 		}
-		if v := os.Getenv(envName(name)); v != "" {
-			_ = f.Value.Set(v)
+		if !f.Changed {
+			if v := os.Getenv(envName(name)); v != "" {
+				_ = f.Value.Set(v)
+				f.Changed = true
+			}
+		}
+		if name == "db" {
+			dbGiven = f.Changed
 		}
 	}
 	c := *g // the flags above are g's fields
+	c.completionDBGiven = dbGiven
 	return &c
 }
 
-// withApp opens the database for a completion, unless it is a SQLite file
-// that does not exist (completing must not create one).
-func withApp(ctx context.Context, g *globals, f func(*app) []string) []string {
+// withAPI runs a completion over what the command would work on: the admin
+// API of --server or the saved context, else the database, unless it is a
+// SQLite file that does not exist (completing must not create one). A
+// completion that cannot reach either offers nothing.
+func withAPI(ctx context.Context, g *globals, f func(adminAPI) []string) []string {
+	if g.tokenFile == "-" {
+		return nil // standard input is the shell's, not a token
+	}
+	server, token, err := remoteTargetOf(g, g.completionDBGiven)
+	if err != nil {
+		return nil
+	}
+	if server != "" {
+		r, err := connectRemote(ctx, server, token)
+		if err != nil {
+			return nil
+		}
+		c, err := adminclient.New(server, token)
+		if err != nil {
+			return nil
+		}
+		return f(&remoteAPI{Remote: r, c: c})
+	}
 	if !isPostgresURL(g.db) {
 		if _, err := os.Stat(g.db); err != nil {
 			return nil
@@ -157,12 +186,12 @@ func withApp(ctx context.Context, g *globals, f func(*app) []string) []string {
 		return nil
 	}
 	defer a.Close()
-	return f(a)
+	return f(localAPI{a.reg})
 }
 
 func completeClusters(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
-		clusters, err := a.reg.ListClusters(ctx, registry.ClusterListParams{})
+	return withAPI(ctx, g, func(api adminAPI) []string {
+		clusters, err := api.ListClusters(ctx, registry.ClusterListParams{})
 		if err != nil {
 			return nil
 		}
@@ -175,11 +204,11 @@ func completeClusters(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeJobs(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
+	return withAPI(ctx, g, func(api adminAPI) []string {
 		// The jobs someone acts on: unfinished ones first, then recent.
 		var out []string
 		for _, states := range [][]registry.JobState{{registry.JobQueued, registry.JobInProgress}, nil} {
-			jobs, err := a.reg.ListJobs(ctx, registry.JobListParams{States: states, Limit: 200})
+			jobs, err := api.ListJobs(ctx, registry.JobListParams{States: states, Limit: 200})
 			if err != nil {
 				return out
 			}
@@ -192,8 +221,8 @@ func completeJobs(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeRollouts(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
-		rs, err := a.reg.ListRollouts(ctx, registry.RolloutListParams{Limit: 200})
+	return withAPI(ctx, g, func(api adminAPI) []string {
+		rs, err := api.ListRollouts(ctx, registry.RolloutListParams{Limit: 200})
 		if err != nil {
 			return nil
 		}
@@ -206,8 +235,8 @@ func completeRollouts(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeTokens(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
-		toks, err := a.reg.ListTokens(ctx, "")
+	return withAPI(ctx, g, func(api adminAPI) []string {
+		toks, err := api.ListTokens(ctx, "")
 		if err != nil {
 			return nil
 		}
@@ -220,8 +249,8 @@ func completeTokens(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeWebhooks(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
-		hooks, err := a.reg.ListWebhooks(ctx)
+	return withAPI(ctx, g, func(api adminAPI) []string {
+		hooks, err := api.ListWebhooks(ctx)
 		if err != nil {
 			return nil
 		}
@@ -234,8 +263,8 @@ func completeWebhooks(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeAdminTokens(ctx context.Context, g *globals, _ string) []string {
-	return withApp(ctx, g, func(a *app) []string {
-		toks, err := a.reg.ListAdminTokens(ctx)
+	return withAPI(ctx, g, func(api adminAPI) []string {
+		toks, err := api.ListAdminTokens(ctx)
 		if err != nil {
 			return nil
 		}

@@ -182,6 +182,13 @@ func TestCLIOverServer(t *testing.T) {
 	if res := remote("backup", "--to", filepath.Join(home, "copy.db")); res.code != exitUsage || !strings.Contains(res.stderr, "does not run over --server: it copies the database file") {
 		t.Errorf("a command that needs the database, with --server:\n%s", res)
 	}
+	// Completion offers the names the server has (no database here).
+	if res := cliWithEnv(t, "", env, "__complete", "--server", "http://"+addr, "--token-file", tokenFile, "cluster", "get", "far"); res.code != exitOK || !strings.Contains(res.stdout, "far-away\n") {
+		t.Errorf("completing a cluster name over --server:\n%s", res)
+	}
+	if res := cliWithEnv(t, "", append(env, "TETHER_SERVER=http://"+addr, "TETHER_TOKEN_FILE="+tokenFile), "__complete", "job", "submit", "--cluster", ""); res.code != exitOK || !strings.Contains(res.stdout, "far-away\n") {
+		t.Errorf("completing a cluster name over $TETHER_SERVER:\n%s", res)
+	}
 	if res := cliWithEnv(t, "", env, "job", "list", "--server", "http://"+addr); res.code != exitUsage || !strings.Contains(res.stderr, "admin token is required") {
 		t.Errorf("--server without a token:\n%s", res)
 	}

@@ -53,6 +53,9 @@ type globals struct {
 	// also work remotely (api.go).
 	server    string
 	tokenFile string
+	// completionDBGiven: while completing, --db or $TETHER_DB named a
+	// database (completionGlobals).
+	completionDBGiven bool
 	output    string
 	// wide is -o wide: tables show their extra columns.
 	wide bool
