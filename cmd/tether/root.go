@@ -56,7 +56,7 @@ type globals struct {
 	// completionDBGiven: while completing, --db or $TETHER_DB named a
 	// database (completionGlobals).
 	completionDBGiven bool
-	output    string
+	output            string
 	// wide is -o wide: tables show their extra columns.
 	wide bool
 	// jq is --jq: a jq expression over the JSON output.
