@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -34,6 +35,7 @@ type caServer struct {
 	url   string
 	roots *x509.CertPool // trusts the server's certificate
 	logs  *syncBuffer
+	db    string
 }
 
 func startCAServer(t *testing.T, withCA bool, tweak ...func(*serveOptions)) *caServer {
@@ -43,7 +45,8 @@ func startCAServer(t *testing.T, withCA bool, tweak ...func(*serveOptions)) *caS
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := clocktest.New()
 	clock.Set(time.Now())
-	a, err := openApp(ctx, &globals{db: filepath.Join(dir, "tether.db")}, registry.Config{Clock: clock})
+	db := filepath.Join(dir, "tether.db")
+	a, err := openApp(ctx, &globals{db: db}, registry.Config{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func startCAServer(t *testing.T, withCA bool, tweak ...func(*serveOptions)) *caS
 		_ = wait()
 		a.Close()
 	})
-	return &caServer{t: t, ctx: ctx, app: a, clock: clock, url: "https://" + addr, roots: roots, logs: logs}
+	return &caServer{t: t, ctx: ctx, app: a, clock: clock, url: "https://" + addr, roots: roots, logs: logs, db: db}
 }
 
 // cluster creates a cluster (requiring mTLS when mtls) and returns its token.
@@ -233,6 +236,13 @@ func TestCAIssuedCertificatesMTLSMatrix(t *testing.T) {
 	}
 	if withCert != 3 {
 		t.Fatalf("%d of prod's credentials list a certificate, want 3 (register, expired register, rotation)", withCert)
+	}
+	serial := hex.EncodeToString(newLeaf.SerialNumber.Bytes())
+	if out := ok(t, s.db, "cluster", "get", "prod").stdout; !strings.Contains(out, "client certificate (tether's CA): serial "+serial) {
+		t.Errorf("cluster get does not show the newest credential's certificate %s:\n%s", serial, out)
+	}
+	if out := ok(t, s.db, "credential", "list", "prod").stdout; !strings.Contains(out, "serial "+serial[:8]) {
+		t.Errorf("credential list does not show the certificate:\n%s", out)
 	}
 }
 

@@ -429,6 +429,9 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 		}
 		fmt.Fprintf(w, "  newest: %s, %s, capabilities %s, %s, expires %s, rotate after %s\n",
 			latest.ID, latest.State, capabilitiesCell(&latest), writes, until(now, latest.ExpiresAt), until(now, latest.RotateAfter))
+		if cc := latest.ClientCertificate; cc != nil {
+			fmt.Fprintf(w, "  its client certificate (tether's CA): serial %s, valid until %s\n", cc.Serial, until(now, cc.NotAfter))
+		}
 	}
 
 	fmt.Fprintln(w, "\nRegistration tokens:")
