@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/apiclient"
 )
 
 // tether keys rotate, list and retire with the real binary: a rotation
@@ -63,4 +68,44 @@ func TestKeysRotateRetireCLI(t *testing.T) {
 		t.Fatal("a refused rotation changed the key file")
 	}
 	wantError(t, cli(t, db, "--key-file", db+".nope", "keys", "rotate"), exitError, "no key file at", "keys init")
+}
+
+// The real binaries: an agent signs writes (hmac) to a running tether serve
+// while tether keys rotate and tether keys retire change the key file and
+// re-seal its HMAC key from another process; serve picks the file up by
+// itself and every signed write succeeds, before, between and after.
+func TestKeysRotateWhileServeRuns(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod")
+	p, addr, _ := startServe(t, db)
+	ctx := context.Background()
+	cred, err := apiclient.Register(ctx, "http://"+addr, c.RegistrationToken, apiclient.RegisterOptions{Capabilities: []string{"hmac"}, Retry: apiclient.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := apiclient.New(apiclient.Config{BaseURL: "http://" + addr, Credential: cred, Retry: apiclient.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	signed := func(when string) {
+		t.Helper()
+		n++
+		ev := apiclient.HeartbeatEvent(cred.ClusterID, time.Now().UTC(), nil)
+		ev.EventKey = fmt.Sprintf("hb-%d", n)
+		if err := client.Events(ctx, []apiclient.Event{ev}); err != nil {
+			t.Fatalf("signed write %s: %v\n%s", when, err, p.log())
+		}
+	}
+	signed("before")
+	out := ok(t, db, "keys", "rotate").stdout
+	if !strings.Contains(out, "re-sealed 1 values") {
+		t.Fatalf("keys rotate: %s", out)
+	}
+	signed("after rotate")
+	ok(t, db, "keys", "retire")
+	for i := range 3 {
+		signed(fmt.Sprintf("after retire (%d)", i))
+	}
 }
