@@ -258,7 +258,8 @@ func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
 		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line."
 		run := runBulk(b, action, s, plan)
 		return outcome{then: func(m *Model) tea.Cmd {
-			m.modal = newConfirm(ctx, title, body, verb[0], action != registry.ActionRetry, run)
+			// "cancel them": the dialog's own way out is also called cancel.
+			m.modal = newConfirm(ctx, title, body, verb[0]+" them", action != registry.ActionRetry, run)
 			return nil
 		}}
 	})

@@ -508,7 +508,7 @@ func (v *jobsView) View() string {
 		title += st.Render(themes.Muted, "  updating…")
 	}
 	if total := v.total(); total > 0 {
-		title += st.Render(themes.Muted, fmt.Sprintf("  %s of %s", thousands(int64(v.table().cursor+1)), thousands(int64(total))))
+		title += st.Render(themes.Muted, fmt.Sprintf("  %s of %s", thousands(int64(v.table().cursor+1)), thousands(int64(max(total, v.rowCount())))))
 	}
 	labels, _ := v.tabLabels()
 	var tabs []string
