@@ -92,11 +92,14 @@ func encryptedPayloadsOver(t *testing.T, e *env, atRest func(marker string)) {
 		t.Fatal(err)
 	}
 
-	// A malformed key, a private key and a signing key are refused with a
-	// 400 naming the field, before the token is spent.
+	// A malformed key, a private key, a signing key and an X25519 point of
+	// small order (every agreement with it is all zeros, RFC 7748 §6.1, so
+	// no job could ever be encrypted to it) are refused with a 400 naming
+	// the field, before the token is spent.
 	c, tok := e.cluster("sealed")
 	priv, _ := key.MarshalPrivateJWK()
-	for _, bad := range []string{`{"kty":"OKP","crv":"X25519","x":"AAAA"}`, string(priv), `{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`, `"nope"`} {
+	for _, bad := range []string{`{"kty":"OKP","crv":"X25519","x":"AAAA"}`, string(priv), `{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`, `"nope"`,
+		`{"kty":"OKP","crv":"X25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, `{"kty":"OKP","crv":"X25519","x":"AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`} {
 		r := e.do(http.MethodPost, "/api/agent/register", withBody(`{"registrationToken":"`+tok+`","publicKey":`+bad+`}`))
 		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "publicKey") {
 			t.Fatalf("register with publicKey %.30s: %d %s", bad, r.status, r.body)

@@ -100,6 +100,18 @@ func fromJWK(k jwk) (*PublicKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf(`"x" is not an X25519 public key: %v`, err)
 		}
+		// crypto/ecdh takes any 32 bytes, including the points of small
+		// order, whose every agreement is all zeros (RFC 7748 §6.1). ECDH
+		// refuses that output, so such a key would take registration and
+		// then fail every job's encryption: refuse it now. Clamping makes
+		// the scalar a multiple of 8, so any scalar finds these points.
+		probe, err := ecdh.X25519().GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := probe.ECDH(pub); err != nil {
+			return nil, errors.New(`"x" is an X25519 point of small order (every shared secret with it is zero): generate a real key pair`)
+		}
 		return &PublicKey{Kty: "OKP", Crv: "X25519", X: k.X, okp: pub}, nil
 	case k.Kty == "EC" && k.Crv == "P-256":
 		x, errX := b64.DecodeString(k.X)

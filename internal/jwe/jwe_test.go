@@ -140,6 +140,10 @@ func TestParsePublicKeyRefusals(t *testing.T) {
 		{`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`, "Ed25519 signing key"},
 		{`{"kty":"EC","crv":"P-384","x":"a","y":"b"}`, "not supported"},
 		{`{"kty":"OKP","crv":"X25519","x":"short"}`, "32-byte"},
+		// Points of small order (RFC 7748 §6.1): 0, 1, and one of order 8.
+		{`{"kty":"OKP","crv":"X25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, "small order"},
+		{`{"kty":"OKP","crv":"X25519","x":"AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, "small order"},
+		{`{"kty":"OKP","crv":"X25519","x":"4Ot6fDtBuK4WVuP68Z_EatoJjeucMrH9hmIFFl9JuAA"}`, "small order"},
 		{`{"kty":"EC","crv":"P-256","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","y":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, "not on the P-256 curve"},
 		{`"a string"`, "must be a JWK"},
 		{"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VuBCIEIA==\n-----END PRIVATE KEY-----\n", "private key"},
