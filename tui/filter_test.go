@@ -37,8 +37,10 @@ func filter(m *Model, text string) {
 	do(m, "/")
 	m.filterInput.SetValue("") // the input starts with the filter in force
 	for _, r := range text {
-		_, cmd := m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
-		pump(m, cmd)
+		// Typed as a person types; the jobs view's pause-then-query timer
+		// each key starts is not waited for (the caller reads the jobs
+		// again itself).
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
 	}
 	do(m, "enter")
 }
