@@ -109,12 +109,24 @@ func (r *Registry) RetryJob(ctx context.Context, id, reason string) (*Job, error
 	}
 	next, created, err := r.submit(ctx, JobSubmission{ClusterID: j.ClusterID, Kind: j.Kind, Payload: payload, IdempotencyKey: j.IdempotencyKey, RetryOf: j.ID}, AuditJobRetry, why)
 	if err != nil {
-		return nil, err
+		return nil, withholdSealedRefusal(ctx, j, err)
 	}
 	if !created {
 		return nil, Errorf(CodeConflict, "job %s has an open job with the same idempotency key already (%s); it is the retry", j.ID, next.ID)
 	}
 	return next, nil
+}
+
+// withholdSealedRefusal rewords a policy refusal of a sealed job's retry for
+// a caller who may not see sealed payloads (an operator): the refusal names
+// what the payload holds (a catalog entry, an operation template), which
+// --show-payload keeps for admins. The code stays, so a program still knows
+// which rule refused it.
+func withholdSealedRefusal(ctx context.Context, j *Job, err error) error {
+	if !j.PayloadSealed || (!IsPolicyRefusal(err) && ErrorCode(err) != CodeInvalid) || authorize(ctx, PermAdmin) == nil {
+		return err
+	}
+	return Errorf(ErrorCode(err), "job %s's sealed payload is now refused by its cluster's policy (%s), so it cannot be retried; the reason names what the payload holds, which only an admin may see (tether job retry %s as an admin, or job get %s --show-payload)", j.ID, ErrorCode(err), j.ID, j.ID)
 }
 
 // GetJob returns a job.

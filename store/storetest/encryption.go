@@ -218,6 +218,30 @@ func testEncryptedPayloads(t *testing.T, newStore NewStore) {
 		if !strings.Contains(string(shown.Payload), "nextcloud") {
 			t.Fatalf("the retry's payload is %s", shown.Payload)
 		}
+
+		// The cluster's allowlist changes, so a retry is refused by it. An
+		// operator, who may retry but not see a sealed payload, is told
+		// why in words that hold none of the payload (the catalog entry
+		// it names); an admin, who may see it, gets the full refusal.
+		_, err = e.reg.CancelJob(e.ctx, next.ID, "")
+		wantNoErr(t, err)
+		cur, err := e.reg.GetCluster(e.ctx, c.ID)
+		wantNoErr(t, err)
+		spec := cur.ClusterSpec
+		spec.AllowedCatalogEntries = []string{"wordpress"}
+		_, err = e.reg.UpdateCluster(e.ctx, c.ID, cur.Version, spec)
+		wantNoErr(t, err)
+		operator := registry.WithActor(e.ctx, registry.Actor{Kind: registry.ActorAdminToken, Name: "op", Role: registry.RoleOperator})
+		_, err = e.reg.RetryJob(operator, next.ID, "")
+		wantCode(t, err, registry.CodeCatalogEntryNotAllowed)
+		if msg := registry.ErrorMessage(err); strings.Contains(msg, "nextcloud") || !strings.Contains(msg, "sealed") || !strings.Contains(msg, next.ID) {
+			t.Fatalf("an operator's refused retry of a sealed job says %q: it must name the job and not show the payload", msg)
+		}
+		_, err = e.reg.RetryJob(e.ctx, next.ID, "")
+		wantCode(t, err, registry.CodeCatalogEntryNotAllowed)
+		if msg := registry.ErrorMessage(err); !strings.Contains(msg, "nextcloud") {
+			t.Fatalf("an admin's refused retry says %q, want the catalog entry named", msg)
+		}
 	})
 }
 
