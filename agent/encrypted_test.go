@@ -184,3 +184,43 @@ func freshPostgres(t *testing.T, dsn string) registry.Store {
 	}
 	return st
 }
+
+// A key file that others may read (a restore that lost the mode, a careless
+// copy) is refused, at start and at a new registration, with the chmod that
+// fixes it; it is neither used nor replaced by a new key (which would leave
+// the cluster's public key pointing at the old one).
+func TestAgentRefusesAReadableEncryptionKey(t *testing.T) {
+	e := newEnv(t)
+	c, dir := e.encryptedCluster("loose", e.url)
+	path := filepath.Join(dir, "encryption-key.json")
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o620} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := agent.New(agent.Config{StateDir: dir, Command: "true", Retry: fast})
+		if err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) {
+			t.Fatalf("agent.New with the key file at mode %04o: %v, want a refusal saying chmod 600", mode, err)
+		}
+		tok, err := e.reg.IssueToken(admin, c.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := agent.Register(context.Background(), e.url, tok.Secret.Reveal(), dir, nil, fast); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Fatalf("agent.Register with the key file at mode %04o: %v, want a refusal", mode, err)
+		}
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the refused key file changed (%v)", err)
+	}
+	// Once fixed, the same key is used.
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.New(agent.Config{StateDir: dir, Command: "true", Retry: fast}); err != nil {
+		t.Fatalf("agent.New after chmod 600: %v", err)
+	}
+}
