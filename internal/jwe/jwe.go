@@ -104,12 +104,9 @@ func fromJWK(k jwk) (*PublicKey, error) {
 		// order, whose every agreement is all zeros (RFC 7748 §6.1). ECDH
 		// refuses that output, so such a key would take registration and
 		// then fail every job's encryption: refuse it now. Clamping makes
-		// the scalar a multiple of 8, so any scalar finds these points.
-		probe, err := ecdh.X25519().GenerateKey(rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := probe.ECDH(pub); err != nil {
+		// every scalar a multiple of 8 below 8 times the group order, so a
+		// fixed one finds exactly these points, with one multiplication.
+		if _, err := smallOrderProbe.ECDH(pub); err != nil {
 			return nil, errors.New(`"x" is an X25519 point of small order (every shared secret with it is zero): generate a real key pair`)
 		}
 		return &PublicKey{Kty: "OKP", Crv: "X25519", X: k.X, okp: pub}, nil
@@ -132,6 +129,16 @@ func fromJWK(k jwk) (*PublicKey, error) {
 	}
 	return nil, fmt.Errorf("kty %q with crv %q is not supported: use kty OKP with crv X25519, or kty EC with crv P-256", k.Kty, k.Crv)
 }
+
+// smallOrderProbe is any X25519 private key (see fromJWK); a fixed one
+// saves generating a key per parse. It never encrypts anything.
+var smallOrderProbe = func() *ecdh.PrivateKey {
+	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{0x5a}, 32))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 func parsePEM(text []byte) (*PublicKey, error) {
 	block, _ := pem.Decode(text)
