@@ -317,7 +317,13 @@ func (r *Registry) loadChange(ctx context.Context, c Change) (WatchEvent, error)
 	case EntityToken:
 		ev.Token, err = r.store.TokenGet(ctx, c.ID)
 	case EntityCredential:
-		ev.Credential, err = r.store.CredentialGet(ctx, c.ID)
+		// With its client certificate, as ListCredentials shows it: the
+		// change of a credential issued with one carries it.
+		if ev.Credential, err = r.store.CredentialGet(ctx, c.ID); err == nil {
+			one := []Credential{*ev.Credential}
+			err = r.withClientCertificates(ctx, ev.Credential.ClusterID, one)
+			ev.Credential = &one[0]
+		}
 	case EntityEvent:
 		ev.Event, err = r.oneEvent(ctx, c.ID)
 	case EntityAudit:

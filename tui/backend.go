@@ -67,6 +67,8 @@ type Backend interface {
 	// RolloutAction pauses, resumes, aborts or retries (the failed targets
 	// of) a rollout: action is "pause", "resume", "abort" or "retry-failed".
 	RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error)
+
+	caBackend // tether's CA (ca_backend.go)
 }
 
 // Local is the Backend over a registry in this process. Every change it makes

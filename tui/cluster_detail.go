@@ -26,6 +26,7 @@ type clusterDetail struct {
 	pager   pager
 	jobs    []registry.Job
 	events  []registry.Event
+	ca      caState // whether tether has a CA, for SECURITY (ca_view.go)
 	err     error
 	loaded  bool
 	dirty   bool // a job of this cluster changed since the last read
@@ -51,6 +52,7 @@ type clusterDetailMsg struct {
 	id     string
 	jobs   []registry.Job
 	events []registry.Event
+	ca     caState
 	err    error
 }
 
@@ -67,7 +69,7 @@ func (d *clusterDetail) load() tea.Cmd {
 			return clusterDetailMsg{id: id, err: err}
 		}
 		events, err := b.ListEvents(ctx, registry.EventListParams{ClusterID: id, Limit: detailRecent})
-		return clusterDetailMsg{id: id, jobs: jobs, events: events, err: err}
+		return clusterDetailMsg{id: id, jobs: jobs, events: events, ca: readCAState(ctx, b), err: err}
 	}
 }
 
@@ -91,7 +93,7 @@ func (d *clusterDetail) Update(msg tea.Msg) tea.Cmd {
 		if msg.id == d.id {
 			d.loading, d.loaded, d.err = false, true, msg.err
 			if msg.err == nil {
-				d.jobs, d.events = msg.jobs, msg.events
+				d.jobs, d.events, d.ca = msg.jobs, msg.events, msg.ca
 			}
 			d.version++
 			if d.dirty {
@@ -232,6 +234,10 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	for _, p := range securityPosture(c) {
 		field(p.label, p.value, p.kind)
 	}
+	if d.loaded {
+		p := d.ca.posture()
+		field(p.label, p.value, p.kind)
+	}
 
 	section("CONDITIONS (from the last heartbeat)")
 	if len(c.Status.Conditions) == 0 {
@@ -296,6 +302,9 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 			}
 		}
 		line(text)
+		if cc := cr.ClientCertificate; cc != nil {
+			line(certLine(st, cc)) // its own line: the credential's is cut at 80 columns
+		}
 	}
 
 	section("REGISTRATION TOKENS")

@@ -29,6 +29,7 @@ var commands = []command{
 	{name: "events", aliases: []string{"ev"}, args: "[FILTER]", desc: "live tail of agent events"},
 	{name: "audit", aliases: []string{"au"}, args: "[FILTER]", desc: "the audit trail"},
 	{name: "rollouts", aliases: []string{"ro", "rollout"}, args: "[NAME]", desc: "fleet rollouts; with a name, that rollout's targets"},
+	{name: "ca", desc: "tether's certificate authority; i creates it when there is none (admin)"},
 	{name: "help", aliases: []string{"h"}, desc: "keys of the current view"},
 	{name: "quit", aliases: []string{"q", "q!", "exit"}, desc: "leave the console"},
 }

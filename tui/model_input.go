@@ -188,6 +188,8 @@ func (m *Model) runCommand(c commandMsg) tea.Cmd {
 			return m.push(newRolloutDetail(m.ctx, rest, rest))
 		}
 		return m.push(newRolloutsView(m.ctx))
+	case "ca":
+		return m.push(newCAView(m.ctx))
 	case "help":
 		m.modal = m.helpModal()
 	case "quit":

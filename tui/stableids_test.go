@@ -150,6 +150,7 @@ func (s *stableIDs) Watch(ctx context.Context, p registry.WatchParams) (<-chan r
 			}
 			if ev.Credential != nil {
 				ev.Credential = ptr(outv(s, *ev.Credential))
+				stableCert(ev.Credential.ClientCertificate)
 			}
 			select {
 			case out <- ev:
@@ -226,7 +227,11 @@ func (s *stableIDs) ListTokens(ctx context.Context, clusterID string) ([]registr
 
 func (s *stableIDs) ListCredentials(ctx context.Context, clusterID string) ([]registry.Credential, error) {
 	v, err := s.inner.ListCredentials(ctx, s.in(clusterID))
-	return outv(s, v), s.err(err)
+	v = outv(s, v)
+	for i := range v {
+		stableCert(v[i].ClientCertificate)
+	}
+	return v, s.err(err)
 }
 
 func (s *stableIDs) ForceRotation(ctx context.Context, clusterID, reason string) (int, error) {
