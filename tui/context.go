@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -99,7 +100,14 @@ type themeChangedMsg struct{}
 type statusMsg struct {
 	text string
 	kind statusKind
+	// seq orders messages by when they were decided: Bubble Tea runs each
+	// command in its own goroutine, so two keys' messages may arrive in
+	// either order, and the older must not overwrite the newer.
+	seq uint64
 }
+
+// statusSeq numbers status messages as info and failed make them.
+var statusSeq atomic.Uint64
 
 type statusKind int
 
@@ -109,9 +117,15 @@ const (
 	statusErr
 )
 
-func info(text string) tea.Cmd { return func() tea.Msg { return statusMsg{text, statusInfo} } }
+func info(text string) tea.Cmd {
+	msg := statusMsg{text, statusInfo, statusSeq.Add(1)}
+	return func() tea.Msg { return msg }
+}
 
-func failed(text string) tea.Cmd { return func() tea.Msg { return statusMsg{text, statusErr} } }
+func failed(text string) tea.Cmd {
+	msg := statusMsg{text, statusErr, statusSeq.Add(1)}
+	return func() tea.Msg { return msg }
+}
 
 // detail is a view pushed over a list: it reads its data when opened.
 type detail interface {

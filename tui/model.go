@@ -95,6 +95,7 @@ type Model struct {
 	status     string
 	statusKind statusKind
 	statusAt   time.Time
+	statusSeq  uint64 // of the status shown (statusMsg.seq)
 
 	feed        *feed
 	watchErr    error
@@ -389,6 +390,10 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case actionDoneMsg:
 		return m.finishAction(msg)
 	case statusMsg:
+		if msg.seq < m.statusSeq {
+			return nil // a newer message is already shown
+		}
+		m.statusSeq = msg.seq
 		m.setStatus(msg.kind, msg.text)
 		return nil
 	case spinner.TickMsg:
