@@ -4,7 +4,7 @@ import "time"
 
 // StuckReason is why a job is not making progress: the one rule of
 // "stuck" for one job, which the console explains and the stuck queries
-// (StuckFilters, the console's stuck tab) select in bulk.
+// (StuckJobQueries: job list --stuck, the admin API, the console) select in bulk.
 type StuckReason int
 
 const (

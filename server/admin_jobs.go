@@ -32,7 +32,20 @@ func (s *Server) adminListJobs(c *call) error {
 	if err != nil {
 		return err
 	}
+	if p.Offset, err = intParam(q, "offset", 0, 1<<30); err != nil {
+		return err
+	}
+	switch o := q.Get("order"); o {
+	case "", "newest":
+	case "oldest":
+		p.OldestFirst = true
+	default:
+		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
+	}
 	if stuck := q.Get("stuck"); stuck == "true" || stuck == "1" {
+		if cursor != "" {
+			return errf(registry.CodeInvalid, "stuck jobs page with offset, not cursor")
+		}
 		return s.adminListStuck(c, p, limit)
 	} else if stuck != "" && stuck != "false" && stuck != "0" {
 		return errf(registry.CodeInvalid, "stuck %q is not true or false", stuck)
@@ -43,16 +56,6 @@ func (s *Server) adminListJobs(c *call) error {
 			return err
 		}
 		p.After = &registry.JobCursor{CreatedAt: after.CreatedAt, ID: after.ID}
-	}
-	if p.Offset, err = intParam(q, "offset", 0, 1<<30); err != nil {
-		return err
-	}
-	switch o := q.Get("order"); o {
-	case "", "newest":
-	case "oldest":
-		p.OldestFirst = true
-	default:
-		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
 	}
 	if p.After != nil && (p.Offset > 0 || p.OldestFirst) {
 		return errf(registry.CodeInvalid, "cursor pages newest first from the start: it cannot be combined with offset or order=oldest")
@@ -162,7 +165,7 @@ func intParam(q url.Values, name string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// adminListStuck lists stuck jobs (registry.StuckFilters), newest first, in
+// adminListStuck lists stuck jobs (registry.StuckJobQueries), newest first, in
 // one page: stuck jobs are what on-call reads, never a long list.
 func (s *Server) adminListStuck(c *call, p registry.JobListParams, limit int) error {
 	p.Limit = limit

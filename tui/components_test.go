@@ -538,13 +538,13 @@ func TestJobFilterStates(t *testing.T) {
 	if jf := parseJobFilter(f, "!web"); !strings.Contains(jf.err, "not a word") {
 		t.Errorf("!web over the jobs: %q", jf.err)
 	}
-	if st, ok := narrowStates([]registry.JobState{registry.JobFailed}, jf.states); ok || st != nil {
+	if st, ok := registry.IntersectStates([]registry.JobState{registry.JobFailed}, jf.states); ok || st != nil {
 		t.Errorf("narrow failed by !web's states: %v %v", st, ok)
 	}
-	if st, ok := narrowStates(nil, []registry.JobState{registry.JobQueued}); !ok || !slices.Equal(st, []registry.JobState{registry.JobQueued}) {
+	if st, ok := registry.IntersectStates(nil, []registry.JobState{registry.JobQueued}); !ok || !slices.Equal(st, []registry.JobState{registry.JobQueued}) {
 		t.Errorf("narrow any by queued: %v %v", st, ok)
 	}
-	if _, ok := narrowStates([]registry.JobState{registry.JobFailed}, []registry.JobState{registry.JobQueued}); ok {
+	if _, ok := registry.IntersectStates([]registry.JobState{registry.JobFailed}, []registry.JobState{registry.JobQueued}); ok {
 		t.Error("failed and queued have nothing in common")
 	}
 }

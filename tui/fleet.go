@@ -203,12 +203,12 @@ func (f *fleet) liveCredential(clusterID string, now time.Time) *registry.Creden
 	return nil
 }
 
-// unreachable lists the clusters whose agents cannot be taking jobs: silent
-// or disabled.
+// unreachable lists the clusters whose agents cannot be taking jobs
+// (Cluster.Unreachable).
 func (f *fleet) unreachable(now time.Time) []string {
 	var out []string
 	for _, c := range f.sorted {
-		if c.State == registry.ClusterDisabled || c.Silent(now) {
+		if c.Unreachable(now) {
 			out = append(out, c.ID)
 		}
 	}

@@ -109,20 +109,3 @@ func parseJobFilter(f *fleet, s string) jobFilter {
 func (f jobFilter) needsQueryCounts() bool {
 	return f.kind != "" || f.search != "" || f.states != nil || f.errorCode != "" || f.nothing
 }
-
-// narrowStates is the states both lists allow (nil allows any); ok is false
-// when none is left, and then no job can match.
-func narrowStates(a, b []registry.JobState) (out []registry.JobState, ok bool) {
-	switch {
-	case a == nil:
-		return b, b == nil || len(b) > 0
-	case b == nil:
-		return a, len(a) > 0
-	}
-	for _, s := range a {
-		if slices.Contains(b, s) {
-			out = append(out, s)
-		}
-	}
-	return out, len(out) > 0
-}

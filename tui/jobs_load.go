@@ -46,7 +46,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 	if tab == tabStuck {
 		unreachable = v.ctx.Fleet.unreachable(now)
 	}
-	states, possible := narrowStates(tabStates(tab), base.States)
+	states, possible := registry.IntersectStates(tabStates(tab), base.States)
 	if v.fl.nothing || !possible {
 		// The filter leaves no job in this tab: nothing to ask the store.
 		return func() tea.Msg { return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1} }
@@ -185,7 +185,7 @@ func (v *jobsView) countCmd() tea.Cmd {
 		if all {
 			for _, tab := range []int{tabQueued, tabInProgress, tabFailed, tabAll} {
 				p := base
-				states, possible := narrowStates(tabStates(tab), base.States)
+				states, possible := registry.IntersectStates(tabStates(tab), base.States)
 				if !possible {
 					out[tab] = 0
 					continue

@@ -1,18 +1,16 @@
 package tui
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
 
-// This file is the one place that decides whether a job is stuck and says
-// why, both for one job (Classify) and as registry queries (the stuck tab and
-// the overview's counts).
+// This file explains the registry's stuck rule (Job.Diagnose for one job,
+// StuckJobQueries in bulk) and counts and pages its queries for the stuck
+// tab and the overview.
 
 // NoLeaseStuckAfter is how long an in_progress job without a lease may go
 // without an ack, status or heartbeat before it counts as stuck
@@ -81,98 +79,23 @@ func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
 
 func lastSeen(c *registry.Cluster) time.Time { return c.LastSeen() }
 
-// stuckSets are the registry queries whose union is the stuck set, each
-// narrowed by base's filters (cluster, kind, search):
-//
-//	exhausted: failed with error lease_expired
-//	expired:   in_progress with a lease that ended
-//	silent:    in_progress, no lease, no activity for NoLeaseStuckAfter
-//	stranded:  queued or in_progress on an unreachable (silent or disabled) cluster
-//
-// Only stranded overlaps the others (expired and silent jobs on an
-// unreachable cluster); overlaps holds those intersections, so that
-// |union| = sum(sets) - sum(overlaps).
-type stuckSets struct {
-	sets     []registry.JobListParams
-	overlaps []registry.JobListParams
-}
-
-func stuckQueries(base registry.JobListParams, unreachable []string, now time.Time) stuckSets {
-	s := stuckQueriesAll(base, unreachable, now)
-	if base.States != nil {
-		// A filter's states narrow every set; a set left with none drops
-		// out, with its overlaps. (The overview, which counts the sets by
-		// position, never filters by state.)
-		s.sets = narrowSets(s.sets, base.States)
-		s.overlaps = narrowSets(s.overlaps, base.States)
-	}
-	return s
-}
-
-func stuckQueriesAll(base registry.JobListParams, unreachable []string, now time.Time) stuckSets {
-	with := func(f func(p *registry.JobListParams)) registry.JobListParams {
-		p := base
-		p.States, p.Limit, p.Offset = nil, 0, 0
-		f(&p)
-		return p
-	}
-	exhausted := with(func(p *registry.JobListParams) {
-		p.States, p.Error = []registry.JobState{registry.JobFailed}, registry.ErrorLeaseExpired
-	})
-	expired := with(func(p *registry.JobListParams) {
-		p.States, p.LeaseExpiredBefore = []registry.JobState{registry.JobInProgress}, now
-	})
-	silent := with(func(p *registry.JobListParams) {
-		p.States, p.NoLease, p.ActivityBefore = []registry.JobState{registry.JobInProgress}, true, now.Add(-NoLeaseStuckAfter)
-	})
-	s := stuckSets{sets: []registry.JobListParams{exhausted, expired, silent}}
-	ids := unreachable
-	if len(base.ClusterIDs) > 0 {
-		ids = nil
-		for _, id := range unreachable {
-			if slices.Contains(base.ClusterIDs, id) {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return s
-	}
-	stranded := with(func(p *registry.JobListParams) {
-		p.ClusterIDs, p.States = ids, []registry.JobState{registry.JobQueued, registry.JobInProgress}
-	})
-	s.sets = append(s.sets, stranded)
-	for _, p := range []registry.JobListParams{expired, silent} {
-		p.ClusterIDs = ids
-		s.overlaps = append(s.overlaps, p)
-	}
-	return s
-}
-
-// narrowSets narrows each query's states to states, leaving out the
-// queries with none left.
-func narrowSets(sets []registry.JobListParams, states []registry.JobState) []registry.JobListParams {
-	var out []registry.JobListParams
-	for _, p := range sets {
-		if st, ok := narrowStates(p.States, states); ok {
-			p.States = st
-			out = append(out, p)
-		}
-	}
-	return out
+// stuckQueries are the registry's stuck queries (registry.StuckJobQueries):
+// the console selects the same jobs as job list --stuck and the admin API.
+func stuckQueries(base registry.JobListParams, unreachable []string, now time.Time) registry.StuckQueries {
+	return registry.StuckJobQueries(base, unreachable, now)
 }
 
 // countStuck counts the stuck set.
-func countStuck(ctx context.Context, b Backend, s stuckSets) (int, error) {
+func countStuck(ctx context.Context, b Backend, s registry.StuckQueries) (int, error) {
 	total := 0
-	for _, p := range s.sets {
+	for _, p := range s.Sets {
 		n, err := b.CountJobs(ctx, p)
 		if err != nil {
 			return 0, err
 		}
 		total += n
 	}
-	for _, p := range s.overlaps {
+	for _, p := range s.Overlaps {
 		n, err := b.CountJobs(ctx, p)
 		if err != nil {
 			return 0, err
@@ -188,20 +111,20 @@ type stuckCounts struct {
 	Total, Exhausted, Expired, Silent, Stranded int
 }
 
-func countStuckByReason(ctx context.Context, b Backend, s stuckSets) (stuckCounts, error) {
+func countStuckByReason(ctx context.Context, b Backend, s registry.StuckQueries) (stuckCounts, error) {
 	var out stuckCounts
-	ns := make([]int, len(s.sets))
-	for i, p := range s.sets {
+	ns := make([]int, len(s.Sets))
+	for i, p := range s.Sets {
 		n, err := b.CountJobs(ctx, p)
 		if err != nil {
 			return out, err
 		}
 		ns[i] = n
 	}
-	out.Exhausted, out.Expired, out.Silent = ns[0], ns[1], ns[2]
-	if len(ns) > 3 {
-		out.Stranded = ns[3]
-		for _, p := range s.overlaps {
+	out.Exhausted, out.Expired, out.Silent = ns[registry.StuckSetExhausted], ns[registry.StuckSetExpired], ns[registry.StuckSetSilent]
+	if len(ns) > registry.StuckSetStranded {
+		out.Stranded = ns[registry.StuckSetStranded]
+		for _, p := range s.Overlaps {
 			n, err := b.CountJobs(ctx, p)
 			if err != nil {
 				return out, err
@@ -216,10 +139,10 @@ func countStuckByReason(ctx context.Context, b Backend, s stuckSets) (stuckCount
 // listStuck returns one page of the stuck set, newest first (or oldest
 // first when its queries say so: the order of the other tabs): each set's first offset+limit jobs, merged and
 // de-duplicated.
-func listStuck(ctx context.Context, b Backend, s stuckSets, offset, limit int) ([]registry.Job, error) {
+func listStuck(ctx context.Context, b Backend, s registry.StuckQueries, offset, limit int) ([]registry.Job, error) {
 	var all []registry.Job
 	seen := map[string]bool{}
-	for _, p := range s.sets {
+	for _, p := range s.Sets {
 		p.Limit, p.Offset = offset+limit, 0
 		list, err := b.ListJobs(ctx, p)
 		if err != nil {
@@ -232,12 +155,7 @@ func listStuck(ctx context.Context, b Backend, s stuckSets, offset, limit int) (
 			}
 		}
 	}
-	slices.SortFunc(all, func(a, b registry.Job) int {
-		if len(s.sets) > 0 && s.sets[0].OldestFirst {
-			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-		}
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
-	})
+	registry.SortJobs(all, len(s.Sets) > 0 && s.Sets[0].OldestFirst)
 	if offset >= len(all) {
 		return []registry.Job{}, nil
 	}

@@ -120,6 +120,13 @@ func (r *remoteAPI) ListStuckJobs(ctx context.Context, p registry.JobListParams)
 	if len(p.ClusterIDs) > 0 {
 		q.Set("cluster", strings.Join(p.ClusterIDs, ","))
 	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		q.Set("state", strings.Join(states, ","))
+	}
 	if p.Kind != "" {
 		q.Set("kind", string(p.Kind))
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +82,56 @@ func TestJobListStuck(t *testing.T) {
 	got := okJSON[[]registry.Job](t, db, "job", "list", "--stuck")
 	if len(got) != 1 || got[0].ID != quiet.ID {
 		t.Fatalf("job list --stuck = %+v, want the silent job only", got)
+	}
+
+	// The rest of the console's stuck tab: a job whose lease ran out on its
+	// last attempt (failed lease_expired, waiting for a requeue) and a job
+	// queued on a disabled cluster. The CLI, over the database and over the
+	// admin API, lists the same jobs as the console.
+	spent := submit(t, db, "prod", "apply", configMap("apps", "spent"))
+	exec("UPDATE jobs SET state = 'failed', error = 'lease_expired', finished_at = updated_at WHERE id = '" + spent.ID + "'")
+	createCluster(t, db, "dark", "--namespaces", "apps")
+	stranded := submit(t, db, "dark", "apply", configMap("apps", "stranded"))
+	ok(t, db, "cluster", "disable", "dark")
+	ids := func(jobs []registry.Job) []string {
+		out := []string{}
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{quiet.ID, spent.ID, stranded.ID}
+	slices.Sort(want)
+	if got := ids(okJSON[[]registry.Job](t, db, "job", "list", "--stuck")); !slices.Equal(got, want) {
+		t.Fatalf("job list --stuck = %v, want %v (silent, attempts exhausted, queued on a disabled cluster)", got, want)
+	}
+	if got := ids(okJSON[[]registry.Job](t, db, "job", "list", "--stuck", "--state", "queued")); !slices.Equal(got, []string{stranded.ID}) {
+		t.Fatalf("job list --stuck --state queued = %v, want only %s", got, stranded.ID)
+	}
+
+	root := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "root", "--role", "viewer").Token
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(root), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, addr, _ := startServe(t, db)
+	remote := func(args ...string) []string {
+		res := cli(t, "", append(args, "-o", "json", "--server", "http://"+addr, "--token-file", tokenFile)...)
+		if res.code != exitOK {
+			t.Fatalf("tether %s over --server: %s", strings.Join(args, " "), res)
+		}
+		var jobs []registry.Job
+		if err := json.Unmarshal([]byte(res.stdout), &jobs); err != nil {
+			t.Fatalf("tether %s over --server printed no job list: %v\n%s", strings.Join(args, " "), err, res)
+		}
+		return ids(jobs)
+	}
+	if got := remote("job", "list", "--stuck"); !slices.Equal(got, want) {
+		t.Fatalf("job list --stuck over --server = %v, want %v", got, want)
+	}
+	if got := remote("job", "list", "--stuck", "--state", "queued"); !slices.Equal(got, []string{stranded.ID}) {
+		t.Fatalf("job list --stuck --state queued over --server = %v, want only %s", got, stranded.ID)
 	}
 }
 

@@ -315,7 +315,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 	f.StringVar(&kind, "kind", "", "only jobs of this kind: apply, delete or intent")
 	f.StringVar(&search, "search", "", "only jobs whose id, idempotency key, or target namespace or name contains this text")
 	f.IntVar(&limit, "limit", 100, "at most this many jobs")
-	f.BoolVar(&stuck, "stuck", false, "only stuck jobs: in progress with their lease run out, or without a lease and silent for 10 minutes")
+	f.BoolVar(&stuck, "stuck", false, "only stuck jobs, as the console's stuck tab: lease run out, no lease and silent 10 minutes, failed lease_expired on the last attempt, or waiting on a silent or disabled cluster")
 	return cmd
 }
 
