@@ -294,14 +294,16 @@ func TestConsoleInATerminal(t *testing.T) {
 		s.typeText(line)
 		s.keys("Enter")
 	}
-	run(fmt.Sprintf("TERM=dumb %s --db %s console; echo exit=$?", binPath, db))
-	s.waitText("exit=2")
+	// Each command echoes its own marker: after a clear, the previous
+	// command's marker can still be on the screen for a moment.
+	run(fmt.Sprintf("TERM=dumb %s --db %s console; echo dumb-exit=$?", binPath, db))
+	s.waitText("dumb-exit=2")
 	if sc := s.screen(); !strings.Contains(sc, "TERM is dumb") || !strings.Contains(sc, "tether cluster list") {
 		t.Errorf("TERM=dumb:\n%s", sc)
 	}
 	run("clear")
-	run(fmt.Sprintf("%s --db %s console --theme neon; echo exit=$?", binPath, db))
-	s.waitText("exit=2")
+	run(fmt.Sprintf("%s --db %s console --theme neon; echo theme-exit=$?", binPath, db))
+	s.waitText("theme-exit=2")
 	if sc := s.screen(); !strings.Contains(sc, `theme "neon" is not built in`) {
 		t.Errorf("a bad theme:\n%s", sc)
 	}
