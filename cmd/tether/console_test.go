@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -321,4 +323,22 @@ func TestConsoleInATerminal(t *testing.T) {
 	}
 	s.keys("q")
 	s.waitText("done=0")
+}
+
+// TestConsoleQuitsWhenItsTerminalCloses: a console serving the agent API
+// quits when its terminal goes away (SIGHUP), with the API it serves,
+// rather than serve on with nobody at the keyboard. (serve itself takes
+// SIGHUP as "reload", like a daemon.)
+func TestConsoleQuitsWhenItsTerminalCloses(t *testing.T) {
+	db := newDB(t)
+	s := startTmux(t, 100, 30, fmt.Sprintf("%s --db %s console --serve --listen 127.0.0.1:0", binPath, db))
+	s.waitFor("the console to serve the agent API", func(sc string) bool { return servingRe.MatchString(sc) })
+	pid, err := strconv.Atoi(strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_pid}")))
+	if err != nil {
+		t.Fatalf("the console's pid: %v", err)
+	}
+	s.run("kill-session", "-t", s.name) // the terminal closes: SIGHUP
+	eventually(t, "the console to quit after its terminal closed", func() bool {
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	})
 }

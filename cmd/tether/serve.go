@@ -37,10 +37,14 @@ type serveOptions struct {
 	// logger, when set, receives the server's logs (an embedding console
 	// passes its own); otherwise logs go to logOutput (default stderr) in
 	// logFormat ("text" or "json") at logLevel ("info" unless set).
-	logger    *slog.Logger
-	logOutput io.Writer
-	logFormat string
-	logLevel  string
+	logger *slog.Logger
+	// reloadOnHangup: SIGHUP reloads certificates and the key file, as a
+	// daemon's does. Only serve asks for it: to the console, SIGHUP means
+	// its terminal is gone, and it must quit (with the agent API it serves).
+	reloadOnHangup bool
+	logOutput      io.Writer
+	logFormat      string
+	logLevel       string
 	// rate is each cluster's sustained requests per second (0: the server's
 	// default; negative: no limit); burst its bucket size (0: default).
 	rate  float64
@@ -150,6 +154,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 			if _, err := a.reg.Config().Keyring.Seal([]byte("probe"), []byte("serve")); err != nil {
 				return err
 			}
+			opts.reloadOnHangup = true
 			_, wait, err := startAgentAPI(ctx, a, opts)
 			if err != nil {
 				return err
@@ -283,7 +288,9 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	// SIGHUP reloads the certificate and the client CAs at once (a renewal
 	// hook sends it), and the key file (after tether keys rotate).
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	if opts.reloadOnHangup {
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	services.Add(1)
 	go func() {
 		defer services.Done()
