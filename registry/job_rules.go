@@ -73,35 +73,22 @@ func (a JobAction) Filters(p JobListParams) []JobListParams {
 			states = append(states, s)
 		}
 	}
+	asked := p.States
+	if len(asked) == 0 {
+		asked = nil // no state asked for: any
+	}
 	var out []JobListParams
-	if st, ok := narrowStates(p.States, states); ok {
+	if st, ok := IntersectStates(asked, states); ok && len(states) > 0 {
 		q := p
 		q.States = st
 		out = append(out, q)
 	}
 	if a == ActionRequeue && (p.Error == "" || p.Error == ErrorLeaseExpired) {
-		if st, ok := narrowStates(p.States, []JobState{JobFailed}); ok {
+		if st, ok := IntersectStates(asked, []JobState{JobFailed}); ok {
 			q := p
 			q.States, q.Error = st, ErrorLeaseExpired
 			out = append(out, q)
 		}
 	}
 	return out
-}
-
-// narrowStates is the states both lists allow (an empty a allows any); ok is
-// false when none is left.
-func narrowStates(a, b []JobState) ([]JobState, bool) {
-	if len(a) == 0 {
-		return b, len(b) > 0
-	}
-	var out []JobState
-	for _, s := range a {
-		for _, t := range b {
-			if s == t {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, len(out) > 0
 }
