@@ -2,14 +2,15 @@ package tui
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
 
-// The audit view pauses with f like the events view: new entries wait
-// (counted in the title) and are read from the store on resume; the view
+// The audit view pauses with f like the events view (one live list): new
+// entries wait (counted in the title) and go on top on resume; the view
 // never holds more than auditKeep entries (issue 12, defect 7).
 func TestAuditPausesAndIsTrimmed(t *testing.T) {
 	e := newEnv(t)
@@ -18,7 +19,7 @@ func TestAuditPausesAndIsTrimmed(t *testing.T) {
 	load(t, m, e)
 	v := m.audit
 	v.Update(keyMsg("f"))
-	if !v.paused {
+	if v.follow {
 		t.Fatal("f did not pause the audit view")
 	}
 	before := len(v.all)
@@ -31,14 +32,14 @@ func TestAuditPausesAndIsTrimmed(t *testing.T) {
 		t.Fatalf("the new cluster's audit entries: %v %v", entries, err)
 	}
 	v.Update(feedMsg{batch: feedBatch{Audit: entries}})
-	if len(v.all) != before || v.waiting != len(entries) {
-		t.Fatalf("paused: %d held (was %d), %d waiting; want nothing shown and %d waiting", len(v.all), before, v.waiting, len(entries))
+	if len(v.all) != before || len(v.pending) != len(entries) {
+		t.Fatalf("paused: %d held (was %d), %d waiting; want nothing shown and %d waiting", len(v.all), before, len(v.pending), len(entries))
 	}
 	for _, msg := range exec(v.Update(keyMsg("f")), 10*time.Second) {
 		v.Update(msg)
 	}
-	if v.paused || v.waiting != 0 || len(v.all) == 0 || v.all[0].ID != entries[0].ID {
-		t.Fatalf("resumed: paused %v, %d waiting, newest %v; want the entry written while paused on top", v.paused, v.waiting, v.all[0].ID)
+	if !v.follow || len(v.pending) != 0 || len(v.all) == 0 || v.all[0].ID != entries[0].ID {
+		t.Fatalf("resumed: paused %v, %d waiting, newest %v; want the entry written while paused on top", !v.follow, len(v.pending), v.all[0].ID)
 	}
 
 	// Bounded: a flood of live entries keeps the newest auditKeep.
@@ -49,5 +50,32 @@ func TestAuditPausesAndIsTrimmed(t *testing.T) {
 	v.Update(feedMsg{batch: feedBatch{Audit: flood}})
 	if len(v.all) != auditKeep || v.all[0].ID != flood[len(flood)-1].ID {
 		t.Fatalf("after %d live entries the view holds %d, newest %d", len(flood), len(v.all), v.all[0].ID)
+	}
+}
+
+// The audit trail is the same live list as the events tail: entries the
+// feed dropped while it followed are read back from the store at once, and
+// the title says so until they are.
+func TestAuditDroppedEntriesComeBack(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	v := m.audit
+	newest := v.all[0].ID
+	v.all = v.all[1:] // the feed dropped the newest entry
+	v.rebuild()
+	cmd := v.Update(feedMsg{batch: feedBatch{DroppedAudit: 1}})
+	if v.dropped != 1 || cmd == nil {
+		t.Fatalf("after a drop: %d dropped, reload %v; want 1 and a read from the store", v.dropped, cmd != nil)
+	}
+	if view := v.View(); !strings.Contains(view, "1 dropped") {
+		t.Errorf("the title does not show the drop:\n%s", strings.SplitN(view, "\n", 2)[0])
+	}
+	for _, msg := range exec(cmd, 10*time.Second) {
+		v.Update(msg)
+	}
+	if v.dropped != 0 || v.rows[0].ID != newest {
+		t.Fatalf("after the reload: %d dropped, top %d; want 0 and %d", v.dropped, v.rows[0].ID, newest)
 	}
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -17,29 +16,11 @@ import (
 )
 
 // eventsView is the live tail of agent events: heartbeats, condition
-// transitions, audit and overflow events, newest on top. Following, new
-// events appear as they come; paused, they wait in a bounded buffer (and
-// what does not fit is dropped and counted). False conditions and buffer
-// overflows stand out.
+// transitions, audit and overflow events, newest on top (a liveList). False
+// conditions and buffer overflows stand out.
 type eventsView struct {
-	ctx     *Context
-	table   *table
-	all     []registry.Event // newest first, at most eventsKeep
-	rows    []*registry.Event
-	filter  string
-	fl      eventFilter
-	follow  bool
-	pending []registry.Event // arrived while paused, oldest first
-	dropped int
-	// refill is set while a read from the store fills in what the live
-	// buffer dropped: once it lands, nothing is missing any more.
-	refill bool
-	gen    int
-	loaded bool
-	older  bool // loading older events
-	oldest bool // no older events exist
-	err    error
-	width  int
+	*liveList[registry.Event]
+	fl eventFilter
 }
 
 const (
@@ -117,251 +98,40 @@ func (f *eventFilter) match(fl *fleet, e *registry.Event) bool {
 	return true
 }
 
-type eventsMsg struct {
-	gen    int
-	older  bool
-	events []registry.Event
-	err    error
-}
-
-var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older"))
-
 func newEventsView(ctx *Context) *eventsView {
-	v := &eventsView{ctx: ctx, follow: true}
-	v.table = ctx.table([]column{
+	v := &eventsView{}
+	v.liveList = newLiveList(ctx, []column{
 		{Title: "TIME", Width: 8},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 19, Min: 10},
 		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true},
 		{Title: "DETAIL", Width: 30, Min: 16, Flex: 3},
+	}, listSpec[registry.Event]{
+		title: "Events", live: "following", noun: "event", nouns: "events", what: "events",
+		loading: "loading events…", empty: "no events yet: agents send heartbeats about once a minute",
+		page: eventsPage, keep: eventsKeep, pendingMax: eventsPending,
+		id:    func(e *registry.Event) int64 { return e.ID },
+		match: func(e *registry.Event) bool { return v.fl.match(ctx.Fleet, e) },
+		query: func(before int64, limit int) func(context.Context) ([]registry.Event, error) {
+			p := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly, Limit: limit, BeforeID: before}
+			b := ctx.Backend
+			return func(c context.Context) ([]registry.Event, error) { return b.ListEvents(c, p) }
+		},
+		open: func(e *registry.Event) tea.Cmd { return ctx.showModal(newEventModal(ctx, e)) },
 	})
 	return v
 }
 
-func (v *eventsView) Title() string { return "Events" }
-
-func (v *eventsView) SetSize(w, h int) {
-	v.width = w
-	v.table.setSize(w, h-1)
-}
-
-func (v *eventsView) params() registry.EventListParams {
-	p := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly, Limit: eventsPage}
-	return p
-}
-
-// Init reads the latest events.
-func (v *eventsView) Init() tea.Cmd { return v.load(false) }
-
-func (v *eventsView) load(older bool) tea.Cmd {
-	p := v.params()
-	if older {
-		if len(v.all) == 0 {
-			return nil
-		}
-		v.older = true
-		p.BeforeID = v.all[len(v.all)-1].ID
-	}
-	gen, b := v.gen, v.ctx.Backend
-	return func() tea.Msg {
-		list, err := b.ListEvents(context.Background(), p)
-		return eventsMsg{gen: gen, older: older, events: list, err: err}
-	}
-}
-
-func (v *eventsView) rowID(i int) int64 { return v.rows[i].ID }
-
-// anchor is the selected event. Take it before v.all changes: the rows
-// point into it.
-func (v *eventsView) anchor() anchor[int64] { return anchorAt(v.table, len(v.rows), v.rowID) }
-
-func (v *eventsView) rebuild() { v.refilter(v.anchor()) }
-
-// refilter rebuilds the rows from v.all, the selection on sel's event.
-func (v *eventsView) refilter(sel anchor[int64]) {
-	v.rows = v.rows[:0]
-	for i := range v.all {
-		if v.fl.match(v.ctx.Fleet, &v.all[i]) {
-			v.rows = append(v.rows, &v.all[i])
-		}
-	}
-	if v.follow && v.table.cursor == 0 {
-		// Following the tail at the top: the newest event is the selection.
-		v.table.clampTo(len(v.rows))
-		return
-	}
-	sel.restore(v.table, len(v.rows), v.rowID)
-}
-
-// prepend adds new events (oldest first) on top.
-func (v *eventsView) prepend(list []registry.Event) {
-	if len(list) == 0 {
-		return
-	}
-	fresh := make([]registry.Event, 0, len(list)+len(v.all))
-	for i := len(list) - 1; i >= 0; i-- {
-		fresh = append(fresh, list[i])
-	}
-	fresh = append(fresh, v.all...)
-	if len(fresh) > eventsKeep {
-		fresh = fresh[:eventsKeep]
-		v.oldest = false
-	}
-	v.all = fresh
-	v.rebuild()
-}
-
 func (v *eventsView) Update(msg tea.Msg) tea.Cmd {
-	switch msg := msg.(type) {
-	case eventsMsg:
-		if msg.gen != v.gen {
-			return nil
+	if msg, ok := msg.(feedMsg); ok {
+		if gone := msg.batch.Deleted; len(gone) > 0 {
+			v.remove(func(e *registry.Event) bool { return slices.Contains(gone, e.ClusterID) })
 		}
-		v.err = msg.err
-		if msg.err != nil {
-			v.older = false
-			return failed("could not read events: " + errText(msg.err))
-		}
-		sel := v.anchor()
-		if msg.older {
-			v.older = false
-			v.oldest = len(msg.events) < eventsPage
-			v.all = append(v.all, msg.events...)
-		} else {
-			v.loaded = true
-			if v.refill {
-				v.refill, v.dropped = false, 0
-			}
-			v.oldest = len(msg.events) < eventsPage
-			// Live events that arrived while this read was in flight are
-			// already on top; keep them and add what is older.
-			seen := map[int64]bool{}
-			for _, e := range v.all {
-				seen[e.ID] = true
-			}
-			for _, e := range msg.events {
-				if !seen[e.ID] {
-					v.all = append(v.all, e)
-				}
-			}
-			slices.SortFunc(v.all, func(a, b registry.Event) int { return cmp.Compare(b.ID, a.ID) })
-		}
-		v.refilter(sel)
-		return v.searchOlder()
-	case feedMsg:
-		v.dropped += msg.batch.DroppedEvents
-		if msg.batch.DroppedEvents > 0 && v.follow {
-			return tea.Batch(v.applyFeed(msg), v.reload())
-		}
-		return v.applyFeed(msg)
-	case themeChangedMsg:
-		v.table.setStyles(v.ctx.Styles)
-	case tea.MouseClickMsg:
-		if i, ok := v.table.rowAt(msg.Y-1, len(v.rows)); ok {
-			if i == v.table.cursor {
-				return v.open()
-			}
-			v.table.setCursor(i, len(v.rows))
-		}
-	case tea.MouseWheelMsg:
-		v.table.wheel(msg, len(v.rows))
-		return v.maybeOlder()
-	case tea.KeyPressMsg:
-		k := v.ctx.Keys
-		if v.table.navigate(msg, k, len(v.rows)) {
-			return v.maybeOlder()
-		}
-		switch {
-		case key.Matches(msg, k.Follow):
-			v.follow = !v.follow
-			if v.follow {
-				v.prepend(v.pending)
-				v.pending = nil
-				v.table.setCursor(0, len(v.rows))
-				if v.dropped > 0 {
-					// What did not fit while paused is in the store.
-					return tea.Batch(info("following: reading the events the pause dropped from the store"), v.reload())
-				}
-				return info("following: new events appear on top")
-			}
-			return info("paused: new events wait (f resumes)")
-		case isSortKey(msg, k):
-			return info(tailOrder("the events tail is"))
-		case key.Matches(msg, keyOlder):
-			if !v.oldest && !v.older {
-				return v.load(true)
-			}
-		case key.Matches(msg, k.Enter):
-			return v.open()
-		}
+		return v.feed(msg.batch.Events, msg.batch.DroppedEvents)
 	}
-	return nil
+	return v.liveList.Update(msg)
 }
 
-// applyFeed takes the live feed's events: on top while following, into the
-// bounded pending buffer while paused (what does not fit is counted, and
-// read from the store on resume).
-func (v *eventsView) applyFeed(msg feedMsg) tea.Cmd {
-	if len(msg.batch.Deleted) > 0 {
-		sel := v.anchor()
-		v.all = slices.DeleteFunc(v.all, func(e registry.Event) bool { return slices.Contains(msg.batch.Deleted, e.ClusterID) })
-		v.refilter(sel)
-	}
-	if len(msg.batch.Events) == 0 {
-		return nil
-	}
-	if v.follow {
-		v.prepend(msg.batch.Events)
-		return nil
-	}
-	for _, e := range msg.batch.Events {
-		if len(v.pending) >= eventsPending {
-			v.dropped++
-			continue
-		}
-		v.pending = append(v.pending, e)
-	}
-	return nil
-}
-
-// reload reads the newest page from the store again and merges it with
-// what is held (by id): the events a full buffer dropped come back.
-func (v *eventsView) reload() tea.Cmd {
-	if v.refill {
-		return nil // one is on its way
-	}
-	v.refill = true
-	return v.load(false)
-}
-
-// searchOlder keeps reading older pages while a text filter matches less
-// than a screenful of what is held and the store has more (up to
-// eventsKeep): the filter searches the store, not only the newest page.
-func (v *eventsView) searchOlder() tea.Cmd {
-	if v.fl.text.empty() || len(v.rows) >= v.table.height || v.oldest || v.older || !v.loaded || len(v.all) >= eventsKeep {
-		return nil
-	}
-	return v.load(true)
-}
-
-// maybeOlder loads older events when the cursor reaches the end.
-func (v *eventsView) maybeOlder() tea.Cmd {
-	if v.table.cursor >= len(v.rows)-1 && !v.oldest && !v.older && v.loaded && len(v.all) < eventsKeep {
-		return v.load(true)
-	}
-	return nil
-}
-
-func (v *eventsView) open() tea.Cmd {
-	if v.table.cursor >= len(v.rows) {
-		return nil
-	}
-	e := v.rows[v.table.cursor]
-	return v.ctx.showModal(newEventModal(v.ctx, e))
-}
-
-func (v *eventsView) rowCount() int   { return len(v.rows) }
-func (v *eventsView) marked(int) bool { return false }
 func (v *eventsView) rowKey(i int) string {
 	return fmt.Sprint(v.rows[i].ID, "|", v.ctx.Fleet.version)
 }
@@ -459,63 +229,17 @@ func eventSummary(e *registry.Event) cell {
 	return append(out, eventDetail(e)...)
 }
 
-func (v *eventsView) View() string {
-	st := v.ctx.Styles
-	title := st.Title.Render("Events")
-	if v.follow {
-		title += st.Render(themes.Good, "  ● following")
-	} else {
-		title += st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d new (f resumes)", len(v.pending)))
-	}
-	if v.dropped > 0 {
-		title += st.Render(themes.Danger, fmt.Sprintf("  ⚠ %s dropped (the live buffer was full)", thousands(int64(v.dropped))))
-	}
-	if v.filter != "" {
-		title += st.Render(themes.Muted, "  /") + st.Render(themes.Accent, v.filter)
-		if v.fl.err != "" {
-			title += st.Render(themes.Danger, "  "+v.fl.err)
-		}
-	}
-	title += st.Render(themes.Muted, fmt.Sprintf("  %d shown", len(v.rows)))
-	if v.older {
-		title += st.Render(themes.Muted, "  loading older…")
-	}
-	empty := "loading events…"
-	switch {
-	case v.err != nil:
-		empty = "could not read events: " + errText(v.err)
-	case v.loaded && v.filter != "" && (v.older || (!v.oldest && len(v.all) < eventsKeep)):
-		empty = "searching older events for /" + v.filter + "…"
-	case v.loaded && v.filter != "" && !v.oldest:
-		empty = fmt.Sprintf("no event matches /%s among the newest %s (esc clears the filter)", v.filter, thousands(int64(len(v.all))))
-	case v.loaded && v.filter != "":
-		empty = "no event matches /" + v.filter + " (esc clears the filter)"
-	case v.loaded:
-		empty = "no events yet: agents send heartbeats about once a minute"
-	}
-	return pad(title, v.width) + "\n" + v.table.view(v, empty)
-}
-
-func (v *eventsView) Filter() string { return v.filter }
+func (v *eventsView) View() string { return v.liveList.View(v) }
 
 func (v *eventsView) SetFilter(s string) tea.Cmd {
 	if s == v.filter {
 		return nil
 	}
 	old := v.fl
-	v.filter = s
 	v.fl = parseEventFilter(v.ctx.Fleet, s)
-	if old.cluster == v.fl.cluster && slices.Equal(old.kinds, v.fl.kinds) && old.falseOnly == v.fl.falseOnly {
-		v.rebuild() // only the text changed: filter what is held, and read older pages for more
-		return v.searchOlder()
-	}
-	v.gen++
-	v.all, v.rows, v.loaded, v.older, v.oldest = nil, nil, false, false, false
-	v.table.setCursor(0, 1)
-	return v.load(false)
+	same := old.cluster == v.fl.cluster && slices.Equal(old.kinds, v.fl.kinds) && old.falseOnly == v.fl.falseOnly
+	return v.setFilter(s, v.fl.err, !same)
 }
-
-func (v *eventsView) FilterErr() string { return v.fl.err }
 
 func (v *eventsView) FilterHelp() string {
 	return "cluster:NAME kind:KIND status:False; words match every column, " + textFilterHelp
@@ -523,16 +247,7 @@ func (v *eventsView) FilterHelp() string {
 
 func (v *eventsView) Actions() []key.Binding { return nil }
 
-func (v *eventsView) KeyMap() help.KeyMap {
-	k := v.ctx.Keys
-	return keyMap{
-		short: []key.Binding{k.Follow, k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
-		full: [][]key.Binding{
-			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-			{k.Follow, k.Enter, k.Filter, keyOlder},
-		},
-	}
-}
+func (v *eventsView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
 
 // docModal shows a document (an event as the agent sent it, an audit entry),
 // scrollable.

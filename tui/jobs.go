@@ -328,18 +328,9 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 			}
 			return nil
 		}
-		if i, ok := t.rowAt(msg.Y-2, v.rowCount()); ok {
-			if i == t.cursor {
-				return v.open()
-			}
-			t.setCursor(i, v.rowCount())
-			v.pinCursor()
-			return v.ensureWindow()
-		}
+		return v.move(msg)
 	case tea.MouseWheelMsg:
-		t.wheel(msg, v.rowCount())
-		v.pinCursor()
-		return v.ensureWindow()
+		return v.move(msg)
 	case tea.KeyPressMsg:
 		return v.key(msg)
 	}
@@ -347,12 +338,11 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 }
 
 func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
+	if cmd, ok := moveInList(v.table(), v.ctx.Keys, msg, v.rowCount(), 2, v.open, v.moved); ok {
+		return cmd
+	}
 	k := v.ctx.Keys
 	t := v.table()
-	if t.navigate(msg, k, v.rowCount()) {
-		v.pinCursor()
-		return v.ensureWindow()
-	}
 	switch {
 	case key.Matches(msg, k.Left):
 		return v.setTab(v.tab - 1)
@@ -381,8 +371,7 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 				v.marks[j.ID] = *j
 			}
 			t.setCursor(t.cursor+1, v.rowCount())
-			v.pinCursor()
-			return v.ensureWindow()
+			return v.moved()
 		}
 	case key.Matches(msg, k.MarkAll):
 		v.all = !v.all
@@ -425,6 +414,19 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// move moves the cursor for the mouse (the rows start on the view's third
+// line, under the title and the tabs).
+func (v *jobsView) move(msg tea.Msg) tea.Cmd {
+	cmd, _ := moveInList(v.table(), v.ctx.Keys, msg, v.rowCount(), 2, v.open, v.moved)
+	return cmd
+}
+
+// moved pins the job under the cursor, which may need its page read.
+func (v *jobsView) moved() tea.Cmd {
+	v.pinCursor()
+	return v.ensureWindow()
 }
 
 // targets are the marked jobs, or the selected one.

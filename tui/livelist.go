@@ -1,0 +1,404 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/themes"
+)
+
+// liveList is a live list of records read from the store newest first, page
+// by page, and kept up to date by the change feed: the events tail and the
+// audit trail. It owns what such a list does whatever its rows are: the
+// selection follows its record (by id), never its row number; f pauses the
+// feed, and what arrives meanwhile waits in a bounded buffer, counted ("N
+// new") with what did not fit ("dropped"); after an overflow or a pause
+// that dropped records it reads the newest page from the store again, so
+// nothing stays missing; older pages load as the cursor reaches the end, and
+// a text filter reads older pages too (it searches the store, not only what
+// is loaded); it holds at most keep records and renders only the rows on
+// screen (table). A view keeps its own: the record type, its columns and
+// cells, its query and its filter.
+type liveList[T any] struct {
+	ctx   *Context
+	table *table
+	spec  listSpec[T]
+
+	all     []T  // newest first (by id), at most spec.keep
+	rows    []*T // the records the filter lets through, in all's order
+	follow  bool
+	pending []T // arrived while paused, oldest first
+	dropped int
+	// refill is set while a read from the store fills in what the live
+	// buffer dropped: once it lands, nothing is missing any more.
+	refill bool
+	gen    int // bumped whenever the query changes
+	loaded bool
+	older  bool // loading older records
+	oldest bool // no older records exist
+	err    error
+	width  int
+	// filter is the view's filter as typed, and what is wrong with it; the
+	// view parses it (match and query follow it).
+	filter    string
+	filterErr string
+}
+
+// listSpec is what a view tells its live list.
+type listSpec[T any] struct {
+	title       string // the view's title
+	live        string // the title's mark while following ("following")
+	noun, nouns string // "event", "events"
+	what        string // for errors: "could not read " + what
+	loading     string // shown before the first page
+	empty       string // shown when the store has none
+	page        int    // records per read
+	keep        int    // records held at most
+	pendingMax  int    // records waiting while paused at most
+	id          func(*T) int64
+	// match is the filter's part that the store does not apply.
+	match func(*T) bool
+	// query reads up to limit records older than before (0: the newest),
+	// with the filter's part the store applies, as of the call.
+	query func(before int64, limit int) func(context.Context) ([]T, error)
+	// open shows a record (enter, a click on the selected row).
+	open func(*T) tea.Cmd
+}
+
+// listMsg is a page read for a live list.
+type listMsg[T any] struct {
+	list  *liveList[T]
+	gen   int
+	older bool
+	items []T
+	err   error
+}
+
+var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older"))
+
+func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList[T] {
+	return &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, follow: true}
+}
+
+func (l *liveList[T]) Title() string { return l.spec.title }
+
+func (l *liveList[T]) SetSize(w, h int) {
+	l.width = w
+	l.table.setSize(w, h-1)
+}
+
+// Init reads the newest page.
+func (l *liveList[T]) Init() tea.Cmd { return l.load(false) }
+
+// load reads the newest page, or the page older than what is held.
+func (l *liveList[T]) load(older bool) tea.Cmd {
+	var before int64
+	if older {
+		if len(l.all) == 0 {
+			return nil
+		}
+		l.older = true
+		before = l.spec.id(&l.all[len(l.all)-1])
+	}
+	read, gen := l.spec.query(before, l.spec.page), l.gen
+	return func() tea.Msg {
+		items, err := read(context.Background())
+		return listMsg[T]{list: l, gen: gen, older: older, items: items, err: err}
+	}
+}
+
+// requery starts over after the store's part of the filter changed.
+func (l *liveList[T]) requery() tea.Cmd {
+	l.gen++
+	l.all, l.rows, l.loaded, l.older, l.oldest, l.refill = nil, nil, false, false, false, false
+	l.table.setCursor(0, 1)
+	return l.load(false)
+}
+
+// reload reads the newest page from the store again and merges it with
+// what is held (by id): the records a full buffer dropped come back.
+func (l *liveList[T]) reload() tea.Cmd {
+	if l.refill {
+		return nil // one is on its way
+	}
+	l.refill = true
+	return l.load(false)
+}
+
+func (l *liveList[T]) rowID(i int) int64 { return l.spec.id(l.rows[i]) }
+
+// anchor is the selected record. Take it before all changes: the rows
+// point into it.
+func (l *liveList[T]) anchor() anchor[int64] { return anchorAt(l.table, len(l.rows), l.rowID) }
+
+// rebuild filters again (the filter's text changed), keeping the selection.
+func (l *liveList[T]) rebuild() { l.refilter(l.anchor(), false) }
+
+// refilter rebuilds the rows from all, the selection on sel's record; on
+// top, when new records arrived while following with the cursor on the
+// first row, the newest is the selection (as tail -f).
+func (l *liveList[T]) refilter(sel anchor[int64], arrived bool) {
+	l.rows = l.rows[:0]
+	for i := range l.all {
+		if l.spec.match(&l.all[i]) {
+			l.rows = append(l.rows, &l.all[i])
+		}
+	}
+	if arrived && l.follow && l.table.cursor == 0 {
+		l.table.clampTo(len(l.rows))
+		return
+	}
+	sel.restore(l.table, len(l.rows), l.rowID)
+}
+
+// merge adds records to what is held: once each, newest first, the oldest
+// past keep let go (they are in the store).
+func (l *liveList[T]) merge(items []T, arrived bool) {
+	if len(items) == 0 {
+		return
+	}
+	sel := l.anchor()
+	held := make(map[int64]bool, len(l.all))
+	for i := range l.all {
+		held[l.spec.id(&l.all[i])] = true
+	}
+	for _, it := range items {
+		if id := l.spec.id(&it); !held[id] {
+			held[id] = true
+			l.all = append(l.all, it)
+		}
+	}
+	newest := func(a, b T) int { return cmp.Compare(l.spec.id(&b), l.spec.id(&a)) }
+	if !slices.IsSortedFunc(l.all, newest) {
+		slices.SortStableFunc(l.all, newest)
+	}
+	if len(l.all) > l.spec.keep {
+		l.all = l.all[:l.spec.keep:l.spec.keep]
+		l.oldest = false
+	}
+	l.refilter(sel, arrived)
+}
+
+// remove lets go of the records gone from the store (a deleted cluster's).
+func (l *liveList[T]) remove(gone func(*T) bool) {
+	sel := l.anchor()
+	l.all = slices.DeleteFunc(l.all, func(it T) bool { return gone(&it) })
+	l.refilter(sel, false)
+}
+
+// feed takes the live feed's records (oldest first) and the count the feed
+// dropped: on top while following, into the bounded pending buffer while
+// paused (what does not fit is counted, and read from the store on
+// resume). Records dropped while following are read back at once.
+func (l *liveList[T]) feed(items []T, dropped int) tea.Cmd {
+	l.dropped += dropped
+	if l.follow {
+		l.merge(items, true)
+		if dropped > 0 {
+			return l.reload()
+		}
+		return nil
+	}
+	for _, it := range items {
+		if len(l.pending) >= l.spec.pendingMax {
+			l.dropped++
+			continue
+		}
+		l.pending = append(l.pending, it)
+	}
+	return nil
+}
+
+// toggleFollow pauses the feed or resumes it: what waited goes on top,
+// and what was dropped meanwhile is read from the store.
+func (l *liveList[T]) toggleFollow() tea.Cmd {
+	l.follow = !l.follow
+	if !l.follow {
+		return info("paused: new " + l.spec.nouns + " wait (f resumes)")
+	}
+	n := len(l.pending)
+	l.merge(l.pending, false)
+	l.pending = nil
+	l.table.setCursor(0, len(l.rows))
+	if l.dropped > 0 {
+		return tea.Batch(info("following: reading the "+l.spec.nouns+" the pause dropped from the store"), l.reload())
+	}
+	if n > 0 {
+		return info(fmt.Sprintf("following: %s new while paused, on top", plural(n, l.spec.noun, l.spec.nouns)))
+	}
+	return info("following: new " + l.spec.nouns + " appear on top")
+}
+
+// searchOlder keeps reading older pages while a filter matches less than a
+// screenful of what is held and the store has more (up to keep): the
+// filter searches the store, not only the newest page.
+func (l *liveList[T]) searchOlder() tea.Cmd {
+	if l.filter == "" || len(l.rows) >= l.table.height || l.oldest || l.older || !l.loaded || len(l.all) >= l.spec.keep {
+		return nil
+	}
+	return l.load(true)
+}
+
+// maybeOlder loads older records when the cursor reaches the end.
+func (l *liveList[T]) maybeOlder() tea.Cmd {
+	if l.table.cursor >= len(l.rows)-1 && !l.oldest && !l.older && l.loaded && len(l.all) < l.spec.keep {
+		return l.load(true)
+	}
+	return nil
+}
+
+func (l *liveList[T]) open() tea.Cmd {
+	if l.table.cursor >= len(l.rows) {
+		return nil
+	}
+	return l.spec.open(l.rows[l.table.cursor])
+}
+
+// Update handles the list's own messages: its pages, the theme, the mouse
+// and its keys. The view feeds it (feed) and filters it.
+func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
+	if cmd, ok := moveInList(l.table, l.ctx.Keys, msg, len(l.rows), 1, l.open, l.maybeOlder); ok {
+		return cmd
+	}
+	switch msg := msg.(type) {
+	case listMsg[T]:
+		if msg.list != l || msg.gen != l.gen {
+			return nil
+		}
+		l.err = msg.err
+		if msg.err != nil {
+			l.older, l.refill = false, false
+			return failed("could not read " + l.spec.what + ": " + errText(msg.err))
+		}
+		l.oldest = len(msg.items) < l.spec.page
+		if msg.older {
+			l.older = false
+		} else {
+			l.loaded = true
+			if l.refill {
+				l.refill, l.dropped = false, 0
+			}
+		}
+		l.merge(msg.items, false)
+		if len(msg.items) == 0 {
+			l.refilter(l.anchor(), false) // the filter may have changed meanwhile
+		}
+		return l.searchOlder()
+	case themeChangedMsg:
+		l.table.setStyles(l.ctx.Styles)
+	case tea.KeyPressMsg:
+		k := l.ctx.Keys
+		switch {
+		case key.Matches(msg, k.Enter):
+			return l.open()
+		case key.Matches(msg, k.Follow):
+			return l.toggleFollow()
+		case key.Matches(msg, keyOlder):
+			if !l.oldest && !l.older && len(l.all) < l.spec.keep {
+				return l.load(true)
+			}
+		case isSortKey(msg, k):
+			return info(tailOrder("the " + l.spec.nouns + " are"))
+		}
+	}
+	return nil
+}
+
+func (l *liveList[T]) rowCount() int   { return len(l.rows) }
+func (l *liveList[T]) marked(int) bool { return false }
+
+// View renders the title line (following or paused, drops, the filter, the
+// count) and the rows on screen of src (the view: its cells).
+func (l *liveList[T]) View(src tableSource) string {
+	st := l.ctx.Styles
+	title := st.Title.Render(l.spec.title)
+	if l.follow {
+		title += st.Render(themes.Good, "  ● "+l.spec.live)
+	} else {
+		title += st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d new (f resumes)", len(l.pending)))
+	}
+	if l.dropped > 0 {
+		title += st.Render(themes.Danger, fmt.Sprintf("  ⚠ %s dropped (the live buffer was full)", thousands(int64(l.dropped))))
+	}
+	if l.filter != "" {
+		title += st.Render(themes.Muted, "  /") + st.Render(themes.Accent, l.filter)
+		if l.filterErr != "" {
+			title += st.Render(themes.Danger, "  "+l.filterErr)
+		}
+	}
+	title += st.Render(themes.Muted, fmt.Sprintf("  %d shown", len(l.rows)))
+	if l.older {
+		title += st.Render(themes.Muted, "  loading older…")
+	}
+	empty := l.spec.loading
+	switch {
+	case l.err != nil:
+		empty = "could not read " + l.spec.what + ": " + errText(l.err)
+	case l.loaded && l.filter != "" && (l.older || (!l.oldest && len(l.all) < l.spec.keep)):
+		empty = "searching older " + l.spec.nouns + " for /" + l.filter + "…"
+	case l.loaded && l.filter != "" && !l.oldest:
+		empty = fmt.Sprintf("no %s matches /%s among the newest %s (esc clears the filter)", l.spec.noun, l.filter, thousands(int64(len(l.all))))
+	case l.loaded && l.filter != "":
+		empty = "no " + l.spec.noun + " matches /" + l.filter + " (esc clears the filter)"
+	case l.loaded:
+		empty = l.spec.empty
+	}
+	return pad(title, l.width) + "\n" + l.table.view(src, empty)
+}
+
+func (l *liveList[T]) Filter() string    { return l.filter }
+func (l *liveList[T]) FilterErr() string { return l.filterErr }
+
+// setFilter applies a filter the view parsed: requery when the store's part
+// of it changed, else filter what is held (and search older pages).
+func (l *liveList[T]) setFilter(s, problem string, storeChanged bool) tea.Cmd {
+	l.filter, l.filterErr = s, problem
+	if storeChanged {
+		return l.requery()
+	}
+	l.rebuild()
+	return l.searchOlder()
+}
+
+// liveListKeys is the help of a live list.
+func liveListKeys(k *Keys) keyMap {
+	return keyMap{
+		short: []key.Binding{k.Follow, k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
+			{k.Follow, k.Enter, k.Filter, keyOlder},
+		},
+	}
+}
+
+// moveInList handles what moves a list's cursor over its n rows: the
+// navigation keys, the wheel, and a click on a row (a click on the selected
+// row opens it; top is the line of the table's header in the view). It
+// reports whether msg was one; moved runs after the cursor moved.
+func moveInList(t *table, k *Keys, msg tea.Msg, n, top int, open, moved func() tea.Cmd) (tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case tea.MouseClickMsg:
+		i, ok := t.rowAt(msg.Y-top, n)
+		if !ok {
+			return nil, false
+		}
+		if i == t.cursor {
+			return open(), true
+		}
+		t.setCursor(i, n)
+	case tea.MouseWheelMsg:
+		t.wheel(msg, n)
+	case tea.KeyPressMsg:
+		if !t.navigate(msg, k, n) {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	return moved(), true
+}
