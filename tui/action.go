@@ -16,10 +16,10 @@ import (
 type outcome struct {
 	ok  string // the status line on success
 	err error
-	// then runs on the root after the outcome is shown, success or not:
-	// showing the new token, reopening a form with the error, offering a
-	// reload after a conflict.
-	then func(m *Model) tea.Cmd
+	// then are messages the root handles after the outcome is shown,
+	// success or not (requests.go): showing the new token, reopening a form
+	// with the error, offering a reload after a conflict.
+	then []tea.Msg
 }
 
 type actionFunc func(ctx context.Context) outcome
@@ -79,8 +79,9 @@ func (m *Model) finishAction(msg actionDoneMsg) tea.Cmd {
 	} else if msg.ok != "" {
 		m.setStatus(statusOK, msg.ok)
 	}
-	if msg.then != nil {
-		return msg.then(m)
+	var cmds []tea.Cmd
+	for _, then := range msg.then {
+		cmds = append(cmds, m.update(then))
 	}
-	return nil
+	return tea.Batch(cmds...)
 }

@@ -61,8 +61,13 @@ func (v *caView) SetSize(w, h int) {
 
 func (v *caView) hasCA() bool { return len(v.cas) > 0 && v.cas[0].RetiredAt.IsZero() }
 
+// caChangedMsg: tether's CA was created; the CA view reads it again.
+type caChangedMsg struct{}
+
 func (v *caView) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case caChangedMsg:
+		return v.load()
 	case caMsg:
 		if msg.view == v {
 			v.loaded, v.err = true, msg.err
@@ -102,7 +107,7 @@ func (v *caView) confirmInit() tea.Cmd {
 			return outcome{err: err}
 		}
 		return outcome{ok: "created tether's CA " + ca.ID + ", valid until " + stamp(ca.NotAfter),
-			then: func(*Model) tea.Cmd { return v.load() }}
+			then: []tea.Msg{caChangedMsg{}}}
 	})))
 }
 

@@ -417,14 +417,7 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 					return outcome{err: err}
 				}
 				return outcome{ok: "issued token " + tok.Token.ID + " for " + name + "; older unused tokens are void",
-					then: func(m *Model) tea.Cmd {
-						cl := c
-						if cur := m.ctx.Fleet.cluster(id); cur != nil {
-							cl = cur
-						}
-						m.modal = newTokenModal(m.ctx, cl, tok)
-						return nil
-					}}
+					then: []tea.Msg{showTokenMsg{cluster: c, token: tok}}}
 			})))
 	case key.Matches(msg, k.Edit):
 		return ctx.showModal(newClusterForm(ctx, c.ClusterSpec, c, c.Version))

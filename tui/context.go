@@ -27,31 +27,26 @@ type Context struct {
 	// width, cut only at the terminal's edge.
 	Wide bool
 
-	// pending are requests to the root (show a modal, open a detail, switch
-	// screens) made while a message is handled; the root carries them out
-	// right after, so that the very next key already goes where it should.
-	pending []func(*Model) tea.Cmd
+	// pending are requests to the root (requests.go: show a modal, open a
+	// detail, switch screens) made while a message is handled; the root
+	// handles them right after, so that the very next key already goes
+	// where it should.
+	pending []tea.Msg
 }
 
-func (c *Context) request(f func(*Model) tea.Cmd) tea.Cmd {
-	c.pending = append(c.pending, f)
+func (c *Context) request(msg tea.Msg) tea.Cmd {
+	c.pending = append(c.pending, msg)
 	return nil
 }
 
 // showModal opens a modal over the screen.
-func (c *Context) showModal(md modal) tea.Cmd {
-	return c.request(func(m *Model) tea.Cmd { m.modal = md; return nil })
-}
+func (c *Context) showModal(md modal) tea.Cmd { return c.request(showModalMsg{md}) }
 
 // open pushes a detail over the current screen and starts its first read.
-func (c *Context) open(d detail) tea.Cmd {
-	return c.request(func(m *Model) tea.Cmd { return m.push(d) })
-}
+func (c *Context) open(d detail) tea.Cmd { return c.request(openDetailMsg{d}) }
 
 // switchTo shows another screen, optionally with a filter or a jobs tab.
-func (c *Context) switchTo(sw switchMsg) tea.Cmd {
-	return c.request(func(m *Model) tea.Cmd { return m.switchTo(sw) })
-}
+func (c *Context) switchTo(sw switchMsg) tea.Cmd { return c.request(sw) }
 
 // bodyHeight is the lines a view may use: the header, the status line and the
 // help line take three.

@@ -234,6 +234,10 @@ func (f *clusterForm) changed() bool {
 }
 
 func (f *clusterForm) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if r, ok := msg.(formRefusedMsg); ok && r.form == f {
+		f.saving, f.err = false, errText(r.err)
+		return f, nil
+	}
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return f, nil
@@ -389,11 +393,8 @@ func (f *clusterForm) save() tea.Cmd {
 				return outcome{err: err, then: f.reopen(err)}
 			}
 			return outcome{
-				ok: "created cluster " + c.Name + " (" + c.ID + "); its registration token is shown once",
-				then: func(m *Model) tea.Cmd {
-					m.modal = newTokenModal(m.ctx, c, tok)
-					return nil
-				},
+				ok:   "created cluster " + c.Name + " (" + c.ID + "); its registration token is shown once",
+				then: []tea.Msg{showTokenMsg{cluster: c, token: tok}},
 			}
 		})
 	}
@@ -401,11 +402,7 @@ func (f *clusterForm) save() tea.Cmd {
 	return runAction("save cluster "+spec.Name, func(ctx context.Context) outcome {
 		c, err := b.UpdateCluster(ctx, id, version, spec)
 		if registry.ErrorCode(err) == registry.CodeConflict {
-			return outcome{err: err, then: func(m *Model) tea.Cmd {
-				d := newConflictDialog(m.ctx, f.editing, original, spec)
-				m.modal = d
-				return d.load()
-			}}
+			return outcome{err: err, then: []tea.Msg{conflictMsg{cluster: f.editing, original: original, mine: spec}}}
 		}
 		if err != nil {
 			return outcome{err: err, then: f.reopen(err)}
@@ -415,18 +412,18 @@ func (f *clusterForm) save() tea.Cmd {
 			diff = "no change"
 		}
 		return outcome{ok: fmt.Sprintf("saved cluster %s (version %d): %s", c.Name, c.Version, diff),
-			then: func(m *Model) tea.Cmd { m.closeModal(f); return nil }}
+			then: []tea.Msg{closeModalMsg{f}}}
 	})
 }
 
 // reopen keeps the form open after a refused save, with the registry's
 // message (which names the field and the rule).
-func (f *clusterForm) reopen(err error) func(m *Model) tea.Cmd {
-	return func(m *Model) tea.Cmd {
-		f.saving = false
-		f.err = errText(err)
-		return nil
-	}
+func (f *clusterForm) reopen(err error) []tea.Msg { return []tea.Msg{formRefusedMsg{f, err}} }
+
+// formRefusedMsg: the registry refused form's save with err.
+type formRefusedMsg struct {
+	form *clusterForm
+	err  error
 }
 
 func (f *clusterForm) View() string {

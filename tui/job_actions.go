@@ -183,14 +183,13 @@ func bulk(cx context.Context, ids, skipped []string, done string, op func(contex
 			}
 		}
 	}
-	clearMarks := func(m *Model) tea.Cmd {
-		for _, id := range append(ids, skipped...) {
-			if !slices.Contains(failures, id) {
-				delete(m.jobs.marks, id)
-			}
+	var settled []string
+	for _, id := range append(ids, skipped...) {
+		if !slices.Contains(failures, id) {
+			settled = append(settled, id)
 		}
-		return nil
 	}
+	clearMarks := []tea.Msg{unmarkJobsMsg{ids: settled}}
 	switch {
 	case len(failures) == 0 && len(ids) == 1:
 		return outcome{ok: done + " " + ids[0], then: clearMarks}

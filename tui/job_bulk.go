@@ -257,11 +257,8 @@ func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
 		}
 		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line."
 		run := runBulk(b, action, s, plan)
-		return outcome{then: func(m *Model) tea.Cmd {
-			// "cancel them": the dialog's own way out is also called cancel.
-			m.modal = newConfirm(ctx, title, body, verb[0]+" them", action != registry.ActionRetry, run)
-			return nil
-		}}
+		// "cancel them": the dialog's own way out is also called cancel.
+		return outcome{then: []tea.Msg{confirmMsg{title: title, body: body, yes: verb[0] + " them", danger: action != registry.ActionRetry, run: run}}}
 	})
 }
 
@@ -297,7 +294,7 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) t
 				return action != registry.ActionRetry, cx.Err() == nil
 			})
 			done, bad := progress.done.Load(), progress.failed.Load()
-			clear := func(m *Model) tea.Cmd { m.jobs.all = false; return nil }
+			clear := []tea.Msg{unmarkJobsMsg{all: true}}
 			switch {
 			case err != nil:
 				return outcome{err: fmt.Errorf("%s %s, then stopped: %w", verb[1], plural(int(done), "job", "jobs"), err), then: clear}

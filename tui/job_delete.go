@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -56,14 +55,7 @@ func deleteJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 			}
 			return err
 		})
-		clearMarks := out.then
-		out.then = func(m *Model) tea.Cmd {
-			// A detail of a job that is gone has nothing left to show.
-			if d, ok := m.top().(*jobDetail); ok && slices.Contains(gone, d.id) {
-				m.stacks[m.screen] = m.stacks[m.screen][:len(m.stacks[m.screen])-1]
-			}
-			return clearMarks(m)
-		}
+		out.then = append(out.then, jobsGoneMsg{ids: gone})
 		return out
 	})))
 }

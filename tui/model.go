@@ -303,9 +303,9 @@ func (m *Model) idle() bool {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmds := []tea.Cmd{m.update(msg)}
 	for len(m.ctx.pending) > 0 {
-		f := m.ctx.pending[0]
+		req := m.ctx.pending[0]
 		m.ctx.pending = m.ctx.pending[1:]
-		cmds = append(cmds, f(m))
+		cmds = append(cmds, m.update(req))
 	}
 	return m, tea.Batch(cmds...)
 }
@@ -318,6 +318,9 @@ func (m *Model) push(d detail) tea.Cmd {
 }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
+	if cmd, ok := m.request(msg); ok {
+		return cmd
+	}
 	switch msg := msg.(type) {
 	case probe:
 		msg.probe(m)
