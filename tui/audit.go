@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -101,6 +102,14 @@ func newAuditView(ctx *Context) *auditView {
 			return func(c context.Context) ([]registry.AuditEntry, error) { return b.ListAudit(c, p) }
 		},
 		open: v.open,
+		sortBy: []func(a, b *registry.AuditEntry) int{
+			func(a, b *registry.AuditEntry) int { return cmp.Compare(a.ID, b.ID) },
+			byText(func(a *registry.AuditEntry) string { return shortActor(ctx.Fleet, a.Actor) }),
+			byText(func(a *registry.AuditEntry) string { return a.Action }),
+			byText(func(a *registry.AuditEntry) string { return ctx.Fleet.clusterName(a.ClusterID) }),
+			byText(func(a *registry.AuditEntry) string { return a.TargetID }),
+			byText(func(a *registry.AuditEntry) string { return a.Reason }),
+		},
 	})
 	return v
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -118,6 +119,13 @@ func newEventsView(ctx *Context) *eventsView {
 			return func(c context.Context) ([]registry.Event, error) { return b.ListEvents(c, p) }
 		},
 		open: func(e *registry.Event) tea.Cmd { return ctx.showModal(newEventModal(ctx, e)) },
+		sortBy: []func(a, b *registry.Event) int{
+			func(a, b *registry.Event) int { return cmp.Compare(a.ID, b.ID) },
+			byText(func(e *registry.Event) string { return ctx.Fleet.clusterName(e.ClusterID) }),
+			byText(func(e *registry.Event) string { return e.Kind }),
+			byText(eventResource),
+			byText(func(e *registry.Event) string { return eventDetail(e).text() }),
+		},
 	})
 	return v
 }

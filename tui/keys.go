@@ -110,9 +110,3 @@ func (m keyMap) FullHelp() [][]key.Binding { return m.full }
 func isSortKey(msg tea.KeyPressMsg, k *Keys) bool {
 	return key.Matches(msg, k.Sort) || key.Matches(msg, k.SortPrev) || key.Matches(msg, k.SortReverse)
 }
-
-// tailOrder says why a live tail does not sort: it is read from the store
-// newest first, page by page, and followed live.
-func tailOrder(what string) string {
-	return what + " in time order, newest first, as the store reads it page by page and the feed adds to it: it cannot be sorted by another column (/ narrows it)"
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -43,6 +44,10 @@ type liveList[T any] struct {
 	oldest bool // no older records exist
 	err    error
 	width  int
+	// sortCol and desc order the rows (s, <, S); the time column newest
+	// first, as read, at first.
+	sortCol int
+	desc    bool
 	// filter is the view's filter as typed, and what is wrong with it; the
 	// view parses it (match and query follow it).
 	filter    string
@@ -68,6 +73,15 @@ type listSpec[T any] struct {
 	query func(before int64, limit int) func(context.Context) ([]T, error)
 	// open shows a record (enter, a click on the selected row).
 	open func(*T) tea.Cmd
+	// sortBy compares two records by each column, smallest first; the
+	// first column is the time (by id: the order the store reads them in).
+	sortBy []func(a, b *T) int
+}
+
+// byText compares records by a text, whatever its case (ties keep the
+// order read: the newest first).
+func byText[T any](text func(*T) string) func(a, b *T) int {
+	return func(a, b *T) int { return strings.Compare(strings.ToLower(text(a)), strings.ToLower(text(b))) }
 }
 
 // listMsg is a page read for a live list.
@@ -82,7 +96,35 @@ type listMsg[T any] struct {
 var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older"))
 
 func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList[T] {
-	return &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, follow: true}
+	l := &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, follow: true, desc: true}
+	l.table.setSort(0, true)
+	return l
+}
+
+// asRead reports whether the rows are in the order read: the newest first.
+func (l *liveList[T]) asRead() bool { return l.sortCol == 0 && l.desc }
+
+// sortKey handles s, >, < and S: the rows sorted by any column, the
+// selection on its record.
+func (l *liveList[T]) sortKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, n := l.ctx.Keys, len(l.spec.sortBy)
+	switch {
+	case key.Matches(msg, k.Sort):
+		l.sortCol = (l.sortCol + 1) % n
+		l.desc = l.sortCol == 0 // the time: the newest first
+	case key.Matches(msg, k.SortPrev):
+		l.sortCol = (l.sortCol + n - 1) % n
+		l.desc = l.sortCol == 0
+	default:
+		l.desc = !l.desc
+	}
+	l.table.setSort(l.sortCol, l.desc)
+	l.rebuild()
+	col := strings.ToLower(l.table.cols[l.sortCol].Title)
+	if l.asRead() {
+		return info(l.spec.nouns + " newest first, as read (s sorts by another column)")
+	}
+	return info(fmt.Sprintf("%s sorted by %s (S reverses): the %s held; o loads older ones", l.spec.nouns, col, thousands(int64(len(l.all)))))
 }
 
 func (l *liveList[T]) Title() string { return l.spec.title }
@@ -139,9 +181,10 @@ func (l *liveList[T]) anchor() anchor[int64] { return anchorAt(l.table, len(l.ro
 // rebuild filters again (the filter's text changed), keeping the selection.
 func (l *liveList[T]) rebuild() { l.refilter(l.anchor(), false) }
 
-// refilter rebuilds the rows from all, the selection on sel's record; on
-// top, when new records arrived while following with the cursor on the
-// first row, the newest is the selection (as tail -f).
+// refilter rebuilds the rows from all, sorted, the selection on sel's
+// record; on top, when new records arrived while following with the cursor
+// on the first row of the newest first, the newest is the selection (as
+// tail -f).
 func (l *liveList[T]) refilter(sel anchor[int64], arrived bool) {
 	l.rows = l.rows[:0]
 	for i := range l.all {
@@ -149,7 +192,16 @@ func (l *liveList[T]) refilter(sel anchor[int64], arrived bool) {
 			l.rows = append(l.rows, &l.all[i])
 		}
 	}
-	if arrived && l.follow && l.table.cursor == 0 {
+	if !l.asRead() {
+		by, desc := l.spec.sortBy[l.sortCol], l.desc
+		slices.SortStableFunc(l.rows, func(a, b *T) int {
+			if desc {
+				return by(b, a)
+			}
+			return by(a, b)
+		})
+	}
+	if arrived && l.follow && l.table.cursor == 0 && l.asRead() {
 		l.table.clampTo(len(l.rows))
 		return
 	}
@@ -303,7 +355,7 @@ func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
 				return l.load(true)
 			}
 		case isSortKey(msg, k):
-			return info(tailOrder("the " + l.spec.nouns + " are"))
+			return l.sortKey(msg)
 		}
 	}
 	return nil
