@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestBatchFailureAfterAWrite: one request of a batch fails after it wrote;
@@ -64,5 +65,34 @@ func TestBatchFailureAfterAWrite(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "first" || got[1] != "last" {
 		t.Fatalf("committed %v, want [first last]", got)
+	}
+}
+
+// TestCollectWaitsOnlyUnderConcurrency: a batch gathers what arrives within
+// CommitDelay only when the writes before it came concurrently; a lone
+// writer's batch takes what is queued and commits at once.
+func TestCollectWaitsOnlyUnderConcurrency(t *testing.T) {
+	s := &Store{opts: Options{MaxBatch: 3, CommitDelay: time.Hour}, queue: make(chan *writeRequest, 3), closing: make(chan struct{})}
+	req := func() *writeRequest { return &writeRequest{ctx: context.Background()} }
+
+	s.queue <- req()
+	if got := s.collect([]*writeRequest{req()}, false); len(got) != 2 {
+		t.Fatalf("a lone writer's batch took %d requests, want the 2 queued, without waiting", len(got))
+	}
+
+	// Concurrent: it waits (here up to an hour) for arrivals, and commits as
+	// soon as the batch is full.
+	go func() {
+		s.queue <- req()
+		s.queue <- req()
+	}()
+	if got := s.collect([]*writeRequest{req()}, true); len(got) != 3 {
+		t.Fatalf("a concurrent batch took %d requests, want 3 (full)", len(got))
+	}
+
+	// Close ends the wait.
+	close(s.closing)
+	if got := s.collect([]*writeRequest{req()}, true); len(got) != 1 {
+		t.Fatalf("a batch during Close took %d requests, want 1", len(got))
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -57,6 +58,7 @@ var errClosed = registry.Errorf(registry.CodeUnavailable, "the database is close
 func (s *Store) writeLoop() {
 	defer close(s.stopped)
 	batch := make([]*writeRequest, 0, s.opts.MaxBatch)
+	lastBatch := 0
 	for {
 		var first *writeRequest
 		select {
@@ -73,17 +75,49 @@ func (s *Store) writeLoop() {
 			}
 		}
 		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case req := <-s.queue:
-				batch = append(batch, req)
-			default:
-				break drain
-			}
-		}
+		batch = s.collect(batch, lastBatch >= delaySiblings)
+		lastBatch = len(batch)
 		s.commit(batch)
 	}
+}
+
+// delaySiblings is how many requests the previous batch must have held for
+// the next to wait CommitDelay: below it writes are not arriving concurrently
+// enough for a wait to gather more than it costs in latency.
+const delaySiblings = 4
+
+// collect adds to batch what is queued and, when writes are arriving
+// concurrently, what arrives within CommitDelay (see Options.CommitDelay).
+func (s *Store) collect(batch []*writeRequest, concurrent bool) []*writeRequest {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case req := <-s.queue:
+			batch = append(batch, req)
+			continue
+		default:
+		}
+		break
+	}
+	if !concurrent || s.opts.CommitDelay < 0 || len(batch) >= s.opts.MaxBatch {
+		return batch
+	}
+	if s.delay == nil {
+		s.delay = time.NewTimer(s.opts.CommitDelay)
+	} else {
+		s.delay.Reset(s.opts.CommitDelay)
+	}
+	defer s.delay.Stop()
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case req := <-s.queue:
+			batch = append(batch, req)
+		case <-s.delay.C:
+			return batch
+		case <-s.closing:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commit runs a batch of write requests in one transaction. Requests run
