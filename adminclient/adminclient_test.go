@@ -83,7 +83,7 @@ func TestProducerFlow(t *testing.T) {
 			jobs, _ := reg.PollJobs(ctx, agent, agent.Cluster.ID, 10)
 			for _, j := range jobs {
 				if claim, err := reg.AckJob(ctx, agent, j.ID); err == nil {
-					_ = reg.ReportResult(ctx, agent, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+					_, _ = reg.ReportResult(ctx, agent, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 				}
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -328,19 +328,19 @@ func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID st
 
 // ReportResult records a job's result, exactly once. A queued job (never
 // acked) accepts only a noop result: the agent skipping an expired job.
-func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) error {
+func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) (JobKind, error) {
 	if err := agentJobID(jobID); err != nil {
-		return err
+		return "", err
 	}
 	if err := agentText("error", &res.Error); err != nil {
-		return err
+		return "", err
 	}
 	state, ok := res.Outcome.State()
 	if !ok {
-		return Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)
+		return "", Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)
 	}
 	if (res.Outcome == OutcomeFailed || res.Outcome == OutcomeConflict) && strings.TrimSpace(res.Error) == "" {
-		return Errorf(CodeErrorRequired, "a %s result must say what went wrong in its error field", res.Outcome)
+		return "", Errorf(CodeErrorRequired, "a %s result must say what went wrong in its error field", res.Outcome)
 	}
 	from := []JobState{JobInProgress}
 	if res.Outcome == OutcomeNoop {
@@ -363,12 +363,12 @@ func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID st
 		Audit:   ptr(r.auditEntry(WithActor(ctx, a.Actor()), AuditJobResult, a.Cluster.ID, "job", jobID, msg)),
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !applied {
-		return r.refuseJob(a, j, jobID, claimID, opResult, now)
+		return "", r.refuseJob(a, j, jobID, claimID, opResult, now)
 	}
-	return nil
+	return j.Kind, nil
 }
 
 type jobOp int

@@ -328,8 +328,8 @@ type JobUpdateParams struct {
 	History *JobHistoryEntry // JobID, Attempt and State are filled in
 	Audit   *AuditEntry
 	// FullJob asks for the whole updated job. Without it an applied update
-	// returns only ID, ClusterID, State, Attempt, ClaimID, LeaseExpiresAt and
-	// UpdatedAt: agents' hot path (ack, status, heartbeat, result) needs no
+	// returns only ID, ClusterID, Kind, State, Attempt, ClaimID, LeaseExpiresAt
+	// and UpdatedAt: agents' hot path (ack, status, heartbeat, result) needs no
 	// more, and reading back every column (the payload included) was most of
 	// its cost.
 	FullJob bool

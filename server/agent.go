@@ -263,10 +263,11 @@ func (s *Server) handleResult(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res); err != nil {
+	kind, err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res)
+	if err != nil {
 		return err
 	}
-	s.jobFinished(c.jobID, res.Outcome)
+	s.jobFinished(kind, res.Outcome)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

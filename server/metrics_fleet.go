@@ -151,26 +151,20 @@ func newFinished() *prometheus.CounterVec {
 	return v
 }
 
-// jobFinished counts a result once the registry accepted it. The kind is read
-// back (results do not carry it); a job the read misses counts as "unknown".
-func (s *Server) jobFinished(jobID string, outcome registry.Outcome) {
-	kind := "unknown"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if j, err := s.reg.GetJob(ctx, jobID); err == nil {
-		kind = string(j.Kind)
-	}
+// jobFinished counts a result once the registry accepted it, by outcome and
+// by the job's kind, which the accepted update returned (no read back).
+func (s *Server) jobFinished(kind registry.JobKind, outcome registry.Outcome) {
 	switch outcome {
 	case registry.OutcomeSucceeded, registry.OutcomeFailed, registry.OutcomeNoop, registry.OutcomeConflict:
 	default:
 		return // the registry refuses others; never a label
 	}
-	switch registry.JobKind(kind) {
+	switch kind {
 	case registry.KindApply, registry.KindDelete, registry.KindIntent:
 	default:
 		kind = "unknown"
 	}
-	s.metrics.finished.WithLabelValues(string(outcome), kind).Inc()
+	s.metrics.finished.WithLabelValues(string(outcome), string(kind)).Inc()
 }
 
 // newLeaseExpirations is tether_cluster_lease_expirations_total.

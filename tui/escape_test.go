@@ -20,7 +20,7 @@ func TestConsoleEscapesAgentText(t *testing.T) {
 	ctx := context.Background()
 	must(e.reg.AckJob(ctx, a, j.ID))
 	hostile := "red\x1b[31mALERT\x1b[0m \u202eevil\u202c\rnext"
-	if err := e.reg.ReportResult(ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile}); err != nil {
+	if _, err := e.reg.ReportResult(ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile}); err != nil {
 		t.Fatal(err)
 	}
 	must(e.reg.AppendEvents(ctx, a, "", []registry.Event{{Kind: "Audit", Message: hostile,

@@ -179,7 +179,7 @@ func seedFleet(tb testing.TB, e *env) fleetFixture {
 			res = registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "ImagePullBackOff: registry.acme.io/api:v2 not found",
 				Body: json.RawMessage(`{"outcome":"failed","error":"ImagePullBackOff"}`)}
 		}
-		if err := e.reg.ReportResult(ctx, euA, j.ID, "", res); err != nil {
+		if _, err := e.reg.ReportResult(ctx, euA, j.ID, "", res); err != nil {
 			tb.Fatal(err)
 		}
 		switch i {

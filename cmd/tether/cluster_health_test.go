@@ -28,7 +28,7 @@ func TestClusterQueueHealth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := reg.ReportResult(ctx, agent, ids[i], claim.ClaimID, registry.ResultReport{Outcome: outcome, Error: "x"}); err != nil {
+		if _, err := reg.ReportResult(ctx, agent, ids[i], claim.ClaimID, registry.ResultReport{Outcome: outcome, Error: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}

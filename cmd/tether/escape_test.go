@@ -36,7 +36,7 @@ func TestAgentTextIsEscaped(t *testing.T) {
 	if err := reg.ReportStatus(ctx, a, job.ID, claim.ClaimID, registry.StatusReport{Phase: "Applying", Message: hostile}); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.ReportResult(ctx, a, job.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile,
+	if _, err := reg.ReportResult(ctx, a, job.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile,
 		Body: []byte(`{"outcome":"failed","error":"\u202eevil"}`)}); err != nil {
 		t.Fatal(err)
 	}

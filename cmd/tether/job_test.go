@@ -206,7 +206,7 @@ func TestJobLifecycle(t *testing.T) {
 	if requeued.State != registry.JobQueued || requeued.Attempt != 2 || requeued.ClaimID != "" {
 		t.Errorf("got %s attempt %d claim %q, want queued attempt 2 without a claim", requeued.State, requeued.Attempt, requeued.ClaimID)
 	}
-	err = reg.ReportResult(ctx, agent, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+	_, err = reg.ReportResult(ctx, agent, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 	if registry.ErrorCode(err) != registry.CodeStaleClaim {
 		t.Errorf("got %v from the fenced-off holder, want stale_claim", err)
 	}
@@ -217,7 +217,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatalf("ack again: %v", err)
 	}
 	body := json.RawMessage(`{"outcome":"succeeded","appliedResources":[{"kind":"ConfigMap","name":"web"}]}`)
-	if err := reg.ReportResult(ctx, agent, j.ID, claim2.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded, Body: body}); err != nil {
+	if _, err := reg.ReportResult(ctx, agent, j.ID, claim2.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded, Body: body}); err != nil {
 		t.Fatalf("result: %v", err)
 	}
 	detail := okJSON[jobDetail](t, db, "job", "get", j.ID)
@@ -292,7 +292,7 @@ func TestJobSubmitWait(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ack: %v", err)
 		}
-		if err := reg.ReportResult(ctx, agent, id, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}); err != nil {
+		if _, err := reg.ReportResult(ctx, agent, id, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}); err != nil {
 			t.Fatalf("result: %v", err)
 		}
 		res := p.wait(t)
@@ -307,7 +307,7 @@ func TestJobSubmitWait(t *testing.T) {
 
 	t.Run("noop", func(t *testing.T) {
 		p, id := submitWait(t, db, reg, "waiter", "noop-job")
-		if err := reg.ReportResult(ctx, agent, id, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"}); err != nil {
+		if _, err := reg.ReportResult(ctx, agent, id, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"}); err != nil {
 			t.Fatalf("result: %v", err)
 		}
 		res := p.wait(t)
@@ -322,7 +322,7 @@ func TestJobSubmitWait(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ack: %v", err)
 		}
-		if err := reg.ReportResult(ctx, agent, id, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "admission webhook denied\nthe request"}); err != nil {
+		if _, err := reg.ReportResult(ctx, agent, id, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "admission webhook denied\nthe request"}); err != nil {
 			t.Fatalf("result: %v", err)
 		}
 		res := p.wait(t)

@@ -42,7 +42,7 @@ func workJobs(ctx context.Context, reg *registry.Registry, agents []*registry.Ag
 					mu.Lock()
 					got[a.Cluster.Name]++
 					mu.Unlock()
-					_ = reg.ReportResult(ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+					_, _ = reg.ReportResult(ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 				}
 			}
 			select {

@@ -76,7 +76,7 @@ func TestRolloutLifecycle(t *testing.T) {
 				jobs, _ := reg.PollJobs(ctx, a, a.Cluster.ID, 10)
 				for _, j := range jobs {
 					if claim, err := reg.AckJob(ctx, a, j.ID); err == nil {
-						_ = reg.ReportResult(ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+						_, _ = reg.ReportResult(ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 					}
 				}
 			}

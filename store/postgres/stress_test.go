@@ -125,7 +125,8 @@ func TestMixedWritersDoNotDeadlock(t *testing.T) {
 			})
 			check("events", err)
 			if r.IntN(2) == 0 {
-				check("result", reg.ReportResult(adminCtx, a, j.ID, c.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+				_, err := reg.ReportResult(adminCtx, a, j.ID, c.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+				check("result", err)
 			}
 		}
 		if r.IntN(3) == 0 {

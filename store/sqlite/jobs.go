@@ -20,7 +20,7 @@ const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, ta
 	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
 
 // jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
-const jobKeyCols = `id, cluster_id, state, attempt, claim_id, lease_expires_at, updated_at`
+const jobKeyCols = `id, cluster_id, kind, state, attempt, claim_id, lease_expires_at, updated_at`
 
 func scanJob(row scanner) (*registry.Job, error) {
 	var j registry.Job
@@ -343,7 +343,7 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 	} else {
 		j = &registry.Job{}
 		err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
-			&j.ID, &j.ClusterID, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
+			&j.ID, &j.ClusterID, &j.Kind, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		cur, err := t.jobByID(p.ID)

@@ -29,7 +29,7 @@ func testAgentText(t *testing.T, newStore NewStore) {
 	if !strings.Contains(err.Error(), "conditions[0].reason") {
 		t.Fatalf("%v does not name the field", err)
 	}
-	err = e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom\x00"})
+	_, err = e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom\x00"})
 	wantCode(t, err, registry.CodeInvalid)
 	_, err = e.reg.AckJob(e.ctx, a, "j-\x00")
 	wantCode(t, err, registry.CodeJobNotFound)
@@ -40,7 +40,7 @@ func testAgentText(t *testing.T, newStore NewStore) {
 	}
 
 	// Invalid UTF-8 is kept readable, and the job finishes as normal.
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "bad \xff byte"}))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "bad \xff byte"})))
 	got := e.job(j.ID)
 	if got.State != registry.JobFailed || !utf8.ValidString(got.Error) || !strings.Contains(got.Error, "bad \uFFFD byte") {
 		t.Fatalf("job %s error %q", got.State, got.Error)

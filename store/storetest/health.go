@@ -55,8 +55,8 @@ func testQueueHealth(t *testing.T, newStore NewStore) {
 	e.clock.Advance(30 * second)
 	_, err = e.reg.AckJob(e.ctx, a, j3.ID) // waited 60s
 	wantNoErr(t, err)
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j1.ID, c1.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"}))
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j2.ID, c2.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j1.ID, c1.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"})))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j2.ID, c2.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 	q := e.submit(a.Cluster.ID, nil)
 	canceled := e.submit(a.Cluster.ID, nil)
 	_, err = e.reg.CancelJob(e.ctx, canceled.ID, "not needed") // an admin's decision: no outcome
@@ -78,7 +78,7 @@ func testQueueHealth(t *testing.T, newStore NewStore) {
 
 	// The job in flight ends; the queued one waits with the agent alive.
 	claim3 := e.job(j3.ID).ClaimID
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j3.ID, claim3, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j3.ID, claim3, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 	e.clock.Advance(registry.NotDrainingAfter - second)
 	e.heartbeat(a)
 	if h = e.health("prod"); h.NotDraining {

@@ -29,7 +29,7 @@ func testDeleteJob(t *testing.T, newStore NewStore) {
 	wantCode(t, err, registry.CodeJobNotFinished)
 	viewer := registry.WithActor(e.ctx, registry.Actor{Kind: registry.ActorAdminToken, Name: "v", Role: registry.RoleViewer})
 
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, running.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, running.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 	_, err = e.reg.DeleteJob(viewer, running.ID, "")
 	wantCode(t, err, registry.CodeForbidden)
 

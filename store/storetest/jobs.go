@@ -100,7 +100,11 @@ func testSubmit(t *testing.T, newStore NewStore) {
 		// Once the job ends, the key is free again.
 		_, err = e.reg.AckJob(e.ctx, a, first.ID)
 		wantNoErr(t, err)
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, first.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+		kind, err := e.reg.ReportResult(e.ctx, a, first.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+		wantNoErr(t, err)
+		if kind != registry.KindApply {
+			t.Fatalf("ReportResult returned kind %q, want %q (the finished-jobs metric counts by it)", kind, registry.KindApply)
+		}
 		third := e.submit(a.Cluster.ID, key)
 		if third.ID == first.ID {
 			t.Fatal("a finished job's key returned the finished job")
@@ -225,14 +229,14 @@ func testJobs(t *testing.T, newStore NewStore) {
 		_, err = e.reg.AckJob(e.ctx, a, exp.ID)
 		wantCode(t, err, registry.CodeJobClosed)
 		// The public operator acks an expired job and then reports noop.
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"})))
 		if got := e.job(exp.ID); got.State != registry.JobNoop || got.Error != "expired" {
 			t.Fatalf("expired job after noop: %s %q", got.State, got.Error)
 		}
 		done := e.submit(a.Cluster.ID, nil)
 		_, err = e.reg.AckJob(e.ctx, a, done.ID)
 		wantNoErr(t, err)
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, done.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, done.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 		_, err = e.reg.AckJob(e.ctx, a, done.ID)
 		wantCode(t, err, registry.CodeJobClosed)
 	})
@@ -294,15 +298,15 @@ func testJobs(t *testing.T, newStore NewStore) {
 		j := e.submit(a.Cluster.ID, nil)
 		_, err := e.reg.AckJob(e.ctx, a, j.ID)
 		wantNoErr(t, err)
-		err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: "exploded"})
+		_, err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: "exploded"})
 		wantCode(t, err, registry.CodeInvalidOutcome)
-		err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed})
+		_, err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed})
 		wantCode(t, err, registry.CodeErrorRequired)
-		err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeConflict, Error: "  "})
+		_, err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeConflict, Error: "  "})
 		wantCode(t, err, registry.CodeErrorRequired)
 		body := json.RawMessage(`{"outcome":"failed","error":"chart repository unreachable"}`)
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "chart repository unreachable", Body: body}))
-		err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "chart repository unreachable", Body: body})))
+		_, err = e.reg.ReportResult(e.ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 		wantCode(t, err, registry.CodeResultAlreadyRecorded)
 		got := e.job(j.ID)
 		if got.State != registry.JobFailed || got.Error != "chart repository unreachable" || string(got.Result) != string(body) || got.FinishedAt.IsZero() {
@@ -320,7 +324,7 @@ func testJobs(t *testing.T, newStore NewStore) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- e.reg.ReportResult(e.ctx, a, j2.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded, Body: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+				errs <- errOf(e.reg.ReportResult(e.ctx, a, j2.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded, Body: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
 			}()
 		}
 		wg.Wait()
@@ -338,7 +342,7 @@ func testJobs(t *testing.T, newStore NewStore) {
 		}
 		// Only a noop result is taken for a job never acked.
 		j3 := e.submit(a.Cluster.ID, nil)
-		err = e.reg.ReportResult(e.ctx, a, j3.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+		_, err = e.reg.ReportResult(e.ctx, a, j3.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 		wantCode(t, err, registry.CodeStaleClaim)
 	})
 
@@ -364,9 +368,9 @@ func testJobs(t *testing.T, newStore NewStore) {
 		}
 		_, err = e.reg.HeartbeatJob(e.ctx, a, j.ID, first.ClaimID)
 		wantCode(t, err, registry.CodeStaleClaim)
-		err = e.reg.ReportResult(e.ctx, a, j.ID, first.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
+		_, err = e.reg.ReportResult(e.ctx, a, j.ID, first.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})
 		wantCode(t, err, registry.CodeStaleClaim)
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, second.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, second.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 		_, err = e.reg.RequeueJob(e.ctx, j.ID, "")
 		wantCode(t, err, registry.CodeConflict) // finished jobs keep their result
 		rq := e.auditFor(registry.AuditJobRequeue)
@@ -391,7 +395,7 @@ func testJobs(t *testing.T, newStore NewStore) {
 		}
 		for _, err := range []error{
 			e.reg.ReportStatus(e.ctx, a, running.ID, claim.ClaimID, registry.StatusReport{}),
-			e.reg.ReportResult(e.ctx, a, running.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded}),
+			errOf(e.reg.ReportResult(e.ctx, a, running.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})),
 			func() error { _, err := e.reg.HeartbeatJob(e.ctx, a, running.ID, ""); return err }(),
 		} {
 			wantCode(t, err, registry.CodeJobCanceled)

@@ -56,7 +56,7 @@ func testRetry(t *testing.T, newStore NewStore) {
 	j := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "deploy-7" })
 	claim, err := e.reg.AckJob(e.ctx, a, j.ID)
 	wantNoErr(t, err)
-	wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"}))
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"})))
 
 	next, err := e.reg.RetryJob(e.ctx, j.ID, "transient")
 	wantNoErr(t, err)

@@ -19,7 +19,7 @@ func testRetention(t *testing.T, newStore NewStore) {
 		if outcome == registry.OutcomeFailed {
 			res.Error = "boom"
 		}
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, res))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, res)))
 		return j
 	}
 	var oldOK, oldFailed []*registry.Job
@@ -95,7 +95,7 @@ func testRetentionConcurrent(t *testing.T, newStore NewStore) {
 		j := e.submit(a.Cluster.ID, nil)
 		claim, err := e.reg.AckJob(e.ctx, a, j.ID)
 		wantNoErr(t, err)
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, j.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 	}
 	e.clock.Advance(2 * time.Hour)
 	var wg sync.WaitGroup

@@ -113,7 +113,7 @@ func (e *env) finish(a *registry.Agent, jobID string, outcome registry.Outcome) 
 	if outcome == registry.OutcomeFailed {
 		res.Error = "boom"
 	}
-	if err := e.reg.ReportResult(e.ctx, a, jobID, claim.ClaimID, res); err != nil {
+	if _, err := e.reg.ReportResult(e.ctx, a, jobID, claim.ClaimID, res); err != nil {
 		e.t.Fatalf("ReportResult(%s): %v", jobID, err)
 	}
 }
@@ -326,7 +326,7 @@ func testRollouts(t *testing.T, newStore NewStore) {
 		if len(active) != 1 {
 			t.Fatalf("active rollouts = %d: an aborted one whose job still runs is active until it ends", len(active))
 		}
-		wantNoErr(t, e.reg.ReportResult(e.ctx, agents["c01"], ro.Targets[0].JobID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, agents["c01"], ro.Targets[0].JobID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeSucceeded})))
 		n, err := registry.NewRolloutService(e.reg, 0).RunOnce(e.ctx)
 		wantNoErr(t, err)
 		ro, _ = e.reg.GetRollout(e.ctx, ro.ID)

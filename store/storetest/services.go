@@ -139,7 +139,7 @@ func testReaper(t *testing.T, newStore NewStore) {
 			t.Fatalf("batch expire audit entries = %+v", batches)
 		}
 		// The public operator may still report noop for it: already recorded.
-		err = e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"})
+		_, err = e.reg.ReportResult(e.ctx, a, exp.ID, "", registry.ResultReport{Outcome: registry.OutcomeNoop, Error: "expired"})
 		wantCode(t, err, registry.CodeJobClosed)
 	})
 

@@ -159,6 +159,9 @@ func wantCode(t *testing.T, err error, code registry.Code) {
 	}
 }
 
+// errOf is ReportResult's error, for wantNoErr and friends.
+func errOf(_ registry.JobKind, err error) error { return err }
+
 func wantNoErr(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -63,7 +63,7 @@ func testWebhooks(t *testing.T, newStore NewStore) {
 		claim, err := e.reg.AckJob(e.ctx, a, done.ID)
 		wantNoErr(t, err)
 		wantNoErr(t, e.reg.ReportStatus(e.ctx, a, done.ID, claim.ClaimID, registry.StatusReport{Phase: "Applying"}))
-		wantNoErr(t, e.reg.ReportResult(e.ctx, a, done.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"}))
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, done.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "boom"})))
 		expiring := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.ExpiresIn = time.Minute })
 		e.clock.Advance(2 * time.Minute)
 		_, err = registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
