@@ -187,19 +187,27 @@ func eachJob(cx context.Context, b Backend, queries []registry.JobListParams, li
 	return nil
 }
 
-// bulkProgress counts a running bulk action, for the status line.
+// bulkProgress counts a running bulk action, for the status line. stop
+// asks it to stop (esc): it finishes the job in hand and acts on no other.
 type bulkProgress struct {
 	total        int
 	done, failed atomic.Int64
+	stop         atomic.Bool
 	mu           sync.Mutex
 	first        error // the first failure
 	firstID      string
 }
 
+// seen is how many jobs it acted on, done or failed.
+func (p *bulkProgress) seen() int64 { return p.done.Load() + p.failed.Load() }
+
 func (p *bulkProgress) String() string {
-	s := fmt.Sprintf("%s of %s", thousands(p.done.Load()+p.failed.Load()), thousands(int64(p.total)))
+	s := fmt.Sprintf("%s of %s", thousands(p.seen()), thousands(int64(p.total)))
 	if f := p.failed.Load(); f > 0 {
 		s += fmt.Sprintf(", %s failed", thousands(f))
+	}
+	if p.stop.Load() {
+		s += ", stopping"
 	}
 	return s
 }
@@ -255,7 +263,7 @@ func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
 		if len(plan.skipped) > 0 {
 			body += fmt.Sprintf(" Skipped: %s (%s).", plan.skippedText(), action.Rule())
 		}
-		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line."
+		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line, and esc stops them between two jobs."
 		run := runBulk(b, action, s, plan)
 		// "cancel them": the dialog's own way out is also called cancel.
 		return outcome{then: []tea.Msg{confirmMsg{title: title, body: body, yes: verb[0] + " them", danger: action != registry.ActionRetry, run: run}}}
@@ -280,6 +288,9 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) t
 	return func() tea.Msg {
 		return runActionMsg{label: label, progress: progress, long: true, fn: func(cx context.Context) outcome {
 			err := eachJob(cx, b, queries, plan.act, func(j *registry.Job) (bool, bool) {
+				if progress.stop.Load() {
+					return false, false // esc: between two jobs
+				}
 				if !action.Applies(j) {
 					return false, true // changed since it was listed
 				}
@@ -295,14 +306,18 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) t
 			})
 			done, bad := progress.done.Load(), progress.failed.Load()
 			clear := []tea.Msg{unmarkJobsMsg{all: true}}
+			stopped := ""
+			if progress.stop.Load() {
+				stopped = fmt.Sprintf(", stopped (esc) after %s of %s", thousands(progress.seen()), thousands(int64(plan.act)))
+			}
 			switch {
 			case err != nil:
 				return outcome{err: fmt.Errorf("%s %s, then stopped: %w", verb[1], plural(int(done), "job", "jobs"), err), then: clear}
 			case bad > 0:
-				return outcome{err: fmt.Errorf("%s %s; %s failed, first: %s: %s", verb[1], plural(int(done), "job", "jobs"),
-					thousands(bad), progress.firstID, errText(progress.first)), then: clear}
+				return outcome{err: fmt.Errorf("%s %s; %s failed, first: %s: %s%s", verb[1], plural(int(done), "job", "jobs"),
+					thousands(bad), progress.firstID, errText(progress.first), stopped), then: clear}
 			}
-			return outcome{ok: fmt.Sprintf("%s %s in %s", verb[1], plural(int(done), "job", "jobs"), s.what), then: clear}
+			return outcome{ok: fmt.Sprintf("%s %s in %s%s", verb[1], plural(int(done), "job", "jobs"), s.what, stopped), then: clear}
 		}}
 	}
 }

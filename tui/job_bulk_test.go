@@ -1,15 +1,19 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
 )
 
 // settle feeds cmd's messages to the model until nothing more comes, waiting
@@ -151,5 +155,82 @@ func TestBulkProgressInTheStatusLine(t *testing.T) {
 	m.running[1], m.progress[1] = "retry 4,500 jobs", p
 	if got := m.statusLine(); !strings.Contains(got, "retry 4,500 jobs: 1,201 of 4,500, 1 failed") {
 		t.Errorf("status line %q", got)
+	}
+}
+
+// gatedCancels holds the at-th CancelJob until release: the test presses a
+// key while a bulk action is between two known jobs.
+type gatedCancels struct {
+	Backend
+	calls   atomic.Int32
+	at      int32
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedCancels) CancelJob(ctx context.Context, id, reason string) (*registry.Job, error) {
+	j, err := g.Backend.CancelJob(ctx, id, reason)
+	if g.calls.Add(1) == g.at {
+		close(g.reached)
+		<-g.release
+	}
+	return j, err
+}
+
+// TestBulkActionStops: esc while a bulk action runs stops it between two
+// jobs (the one in hand completes), and the outcome says how far it got;
+// the status line offers esc while it runs.
+func TestBulkActionStops(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.cluster(t, registry.ClusterSpec{Name: "bulk", AllowedNamespaces: []string{"*"}})
+	const n = 40
+	for i := range n {
+		e.submit(t, c.ID, "default", fmt.Sprintf("b-%d", i))
+	}
+	g := &gatedCancels{Backend: e.backend(), at: 5, reached: make(chan struct{}), release: make(chan struct{})}
+	m := New(Options{Backend: g, Theme: themes.Choice{Theme: themes.Dark()}})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(t, m, e)
+	do(m, "3")
+	cf := bulkOver(t, m, "C")
+	if !strings.Contains(cf.body, "esc stops them") {
+		t.Errorf("the confirmation does not say how to stop: %q", cf.body)
+	}
+	// y: the confirmation asks the root to run the action; run it by hand,
+	// so that the test presses esc while it is held at the fifth job.
+	var run runActionMsg
+	for _, msg := range exec(press(m, "y"), time.Second) {
+		if r, ok := msg.(runActionMsg); ok {
+			run = r
+		}
+	}
+	if run.progress == nil {
+		t.Fatal("y did not start the bulk cancel")
+	}
+	_, start := m.Update(run)
+	msgs := make(chan []tea.Msg, 1)
+	go func() { msgs <- exec(start, time.Minute) }()
+	<-g.reached
+	if line := ansi.Strip(m.statusLine()); !strings.Contains(line, "esc stops") {
+		t.Errorf("while it runs the status line reads %q, want esc offered", line)
+	}
+	m.Update(keyMsg("esc"))
+	if line := ansi.Strip(m.statusLine()); !strings.Contains(line, "stopping") {
+		t.Errorf("after esc the status line reads %q, want stopping", line)
+	}
+	close(g.release)
+	for _, msg := range <-msgs {
+		if done, ok := msg.(actionDoneMsg); ok {
+			m.Update(done)
+		}
+	}
+	if got := countJobs(t, e, registry.JobListParams{ClusterIDs: []string{c.ID}, States: []registry.JobState{registry.JobCanceled}}); got != 5 {
+		t.Errorf("%d jobs canceled, want the 5 up to esc", got)
+	}
+	if want := "canceled 5 jobs in the queued tab, stopped (esc) after 5 of 40"; !strings.Contains(m.status, want) {
+		t.Errorf("status %q, want %q", m.status, want)
+	}
+	if len(m.running) != 0 || m.jobs.all {
+		t.Errorf("after the stop: %d running, tab marked %v", len(m.running), m.jobs.all)
 	}
 }

@@ -35,6 +35,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	switch {
+	case key.Matches(msg, k.Back) && m.stopBulk():
+		return nil
 	case key.Matches(msg, k.Quit) && len(m.stacks[m.screen]) > 1 && msg.String() == "q":
 		// q in a detail goes back to its list, as esc does: quitting from
 		// deep inside a view by a key meant for "close this" loses the
@@ -83,6 +85,20 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return v.Update(msg)
+}
+
+// stopBulk asks the running bulk actions to stop after the job in hand (esc
+// while one runs; the status line says so). It reports whether one was
+// running and not already stopping.
+func (m *Model) stopBulk() bool {
+	stopped := false
+	for _, p := range m.progress {
+		if !p.stop.Load() {
+			p.stop.Store(true)
+			stopped = true
+		}
+	}
+	return stopped
 }
 
 // toggleWide switches every list between columns fitted to the screen and

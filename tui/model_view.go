@@ -197,13 +197,18 @@ func (m *Model) statusLine() string {
 	var left string
 	if len(m.running) > 0 {
 		var names []string
+		stoppable := false
 		for id, n := range m.running {
 			if p := m.progress[id]; p != nil {
 				n += ": " + p.String()
+				stoppable = stoppable || !p.stop.Load()
 			}
 			names = append(names, n)
 		}
 		left = m.spinner.View() + " " + st.Render(themes.Info, strings.Join(names, ", ")+"…")
+		if stoppable {
+			left += st.Render(themes.Muted, "  esc stops")
+		}
 	} else if m.status != "" {
 		at := st.Render(themes.Muted, clock(m.statusAt)+" ")
 		switch m.statusKind {
