@@ -19,13 +19,14 @@ const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, ta
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
 	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
 
-func scanJob(row pgx.Row) (*registry.Job, error) {
+// scanJob scans jobCols, after lead's columns when lead is given.
+func scanJob(row pgx.Row, lead ...any) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
-	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
+	err := row.Scan(append(lead, &j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)...)
 	if err != nil {
 		return nil, err
 	}
@@ -82,16 +83,19 @@ func historyFrom(a *args, h *registry.JobHistoryEntry, from string) string {
 		a.add(conds) + `::TEXT, ` + a.add(col.MS(h.ReportedAt)) + `::BIGINT FROM ` + from
 }
 
-const jobInsertAttempts = 5
-
 // JobInsert is one statement: the job, its history and its audit entry, unless
-// an open job of the cluster holds the idempotency key. A concurrent insert
-// with the same key waits on the unique index for the other to commit, then
-// finds its job.
+// an open job of the cluster holds the idempotency key, and then that job. A
+// concurrent insert with the same key waits on the unique index for the other
+// to commit, then finds its job.
 func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*registry.Job, bool, error) {
 	var out *registry.Job
 	created := false
-	err := s.stmt(ctx, "submit a job", func(ctx context.Context, q db) error {
+	sql, a := insertJobSQL(p)
+	stmt := &piped{sql: sql, args: a, read: func(rows pgx.Rows, err error) error {
+		out, created, err = readInsertedJob(rows, err, &p)
+		return err
+	}}
+	err := s.writePiped(ctx, "submit a job", stmt, func(ctx context.Context, q db) error {
 		var err error
 		out, created, err = insertJob(ctx, q, p)
 		return err
@@ -102,45 +106,80 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	return out, created, nil
 }
 
-// insertJob is JobInsert's statement on q (a connection or a transaction).
-func insertJob(ctx context.Context, q db, p registry.JobInsertParams) (*registry.Job, bool, error) {
+// insertJobSQL is JobInsert's statement. Its one row is (true, the job) when
+// it inserted the job, (false, the open job holding the key) when one did;
+// no row when the open job that held the key ended before the statement
+// could read it.
+func insertJobSQL(p registry.JobInsertParams) (string, []any) {
 	j := &p.Job
-	for range jobInsertAttempts {
-		var a args
-		cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
-			j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf}
-		values := list(&a, cols)
-		h := p.History
-		sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
-				idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
-				VALUES (` + values + `)
-				ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
-				RETURNING id, cluster_id, attempt, state),
-			h AS (` + historyFrom(&a, &h, "j") + `),
-			a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
-			SELECT count(*) FROM j`
-		var n int
-		err := q.QueryRow(ctx, sql, a...).Scan(&n)
-		if isForeignKeyViolation(err) {
-			return nil, false, errNoCluster(j.ClusterID)
-		}
-		if err != nil {
+	var a args
+	cols := []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
+		j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf}
+	values := list(&a, cols)
+	h := p.History
+	sql := `WITH j AS (INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
+			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
+			VALUES (` + values + `)
+			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
+			RETURNING ` + jobCols + `),
+		h AS (` + historyFrom(&a, &h, "j") + `),
+		a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
+		SELECT true, ` + jobCols + ` FROM j
+		UNION ALL
+		SELECT false, ` + jobCols + ` FROM jobs WHERE cluster_id = ` + a.add(j.ClusterID) + ` AND idempotency_key = ` + a.add(j.IdempotencyKey) + `
+			AND idempotency_key <> '' AND state IN ('queued', 'in_progress') AND NOT EXISTS (SELECT 1 FROM j)`
+	return sql, a
+}
+
+// readInsertedJob reads insertJobSQL's rows; errSlowPath when there is none.
+func readInsertedJob(rows pgx.Rows, err error, p *registry.JobInsertParams) (*registry.Job, bool, error) {
+	if err != nil {
+		return nil, false, insertError(err, p)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := insertError(rows.Err(), p); err != nil {
 			return nil, false, err
 		}
-		if n == 1 {
-			return j, true, nil
-		}
-		existing, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+` FROM jobs WHERE cluster_id = $1 AND idempotency_key = $2
-			AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
-		if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, errSlowPath
+	}
+	var created bool
+	j, err := scanJob(rows, &created)
+	if err != nil {
+		return nil, false, err
+	}
+	rows.Close()
+	if err := insertError(rows.Err(), p); err != nil {
+		return nil, false, err
+	}
+	if created {
+		return &p.Job, true, nil
+	}
+	return j, false, nil
+}
+
+func insertError(err error, p *registry.JobInsertParams) error {
+	if isForeignKeyViolation(err) {
+		return errNoCluster(p.Job.ClusterID)
+	}
+	return err
+}
+
+const jobInsertAttempts = 5
+
+// insertJob is JobInsert on q (a connection or a transaction): its
+// statement, run again when the open job holding the key ended in between.
+func insertJob(ctx context.Context, q db, p registry.JobInsertParams) (*registry.Job, bool, error) {
+	for range jobInsertAttempts {
+		sql, a := insertJobSQL(p)
+		rows, err := q.Query(ctx, sql, a...)
+		j, created, err := readInsertedJob(rows, err, &p)
+		if errors.Is(err, errSlowPath) {
 			continue // the open job ended in between: insert again
 		}
-		if err != nil {
-			return nil, false, err
-		}
-		return existing, false, nil
+		return j, created, err
 	}
-	return nil, false, registry.Errorf(registry.CodeConflict, "jobs with idempotency key %q keep opening and closing on cluster %s; try again", j.IdempotencyKey, j.ClusterID)
+	return nil, false, registry.Errorf(registry.CodeConflict, "jobs with idempotency key %q keep opening and closing on cluster %s; try again", p.Job.IdempotencyKey, p.Job.ClusterID)
 }
 
 // jobFilter renders p's filters as a WHERE clause.
@@ -235,16 +274,18 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 		return collect(s, rows, "read queued jobs", scanJobs)
 	}
 	var out []registry.Job
-	err := s.stmt(ctx, "deliver queued jobs", func(ctx context.Context, q db) error {
-		rows, err := q.Query(ctx, `WITH picked AS (SELECT id`+visible+` FOR UPDATE SKIP LOCKED)
-			UPDATE jobs SET visible_after = $4 FROM picked WHERE jobs.id = picked.id RETURNING `+qualified("jobs.", jobCols),
-			p.ClusterID, col.MS(p.Now), p.Limit, col.MS(p.HideUntil))
-		if err != nil {
+	err := s.writePiped(ctx, "deliver queued jobs", &piped{
+		sql: `WITH picked AS (SELECT id` + visible + ` FOR UPDATE SKIP LOCKED)
+			UPDATE jobs SET visible_after = $4 FROM picked WHERE jobs.id = picked.id RETURNING ` + qualified("jobs.", jobCols),
+		args: []any{p.ClusterID, col.MS(p.Now), p.Limit, col.MS(p.HideUntil)},
+		read: func(rows pgx.Rows, err error) error {
+			if err != nil {
+				return err
+			}
+			out, err = collect(s, rows, "deliver queued jobs", scanJobs)
 			return err
-		}
-		out, err = collect(s, rows, "deliver queued jobs", scanJobs)
-		return err
-	})
+		},
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -291,15 +332,15 @@ func (s *Store) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
 
 // JobUpdate is one statement: UPDATE ... WHERE <conditions> RETURNING, with
 // the history and audit entries inserted from what it returned (so only when
-// it applied).
+// it applied), and the job as it is when it did not apply.
 func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*registry.Job, bool, error) {
 	var out *registry.Job
 	applied := false
-	err := s.stmt(ctx, "update a job", func(ctx context.Context, q db) error {
-		var err error
-		out, applied, err = updateJob(ctx, q, p)
+	sql, a := updateJobSQL(p)
+	err := s.writePiped(ctx, "update a job", &piped{sql: sql, args: a, read: func(rows pgx.Rows, err error) error {
+		out, applied, err = readUpdatedJob(rows, err, p.ID)
 		return err
-	})
+	}}, nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -308,9 +349,19 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 
 // updateJob is JobUpdate's statement on q (a connection or a transaction).
 func updateJob(ctx context.Context, q db, p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	sql, a := updateJobSQL(p)
+	rows, err := q.Query(ctx, sql, a...)
+	return readUpdatedJob(rows, err, p.ID)
+}
+
+// updateJobSQL is JobUpdate's statement. Its one row is (true, the job
+// updated) when the update applied, (false, the job) when it did not; there
+// is no row when there is no such job.
+func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	var a args
 	set := jobSet(&a, &p.Set)
-	where := " WHERE id = " + a.add(p.ID)
+	id := a.add(p.ID)
+	where := " WHERE id = " + id
 	if p.ClusterID != "" {
 		where += " AND cluster_id = " + a.add(p.ClusterID)
 	}
@@ -336,19 +387,40 @@ func updateJob(ctx context.Context, q db, p registry.JobUpdateParams) (*registry
 	if p.Audit != nil {
 		sql += ", a AS (" + auditFrom(&a, *p.Audit, "u", "u.cluster_id") + ")"
 	}
-	sql += " SELECT " + jobCols + " FROM u"
-	j, err := scanJob(q.QueryRow(ctx, sql, a...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		cur, err := jobByID(ctx, q, p.ID)
-		return cur, false, err
+	// The second branch reads the statement's snapshot, which the update's
+	// own change is not part of: the job as it was, when the update did not
+	// apply to it.
+	sql += " SELECT true, " + jobCols + " FROM u UNION ALL SELECT false, " + jobCols + " FROM jobs WHERE id = " + id +
+		" AND NOT EXISTS (SELECT 1 FROM u)"
+	return sql, a
+}
+
+// readUpdatedJob reads updateJobSQL's rows.
+func readUpdatedJob(rows pgx.Rows, err error, id string) (*registry.Job, bool, error) {
+	if err != nil {
+		return nil, false, updateError(err, id)
 	}
-	if isUniqueViolation(err, "jobs_idempotency") {
-		return nil, false, registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", p.ID)
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, false, updateError(rows.Err(), id)
 	}
+	var applied bool
+	j, err := scanJob(rows, &applied)
 	if err != nil {
 		return nil, false, err
 	}
-	return j, true, nil
+	rows.Close()
+	if err := updateError(rows.Err(), id); err != nil {
+		return nil, false, err
+	}
+	return j, applied, nil
+}
+
+func updateError(err error, id string) error {
+	if isUniqueViolation(err, "jobs_idempotency") {
+		return registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", id)
+	}
+	return err
 }
 
 // jobSet renders a JobSet as the SET list of an UPDATE.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tetherhq/tether/registry"
@@ -25,6 +26,14 @@ import (
 // replica therefore takes its locks in the same order, the feed lock first and
 // row locks after it, so groups of different replicas cannot deadlock: they
 // queue on the feed lock, which tether_feed would have taken anyway.
+//
+// The writes of the hot path (a submission, a delivery, a job's update) are
+// each a single statement that needs no other statement's result: those are
+// sent together, BEGIN, the feed lock and COMMIT included, as one pipeline
+// (a pgx batch), so that a group costs one round trip instead of one per
+// statement; on a busy machine each round trip costs a context switch to the
+// database and back, which used to be most of a write's time. Other writes
+// run statement by statement in their turn, between the pipelined ones.
 
 // feedLockKey is tether_feed's advisory lock ('tetherfe' as a big-endian int64).
 const feedLockKey int64 = 8387237872774833765
@@ -41,8 +50,32 @@ type writeRequest struct {
 	ctx   context.Context
 	doing string
 	fn    func(ctx context.Context, q db) error
-	done  chan error
+	// pipe, when set, is the write as one statement that the writer may send
+	// in a pipeline with others; fn is then what runs when pipe's read
+	// answers errSlowPath.
+	pipe *piped
+	slow bool // pipe's read answered errSlowPath: run fn instead
+	done chan error
 }
+
+// piped is a write as one statement and what reads its rows.
+type piped struct {
+	sql  string
+	args []any
+	// read reads the statement's rows (and closes them), or maps err, the
+	// error that sending the statement returned instead (rows is then nil). It returns
+	// errSlowPath when the rows show that the write needs more than the
+	// statement (a rare case): the group then runs again, with this write
+	// run by its fn.
+	read func(rows pgx.Rows, err error) error
+}
+
+// errSlowPath: see piped.read.
+var errSlowPath = errors.New("the write needs its statement-by-statement path")
+
+// errRerun: a write of the group turned out to need its slow path; the
+// group runs again (not an attempt: each write can ask for it once).
+var errRerun = errors.New("the group runs again")
 
 // write runs fn in a transaction and returns once it committed, or fn's
 // error once it was rolled back. A request whose context has ended is not
@@ -50,13 +83,16 @@ type writeRequest struct {
 // happens to the caller's context, so that a caller never reports failure for
 // a change that was committed. Listeners are signalled after the commit.
 func (s *Store) write(ctx context.Context, doing string, fn func(ctx context.Context, q db) error) error {
+	return s.enqueue(ctx, &writeRequest{ctx: ctx, doing: doing, fn: fn, done: make(chan error, 1)})
+}
+
+func (s *Store) enqueue(ctx context.Context, req *writeRequest) error {
 	if s.closed.Load() {
 		return errClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := &writeRequest{ctx: ctx, doing: doing, fn: fn, done: make(chan error, 1)}
 	// s.writes is unbuffered: a send completes only into the writer's hands,
 	// never into a buffer the writer has stopped reading after Close.
 	select {
@@ -67,6 +103,18 @@ func (s *Store) write(ctx context.Context, doing string, fn func(ctx context.Con
 		return ctx.Err()
 	}
 	return <-req.done
+}
+
+// writePiped is write for a single statement that needs no other
+// statement's result (see piped); slow is what runs instead when read
+// answers errSlowPath.
+func (s *Store) writePiped(ctx context.Context, doing string, p *piped, slow func(ctx context.Context, q db) error) error {
+	if slow == nil {
+		slow = func(ctx context.Context, q db) error {
+			return p.read(q.Query(ctx, p.sql, p.args...))
+		}
+	}
+	return s.enqueue(ctx, &writeRequest{ctx: ctx, doing: doing, fn: slow, pipe: p, done: make(chan error, 1)})
 }
 
 // stmt is write for a single statement. It is a transaction of its own
@@ -139,6 +187,10 @@ func (s *Store) commit(batch []*writeRequest) {
 func (s *Store) transact(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
 	for attempt := 1; ; attempt++ {
 		failed, err = s.transactOnce(ctx, reqs)
+		if errors.Is(err, errRerun) {
+			attempt--
+			continue
+		}
 		if err != nil && attempt < writeAttempts && retryable(err) && ctx.Err() == nil {
 			s.retried.Add(1)
 			time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
@@ -152,7 +204,9 @@ func (s *Store) transact(ctx context.Context, reqs []*writeRequest) (failed int,
 // transaction failed and a write went on as if it had not.
 var errNotCommitted = errors.New("the transaction was rolled back")
 
-// transactOnce is one attempt of transact.
+// transactOnce is one attempt of transact: BEGIN, the feed lock, the writes
+// in order and COMMIT, the pipelined writes sent together with what
+// surrounds them (see piped), the others in their turn.
 func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -161,26 +215,94 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 	// Release destroys a connection left inside a transaction (after an
 	// error below), so a rolled-back or broken one is never reused.
 	defer conn.Release()
-	// Without arguments Exec uses the simple protocol: both statements in one
-	// round trip.
-	if _, err := conn.Exec(ctx, fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d)", feedLockKey)); err != nil {
-		return -1, err
-	}
+	p := pipeline{conn: conn}
+	p.b.Queue("BEGIN")
+	p.b.Queue(fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", feedLockKey))
+	p.reqs = append(p.reqs, -1, -1)
+	rollback := func() { conn.Exec(ctx, "ROLLBACK") }
 	for i, req := range reqs {
+		if req.pipe != nil && !req.slow {
+			p.b.Queue(req.pipe.sql, req.pipe.args...)
+			p.reqs = append(p.reqs, i)
+			continue
+		}
+		if failed, err := p.flush(ctx, reqs); err != nil {
+			rollback()
+			return failed, err
+		}
 		if err := req.fn(ctx, conn); err != nil {
-			conn.Exec(ctx, "ROLLBACK")
+			rollback()
 			if retryable(err) {
 				return -1, err // the whole group runs again
 			}
 			return i, err
 		}
 	}
+	if failed, err := p.flush(ctx, reqs); err != nil {
+		rollback()
+		return failed, err
+	}
+	// COMMIT goes on its own, after every write's rows were read: a write
+	// that fails on what its rows say (not on a database error) must still
+	// be able to roll the group back.
 	tag, err := conn.Exec(ctx, "COMMIT")
 	if err != nil {
 		return -1, err
 	}
 	if tag.String() != "COMMIT" {
 		return -1, errNotCommitted
+	}
+	return -1, nil
+}
+
+// pipeline is the statements queued and not sent yet of transactOnce.
+type pipeline struct {
+	conn interface {
+		SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	}
+	b pgx.Batch
+	// reqs is, for each queued statement, the index of its write in the
+	// group, or -1 for BEGIN and the lock.
+	reqs []int
+}
+
+// flush sends the queued statements in one round trip and reads their
+// results in order. failed is the index of the write whose error rolled
+// the transaction back, or -1 when the error concerns the group.
+func (p *pipeline) flush(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
+	if p.b.Len() == 0 {
+		return -1, nil
+	}
+	br := p.conn.SendBatch(ctx, &p.b)
+	failed, err = p.read(br, reqs)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		failed, err = -1, cerr
+	}
+	p.b = pgx.Batch{}
+	p.reqs = p.reqs[:0]
+	return failed, err
+}
+
+func (p *pipeline) read(br pgx.BatchResults, reqs []*writeRequest) (failed int, err error) {
+	for _, i := range p.reqs {
+		switch i {
+		case -1:
+			if _, err := br.Exec(); err != nil {
+				return -1, err
+			}
+		default:
+			err := reqs[i].pipe.read(br.Query())
+			if errors.Is(err, errSlowPath) {
+				reqs[i].slow = true
+				return -1, errRerun
+			}
+			if err != nil {
+				if retryable(err) {
+					return -1, err // the whole group runs again
+				}
+				return i, err
+			}
+		}
 	}
 	return -1, nil
 }
