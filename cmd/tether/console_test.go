@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestConsoleUsageErrors(t *testing.T) {
 	wantError(t, cli(t, db, "console", "--listen", "127.0.0.1:0"), exitUsage, "--listen needs --serve")
 }
 
+// tmuxSessions numbers the tmux servers a test process starts.
+var tmuxSessions atomic.Int64
+
 // tmuxSession runs the real binary in a detached tmux session of its own
 // (its own server socket) and reads the screen with capture-pane.
 type tmuxSession struct {
@@ -69,7 +73,10 @@ func startTmux(t *testing.T, width, height int, command string) *tmuxSession {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed: the end-to-end console test needs it (apt-get install tmux)")
 	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("tether-e2e-%d", os.Getpid()), name: "console"}
+	// A socket of its own per session: reusing one right after the previous
+	// test's kill-server can reach that server while it exits, and the new
+	// session fails (seen under load).
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("tether-e2e-%d-%d", os.Getpid(), tmuxSessions.Add(1)), name: "console"}
 	s.run("new-session", "-d", "-s", s.name, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
 		"-e", "TERM=xterm-256color", "-e", "TETHER_THEME=dark", command)
 	t.Cleanup(func() {
