@@ -8,31 +8,10 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/themes"
 )
-
-// command is one `:` command.
-type command struct {
-	name    string
-	aliases []string
-	args    string // what the argument is, for help
-	desc    string
-}
-
-// commands is k9s's `:` mode for tether.
-var commands = []command{
-	{name: "overview", aliases: []string{"o", "home"}, desc: "counts, stuck jobs, silent clusters, throughput"},
-	{name: "clusters", aliases: []string{"cl", "cluster"}, args: "[NAME]", desc: "the fleet; with a name, that cluster's detail"},
-	{name: "jobs", aliases: []string{"j"}, args: "[queued|in-progress|stuck|failed|all] [FILTER]", desc: "the queues"},
-	{name: "job", args: "ID", desc: "one job's detail"},
-	{name: "events", aliases: []string{"ev"}, args: "[FILTER]", desc: "live tail of agent events"},
-	{name: "audit", aliases: []string{"au"}, args: "[FILTER]", desc: "the audit trail"},
-	{name: "rollouts", aliases: []string{"ro", "rollout"}, args: "[NAME]", desc: "fleet rollouts; with a name, that rollout's targets"},
-	{name: "ca", desc: "tether's certificate authority; i creates it when there is none (admin)"},
-	{name: "help", aliases: []string{"h"}, desc: "keys of the current view"},
-	{name: "quit", aliases: []string{"q", "q!", "exit"}, desc: "leave the console"},
-}
 
 // jobTabNames are the jobs view's tabs as commands spell them.
 var jobTabNames = []string{"queued", "in-progress", "stuck", "failed", "all"}
@@ -258,7 +237,9 @@ func commonPrefix(list []string) string {
 // View renders the prompt line, with the completions or the error after it.
 func (c *cmdline) View(width int) string {
 	st := c.ctx.Styles
-	c.input.SetWidth(max(10, width/2))
+	// As wide as what is typed (up to half the line): the rest shows the
+	// commands, all of them on an empty prompt.
+	c.input.SetWidth(min(max(10, width/2), max(10, ansi.StringWidth(c.input.Value())+2)))
 	line := st.Render(themes.Accent, ":") + c.input.View()
 	var tail string
 	switch {
@@ -276,7 +257,7 @@ func (c *cmdline) View(width int) string {
 		}
 		tail = "  " + strings.Join(parts, " ")
 	default:
-		if _, cands := c.candidates(c.input.Value()); len(cands) > 0 && len(cands) <= 8 {
+		if _, cands := c.candidates(c.input.Value()); len(cands) > 0 && (len(cands) <= 8 || strings.TrimSpace(c.input.Value()) == "") {
 			tail = st.Render(themes.Muted, "  "+strings.Join(cands, " "))
 		}
 	}

@@ -222,13 +222,21 @@ type helpModal struct {
 	title  string
 	keys   help.KeyMap
 	global [][]key.Binding
+	// pager scrolls the help when it is taller than the screen (80x24:
+	// the keys, then everywhere's, then the commands).
+	pager  pager
+	scroll bool
 }
 
 func (h *helpModal) Update(msg tea.Msg) (modal, tea.Cmd) {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		if key.Matches(k, keyClose) || key.Matches(k, h.ctx.Keys.Help) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if key.Matches(msg, keyClose) || key.Matches(msg, h.ctx.Keys.Help) {
 			return nil, nil
 		}
+		h.pager.navigate(msg, h.ctx.Keys)
+	case tea.MouseWheelMsg:
+		h.pager.wheel(msg)
 	}
 	return h, nil
 }
@@ -236,10 +244,19 @@ func (h *helpModal) Update(msg tea.Msg) (modal, tea.Cmd) {
 func (h *helpModal) View() string {
 	hm := newHelp(h.ctx)
 	width := min(h.ctx.Width-2, 110)
+	st := h.ctx.Styles
 	body := helpColumns(hm, h.keys.FullHelp(), width-4) + "\n\n" +
-		h.ctx.Styles.Section.Render("Everywhere") + "\n" + helpColumns(hm, h.global, width-4) + "\n\n" +
-		hints(h.ctx, "esc/?", "close")
-	return frame(h.ctx, "Keys: "+h.title, body, width, false)
+		st.Section.Render("Everywhere") + "\n" + helpColumns(hm, h.global, width-4) + "\n\n" +
+		st.Section.Render("Commands (:, tab completes)") + "\n" + commandsHelp(st, width-4)
+	// The frame, the title and the hints take seven lines of the screen.
+	room := max(3, h.ctx.Height-7)
+	h.scroll = strings.Count(body, "\n")+1 > room
+	if !h.scroll {
+		return frame(h.ctx, "Keys: "+h.title, body+"\n\n"+hints(h.ctx, "esc/?", "close"), width, false)
+	}
+	h.pager.setSize(width-4, room)
+	h.pager.setContent(body)
+	return frame(h.ctx, "Keys: "+h.title, h.pager.view()+"\n\n"+hints(h.ctx, "↑/↓", "scroll ("+h.pager.scrollInfo()+")", "esc/?", "close"), width, false)
 }
 
 // helpColumns lays groups of keys out side by side, starting a new row of

@@ -1,0 +1,63 @@
+package tui
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// TestEveryCommandIsListed: the `:` commands are one table, and each of
+// them runs, shows in the `?` help, in the list a bare `:` prompt shows
+// (at 80 and 120 columns), and in docs/console.md. `:ca` was a command that
+// neither listed.
+func TestEveryCommandIsListed(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	doc, err := os.ReadFile("../docs/console.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(m, "?")
+	helpView := ansi.Strip(m.View().Content)
+	do(m, "esc")
+	prompts := map[int]string{}
+	for _, w := range []int{80, 120} {
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
+		do(m, ":")
+		prompts[w] = ansi.Strip(m.statusLine())
+		do(m, "esc")
+	}
+	if !strings.Contains(helpView, ":ca") {
+		t.Errorf("the ? help does not list :ca:\n%s", helpView)
+	}
+	for _, c := range commands {
+		if c.run == nil {
+			t.Errorf(":%s has no run", c.name)
+		}
+		if !strings.Contains(helpView, ":"+c.name) {
+			t.Errorf("the ? help does not list :%s", c.name)
+		}
+		for w, p := range prompts {
+			if !strings.Contains(p+" ", " "+c.name+" ") {
+				t.Errorf("a bare : at %d columns does not list %s: %q", w, c.name, p)
+			}
+		}
+		if !strings.Contains(string(doc), "`:"+c.name) {
+			t.Errorf("docs/console.md does not list :%s", c.name)
+		}
+	}
+	// And each runs: :ca opens the CA view.
+	do(m, ":")
+	for _, r := range "ca" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	do(m, "enter")
+	if _, ok := m.top().(*caView); !ok {
+		t.Errorf(":ca opened %T", m.top())
+	}
+}
