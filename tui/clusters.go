@@ -291,19 +291,13 @@ func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
 		if n := clusterSorts[v.sortBy]; n == "state" || n == "credential expiry" || n == "writes" {
 			v.built = -1 // silence depends on the time
 		}
-	case tea.MouseClickMsg:
-		if i, ok := v.table.rowAt(msg.Y-1, len(v.rows)); ok {
-			if i == v.table.cursor {
-				return v.open()
-			}
-			v.table.setCursor(i, len(v.rows))
-		}
-	case tea.MouseWheelMsg:
-		v.table.wheel(msg, len(v.rows))
+	case tea.MouseClickMsg, tea.MouseWheelMsg:
+		cmd, _ := moveInList(v.table, v.ctx.Keys, msg, len(v.rows), 1, v.open, noCmd)
+		return cmd
 	case tea.KeyPressMsg:
 		k := v.ctx.Keys
-		if v.table.navigate(msg, k, len(v.rows)) {
-			return nil
+		if cmd, ok := moveInList(v.table, k, msg, len(v.rows), 1, v.open, noCmd); ok {
+			return cmd
 		}
 		switch {
 		case key.Matches(msg, k.Enter):

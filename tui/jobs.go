@@ -9,7 +9,6 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
@@ -452,36 +451,6 @@ func (v *jobsView) open() tea.Cmd {
 	}
 	d := newJobDetail(v.ctx, j.ID, j)
 	return v.ctx.open(d)
-}
-
-// tabLabels are the tabs as drawn, with the cell ranges a click hits.
-func (v *jobsView) tabLabels() ([]string, [][2]int) {
-	var labels []string
-	var ranges [][2]int
-	x := 0
-	for i := range numTabs {
-		n := v.tabCount(i)
-		count := "…"
-		if n >= 0 {
-			count = thousands(int64(n))
-		}
-		label := " " + jobTabLabels[i] + " " + count + " "
-		w := ansi.StringWidth(label)
-		labels = append(labels, label)
-		ranges = append(ranges, [2]int{x, x + w})
-		x += w + 1
-	}
-	return labels, ranges
-}
-
-func (v *jobsView) tabAt(x int) int {
-	_, ranges := v.tabLabels()
-	for i, r := range ranges {
-		if x >= r[0] && x < r[1] {
-			return i
-		}
-	}
-	return -1
 }
 
 func (v *jobsView) View() string {

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
 
-// How a job is drawn as a row of the jobs table.
+// How a job is drawn as a row of the jobs table, and the tabs above it.
 
 func (v *jobsView) rowKey(i int) string {
 	j := v.job(i)
@@ -101,4 +103,34 @@ func jobStateKind(s registry.JobState) themes.Kind {
 		return themes.Danger
 	}
 	return themes.Muted
+}
+
+// tabLabels are the tabs as drawn, with the cell ranges a click hits.
+func (v *jobsView) tabLabels() ([]string, [][2]int) {
+	var labels []string
+	var ranges [][2]int
+	x := 0
+	for i := range numTabs {
+		n := v.tabCount(i)
+		count := "…"
+		if n >= 0 {
+			count = thousands(int64(n))
+		}
+		label := " " + jobTabLabels[i] + " " + count + " "
+		w := ansi.StringWidth(label)
+		labels = append(labels, label)
+		ranges = append(ranges, [2]int{x, x + w})
+		x += w + 1
+	}
+	return labels, ranges
+}
+
+func (v *jobsView) tabAt(x int) int {
+	_, ranges := v.tabLabels()
+	for i, r := range ranges {
+		if x >= r[0] && x < r[1] {
+			return i
+		}
+	}
+	return -1
 }

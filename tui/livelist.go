@@ -454,3 +454,6 @@ func moveInList(t *table, k *Keys, msg tea.Msg, n, top int, open, moved func() t
 	}
 	return moved(), true
 }
+
+// noCmd is a list's moved when moving the cursor needs nothing more.
+func noCmd() tea.Cmd { return nil }
