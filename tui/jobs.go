@@ -79,6 +79,10 @@ type jobsView struct {
 	countDirty  bool
 	lastCount   time.Time
 
+	// liveFollow: f pauses the feed's changes (the window holds still,
+	// what changed is counted) and resumes with a read of the window.
+	liveFollow
+
 	marks map[string]registry.Job
 	// all marks the whole tab as filtered (A): the actions act on every job
 	// of it, in the background (job_bulk.go).
@@ -118,7 +122,7 @@ type jobsFilterMsg struct {
 }
 
 func newJobsView(ctx *Context) *jobsView {
-	v := &jobsView{ctx: ctx, marks: map[string]registry.Job{}, stuck: -1}
+	v := &jobsView{ctx: ctx, marks: map[string]registry.Job{}, stuck: -1, liveFollow: liveFollow{follow: true}}
 	v.tables[0] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
@@ -349,6 +353,8 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		return v.setTab(v.tab + 1)
 	case key.Matches(msg, k.Enter):
 		return v.open()
+	case key.Matches(msg, k.Follow):
+		return v.toggleFollow()
 	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortPrev):
 		return info("jobs sort only by AGE, the order the store pages them in: S reverses it")
 	case key.Matches(msg, k.SortReverse):
@@ -475,6 +481,7 @@ func (v *jobsView) View() string {
 	if v.oldest {
 		title += st.Render(themes.Muted, "  oldest first")
 	}
+	title += v.followTitle(st, "", "changed")
 	if v.loading && v.loaded {
 		title += st.Render(themes.Muted, "  updating…")
 	}
@@ -562,7 +569,7 @@ func (v *jobsView) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Enter, k.Left, k.Right, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Mark, k.Filter, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse},
+			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse, k.Follow},
 			{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.CopyID},
 			{k.Mark, k.MarkAll, k.ClearMarks},
 		},

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -242,16 +243,22 @@ func (v *jobsView) matches(j *registry.Job) bool {
 	return true
 }
 
+// applyFeed takes the feed's changes: the rows on screen are updated in
+// place and the window re-read soon; paused (f), the rows hold still and
+// the changes are only counted.
 func (v *jobsView) applyFeed(b *feedBatch) tea.Cmd {
-	relevant := false
+	relevant, changed := false, 0
 	for _, j := range b.Jobs {
 		if m, ok := v.marks[j.ID]; ok {
 			m = *j
 			v.marks[j.ID] = m
 		}
 		if i := slices.IndexFunc(v.rows, func(x registry.Job) bool { return x.ID == j.ID }); i >= 0 {
-			v.rows[i] = *j
+			if v.follow {
+				v.rows[i] = *j
+			}
 			relevant = true
+			changed++
 			continue
 		}
 		if !v.matches(j) {
@@ -259,13 +266,19 @@ func (v *jobsView) applyFeed(b *feedBatch) tea.Cmd {
 		}
 		if states := tabStates(v.tab); states == nil || slices.Contains(states, j.State) {
 			relevant = true
+			changed++
 		}
 	}
 	for _, id := range b.DeletedJobs {
 		delete(v.marks, id)
 		if v.tab == tabAll || v.tab == tabFailed || slices.ContainsFunc(v.rows, func(x registry.Job) bool { return x.ID == id }) {
 			relevant = true
+			changed++
 		}
+	}
+	if !v.follow {
+		v.waiting += changed
+		relevant = false // read on resume
 	}
 	for _, id := range b.Deleted {
 		for jid, m := range v.marks {
@@ -283,6 +296,27 @@ func (v *jobsView) applyFeed(b *feedBatch) tea.Cmd {
 		cmds = append(cmds, v.countLater())
 	}
 	return tea.Batch(cmds...)
+}
+
+// toggleFollow pauses the feed's changes, or resumes and reads the window
+// again (the selection stays on its job).
+func (v *jobsView) toggleFollow() tea.Cmd {
+	v.follow = !v.follow
+	if !v.follow {
+		v.waiting = 0
+		return info("paused: the jobs hold still, changes are counted (f resumes)")
+	}
+	n := v.waiting
+	v.waiting = 0
+	if n == 0 {
+		return info("following: the jobs follow the queue again")
+	}
+	msg := info(fmt.Sprintf("following: %s while paused, read from the store", plural(n, "change", "changes")))
+	if v.loading {
+		v.dirty = true // the reply re-reads
+		return msg
+	}
+	return tea.Batch(msg, v.load(v.start), v.countLater())
 }
 
 // markDirty schedules a reload of the window, at most once per

@@ -30,11 +30,10 @@ type liveList[T any] struct {
 	table *table
 	spec  listSpec[T]
 
-	all     []T  // newest first (by id), at most spec.keep
-	rows    []*T // the records the filter lets through, in all's order
-	follow  bool
-	pending []T // arrived while paused, oldest first
-	dropped int
+	all  []T  // newest first (by id), at most spec.keep
+	rows []*T // the records the filter lets through, in all's order
+	liveFollow
+	pending []T // arrived while paused, oldest first (waiting counts them)
 	// refill is set while a read from the store fills in what the live
 	// buffer dropped: once it lands, nothing is missing any more.
 	refill bool
@@ -52,6 +51,32 @@ type liveList[T any] struct {
 	// view parses it (match and query follow it).
 	filter    string
 	filterErr string
+}
+
+// liveFollow is whether a live list follows the feed, how many changes
+// arrived while it was paused, and how many the live buffer dropped: what
+// the jobs view shares with the tails (f pauses every live list).
+type liveFollow struct {
+	follow  bool
+	waiting int
+	dropped int
+}
+
+// followTitle is the title's part: following (the live mark, when there is
+// one), or paused with the count waiting ("N new", "N changed"), and the
+// drops.
+func (f *liveFollow) followTitle(st *themes.Styles, live, waiting string) string {
+	var s string
+	switch {
+	case !f.follow:
+		s = st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d %s (f resumes)", f.waiting, waiting))
+	case live != "":
+		s = st.Render(themes.Good, "  ● "+live)
+	}
+	if f.dropped > 0 {
+		s += st.Render(themes.Danger, fmt.Sprintf("  ⚠ %s dropped (the live buffer was full)", thousands(int64(f.dropped))))
+	}
+	return s
 }
 
 // listSpec is what a view tells its live list.
@@ -96,7 +121,7 @@ type listMsg[T any] struct {
 var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older"))
 
 func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList[T] {
-	l := &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, follow: true, desc: true}
+	l := &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, liveFollow: liveFollow{follow: true}, desc: true}
 	l.table.setSort(0, true)
 	return l
 }
@@ -263,6 +288,7 @@ func (l *liveList[T]) feed(items []T, dropped int) tea.Cmd {
 		}
 		l.pending = append(l.pending, it)
 	}
+	l.waiting = len(l.pending)
 	return nil
 }
 
@@ -275,7 +301,7 @@ func (l *liveList[T]) toggleFollow() tea.Cmd {
 	}
 	n := len(l.pending)
 	l.merge(l.pending, false)
-	l.pending = nil
+	l.pending, l.waiting = nil, 0
 	l.table.setCursor(0, len(l.rows))
 	if l.dropped > 0 {
 		return tea.Batch(info("following: reading the "+l.spec.nouns+" the pause dropped from the store"), l.reload())
@@ -368,15 +394,7 @@ func (l *liveList[T]) marked(int) bool { return false }
 // count) and the rows on screen of src (the view: its cells).
 func (l *liveList[T]) View(src tableSource) string {
 	st := l.ctx.Styles
-	title := st.Title.Render(l.spec.title)
-	if l.follow {
-		title += st.Render(themes.Good, "  ● "+l.spec.live)
-	} else {
-		title += st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d new (f resumes)", len(l.pending)))
-	}
-	if l.dropped > 0 {
-		title += st.Render(themes.Danger, fmt.Sprintf("  ⚠ %s dropped (the live buffer was full)", thousands(int64(l.dropped))))
-	}
+	title := st.Title.Render(l.spec.title) + l.followTitle(st, l.spec.live, "new")
 	if l.filter != "" {
 		title += st.Render(themes.Muted, "  /") + st.Render(themes.Accent, l.filter)
 		if l.filterErr != "" {

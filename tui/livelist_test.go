@@ -86,3 +86,43 @@ func TestLiveListsSortByAnyColumn(t *testing.T) {
 		t.Error("s past the last column: the audit trail is not back to the newest first")
 	}
 }
+
+// TestJobsPauseLikeTheTails: f pauses the jobs as it pauses the events and
+// the audit trail (the same liveFollow): the rows hold still while the
+// queue moves, the title counts what changed, and f reads the window again
+// with the selection on its job.
+func TestJobsPauseLikeTheTails(t *testing.T) {
+	q := newBusyQueue(t, 50, 120, 40)
+	v := q.m.jobs
+	do(q.m, "j", "j")
+	sel := q.selected()
+	do(q.m, "f")
+	if v.follow {
+		t.Fatal("f did not pause the jobs")
+	}
+	top := v.rows[0]
+	q.submit(5)
+	fresh := must(q.e.reg.ListJobs(q.e.admin, registry.JobListParams{Limit: 5}))
+	var batch []*registry.Job
+	for i := range fresh {
+		batch = append(batch, &fresh[i])
+	}
+	moved := top
+	moved.Phase = "Verifying"
+	batch = append(batch, &moved)
+	v.Update(feedMsg{batch: feedBatch{Jobs: batch}})
+	if v.dirty || v.waiting != 6 || v.rows[0].ID != top.ID || v.rows[0].Phase == "Verifying" {
+		t.Fatalf("paused: dirty %v, %d waiting, top %s (phase %q); want the rows as they were and 6 changes counted",
+			v.dirty, v.waiting, v.rows[0].Target.Name, v.rows[0].Phase)
+	}
+	if title := ansi.Strip(strings.SplitN(v.View(), "\n", 2)[0]); !strings.Contains(title, "paused, 6 changed (f resumes)") {
+		t.Errorf("the title does not count the changes: %q", title)
+	}
+	do(q.m, "f")
+	if !v.follow || v.waiting != 0 || v.rows[0].Target.Name != "app-55" {
+		t.Fatalf("after f: following %v, %d waiting, top %s; want the newest job (app-55) read from the store", v.follow, v.waiting, v.rows[0].Target.Name)
+	}
+	if got := q.selected(); got != sel {
+		t.Errorf("the selection moved from %s to %s", sel, got)
+	}
+}
