@@ -254,7 +254,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		if !cond.LastTransitionTime.IsZero() {
 			since = " · since " + ago(now, cond.LastTransitionTime)
 		}
-		line("  " + st.Render(k, pad(cond.Type, 20)+" "+pad(cond.Status, 8)) + st.Render(themes.Plain, display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))) + st.Render(themes.Muted, since))
+		line("  " + st.Render(k, pad(display.Safe(cond.Type), 20)+" "+pad(display.Safe(cond.Status), 8)) + st.Render(themes.Plain, display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))) + st.Render(themes.Muted, since))
 	}
 
 	section("CREDENTIALS")

@@ -9,7 +9,9 @@ import (
 )
 
 // TestConsoleEscapesAgentText: what an agent wrote (a result's error, an
-// event's message) reaches the console's jobs and events views escaped:
+// event's message, a heartbeat condition's type) reaches the console's jobs
+// and events views, the cluster's detail and the overview's recent failures
+// and false conditions escaped:
 // its escape sequences, bidi overrides and carriage returns show as text and
 // never act on the admin's terminal.
 func TestConsoleEscapesAgentText(t *testing.T) {
@@ -25,10 +27,12 @@ func TestConsoleEscapesAgentText(t *testing.T) {
 	}
 	must(e.reg.AppendEvents(ctx, a, "", []registry.Event{{Kind: "Audit", Message: hostile,
 		ResourceRef: registry.ResourceRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}}}))
+	e.heartbeat(t, a, registry.Condition{Type: hostile, Status: "False"})
 
 	m := newModel(t, e, false)
 	load(t, m, e)
-	for _, keys := range [][]string{{"3", "l", "l", "l", "l", "enter"}, {"esc", "4"}} {
+	pump(m, m.overview.Init()) // the recent failures
+	for _, keys := range [][]string{{"3", "l", "l", "l", "l", "enter"}, {"esc", "4"}, {"1"}, {"2", "enter"}} {
 		do(m, keys...)
 		view := m.View().Content
 		for _, bad := range []string{"\x1b[31mALERT", "\u202e", "\r"} {

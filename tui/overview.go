@@ -489,7 +489,7 @@ func (o *overview) conditionsBlock() string {
 				if !cond.LastTransitionTime.IsZero() {
 					since = " " + age(now, cond.LastTransitionTime)
 				}
-				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, 16))+st.Render(themes.Danger, cond.Type+"=False")+
+				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, 16))+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
 					st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
 			}
 		}
@@ -523,8 +523,9 @@ func (o *overview) failuresBlock() string {
 		if msg == "" {
 			msg = string(j.Outcome)
 		}
+		// The error is the agent's text: escaped, as in every other view.
 		lines = append(lines, "  "+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), 12))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
-			st.Render(themes.Plain, pad(j.Target.Name, 15)+" ")+st.Render(themes.Danger, msg))
+			st.Render(themes.Plain, pad(display.Safe(j.Target.Name), 15)+" ")+st.Render(themes.Danger, display.Safe(msg)))
 	}
 	return strings.Join(lines, "\n")
 }
