@@ -1,5 +1,11 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // ListenerPID is the server process of the store's newest LISTEN connection,
 // for tests that cut it.
 func ListenerPID(s *Store) uint32 { return s.listenerPID.Load() }
@@ -21,3 +27,18 @@ func QueueStatsSQL() string { return queueStatsSQL }
 // Unavailable is what the store says of err when it is a failure that
 // passes, "" otherwise.
 func Unavailable(err error) string { return unavailable(err) }
+
+// ErrSlowPath is what a pipelined write's read answers when the write needs
+// its slow path.
+var ErrSlowPath = errSlowPath
+
+// WritePiped is a pipelined write of one statement (see piped): read reads
+// its rows; slow, when read answers ErrSlowPath, runs in its place.
+func WritePiped(ctx context.Context, s *Store, sql string, args []any, read func(pgx.Rows, error) error, slow func(ctx context.Context, exec func(sql string, args ...any) error) error) error {
+	return s.writePiped(ctx, "write", &piped{sql: sql, args: args, read: read}, func(ctx context.Context, q db) error {
+		return slow(ctx, func(sql string, args ...any) error {
+			_, err := q.Exec(ctx, sql, args...)
+			return err
+		})
+	})
+}

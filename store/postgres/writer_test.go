@@ -3,8 +3,10 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +122,102 @@ func insertWhileLocked(t *testing.T, st *postgres.Store, conn *pgx.Conn, cluster
 	wg.Wait()
 	commits, writes = postgres.Batching(st)
 	return commits - commits0, writes - writes0, errs
+}
+
+// TestPipelinedGroup: a group of pipelined writes. A write whose rows ask
+// for its slow path runs by it, and its caller gets the slow path's outcome;
+// a write whose rows cannot be read fails alone: its change is rolled back
+// and the rest of the group commits.
+func TestPipelinedGroup(t *testing.T) {
+	dsn := freshSchema(t)
+	st := openAt(t, dsn)
+	conn := admin(t, dsn)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE TABLE pipetest (x INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(8387237872774833765)"); err != nil {
+		t.Fatal(err)
+	}
+	insert := "INSERT INTO pipetest SELECT $1::INT WHERE $2::BOOLEAN RETURNING x"
+	readOK := func(rows pgx.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		_, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		return err
+	}
+	var slowRuns atomic.Int32 // more than once when its group rolled back and ran again
+	const n = 10
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read, insertIt := readOK, true
+			switch i {
+			case 3: // inserts nothing, then asks for its slow path
+				insertIt = false
+				read = func(rows pgx.Rows, err error) error {
+					if err != nil {
+						return err
+					}
+					if xs, err := pgx.CollectRows(rows, pgx.RowTo[int32]); err != nil || len(xs) > 0 {
+						return fmt.Errorf("rows %v, %v", xs, err)
+					}
+					return postgres.ErrSlowPath
+				}
+			case 6: // its rows do not read
+				read = func(rows pgx.Rows, err error) error {
+					if err != nil {
+						return err
+					}
+					rows.Close()
+					return errors.New("unreadable rows")
+				}
+			}
+			errs[i] = postgres.WritePiped(ctx, st, insert, []any{i, insertIt}, read, func(ctx context.Context, exec func(string, ...any) error) error {
+				slowRuns.Add(1)
+				return exec("INSERT INTO pipetest VALUES ($1)", i)
+			})
+		}()
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var waiting int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no write waited for the feed lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the rest queue behind the first
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(8387237872774833765)"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if slowRuns.Load() == 0 {
+		t.Error("the slow path never ran")
+	}
+	for i, err := range errs {
+		if (i == 6) != (err != nil) {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+	rows, _ := conn.Query(ctx, "SELECT x FROM pipetest ORDER BY x")
+	xs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(xs) != "[0 1 2 3 4 5 7 8 9]" {
+		t.Errorf("rows %v, want 0 to 9 but 6", xs)
+	}
+	if commits, writes := postgres.Batching(st); commits >= writes {
+		t.Errorf("%d writes in %d commits: want groups", writes, commits)
+	}
 }
