@@ -38,7 +38,8 @@ func chattyEvents(t *testing.T, e *env, n int) []registry.Event {
 
 // Events that overflow the paused buffer are read back from the store on
 // resume: the newest are shown, not lost, and the dropped count clears
-// (issue 12, defect 3).
+// (issue 12, defect 3). Following, the newest is selected and on screen, as
+// tail -f shows it, not the newest the pause kept, hundreds of rows down.
 func TestEventsPausedOverflowReloadsFromTheStore(t *testing.T) {
 	e := newEnv(t)
 	m := newModel(t, e, false)
@@ -59,6 +60,9 @@ func TestEventsPausedOverflowReloadsFromTheStore(t *testing.T) {
 	newest := events[len(events)-1]
 	if v.dropped != 0 || len(v.rows) == 0 || v.rows[0].ID != newest.ID {
 		t.Fatalf("after resume: %d dropped, top row %v; want 0 and the newest event %d", v.dropped, v.rows[0].ID, newest.ID)
+	}
+	if v.table.cursor != 0 || v.table.offset != 0 {
+		t.Fatalf("after resume, following: the selection is on row %d (window from row %d); want the newest, on top", v.table.cursor, v.table.offset)
 	}
 	seen := map[int64]bool{}
 	for _, ev := range v.all {

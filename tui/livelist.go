@@ -354,15 +354,18 @@ func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
 			return failed("could not read " + l.spec.what + ": " + errText(msg.err))
 		}
 		l.oldest = len(msg.items) < l.spec.page
+		refilled := false
 		if msg.older {
 			l.older = false
 		} else {
 			l.loaded = true
 			if l.refill {
-				l.refill, l.dropped = false, 0
+				l.refill, l.dropped, refilled = false, 0, true
 			}
 		}
-		l.merge(msg.items, false)
+		// What a refill reads back arrived (later than what the cursor is on):
+		// following on top, the newest is selected, as for the live feed.
+		l.merge(msg.items, refilled)
 		if len(msg.items) == 0 {
 			l.refilter(l.anchor(), false) // the filter may have changed meanwhile
 		}
