@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
@@ -65,6 +66,10 @@ var (
 
 // overviewQueueRows is how many clusters the QUEUES block lists.
 const overviewQueueRows = 5
+
+// queueFigures is the width of a QUEUES row but the name: the mark and the
+// five figures.
+const queueFigures = 2 + 7 + 8 + 7 + 9 + 8
 
 type overviewStuckMsg struct {
 	counts stuckCounts
@@ -469,7 +474,7 @@ func (o *overview) silentBlock() string {
 			lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters, sort by s)", len(silent)-6)))
 			break
 		}
-		lines = append(lines, "  "+st.Render(themes.Warning, pad(c.Name, 16))+st.Render(themes.Plain, pad(ago(now, lastSeen(c)), 9))+
+		lines = append(lines, "  "+st.Render(themes.Warning, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Plain, pad(ago(now, lastSeen(c)), 9))+
 			st.Render(themes.Muted, fmt.Sprintf("%s queued · %s in flight", thousands(f.count(c.ID, registry.JobQueued)), thousands(f.count(c.ID, registry.JobInProgress)))))
 	}
 	return strings.Join(lines, "\n")
@@ -489,7 +494,7 @@ func (o *overview) conditionsBlock() string {
 				if !cond.LastTransitionTime.IsZero() {
 					since = " " + age(now, cond.LastTransitionTime)
 				}
-				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, 16))+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
+				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
 					st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
 			}
 		}
@@ -502,6 +507,22 @@ func (o *overview) conditionsBlock() string {
 		lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more", n-len(lines))))
 	}
 	return head + "\n" + strings.Join(lines, "\n")
+}
+
+// nameWidth is the width of the cluster names in the overview's blocks,
+// the same in each: the fleet's longest name, up to what leaves the queues'
+// figures their room in the block's column (half the screen from 100
+// columns, else all of it).
+func (o *overview) nameWidth() int {
+	longest := 8
+	for _, c := range o.ctx.Fleet.sorted {
+		longest = max(longest, ansi.StringWidth(c.Name))
+	}
+	column := o.width
+	if column >= 100 {
+		column = (column - 2) / 2
+	}
+	return max(8, min(longest, column-queueFigures))
 }
 
 // failuresBlock lists the latest failed jobs with their errors.
@@ -524,7 +545,7 @@ func (o *overview) failuresBlock() string {
 			msg = string(j.Outcome)
 		}
 		// The error is the agent's text: escaped, as in every other view.
-		lines = append(lines, "  "+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), 12))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
+		lines = append(lines, "  "+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), o.nameWidth()))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
 			st.Render(themes.Plain, pad(display.Safe(j.Target.Name), 15)+" ")+st.Render(themes.Danger, display.Safe(msg)))
 	}
 	return strings.Join(lines, "\n")

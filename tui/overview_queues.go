@@ -64,7 +64,7 @@ func (o *overview) queuesBlock() string {
 	}
 	head += st.Render(themes.Muted, "  enter opens ▸, [ ] select")
 	lines := []string{head,
-		st.Render(themes.Muted, "  "+pad("CLUSTER", 14)+padLeft("OLDEST", 7)+padLeft("QUEUED", 8)+padLeft("FLIGHT", 7)+padLeft("WAIT p50", 9)+padLeft("FAIL 1h", 8))}
+		st.Render(themes.Muted, "  "+pad("CLUSTER", o.nameWidth())+padLeft("OLDEST", 7)+padLeft("QUEUED", 8)+padLeft("FLIGHT", 7)+padLeft("WAIT p50", 9)+padLeft("FAIL 1h", 8))}
 	sel := o.selectedQueue()
 	for _, c := range o.queueList() {
 		q := f.queue(c.ID)
@@ -86,7 +86,7 @@ func (o *overview) queuesBlock() string {
 		if _, known := q.FailureRate(); known {
 			fk = failKind(q)
 		}
-		lines = append(lines, mark+st.Render(name, pad(c.Name, 14))+st.Render(oldestKind, padLeft(oldest, 7))+
+		lines = append(lines, mark+st.Render(name, pad(c.Name, o.nameWidth()))+st.Render(oldestKind, padLeft(oldest, 7))+
 			st.Render(themes.Plain, padLeft(thousands(q.Queued), 8)+padLeft(thousands(q.InFlight), 7)+padLeft(waitText(q), 9))+
 			st.Render(fk, padLeft(failText(q), 8)))
 	}

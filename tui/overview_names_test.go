@@ -1,0 +1,54 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// The overview's blocks size the cluster name to the fleet's names: at
+// 120x40 and 80x24 tmp-delete-me is whole in the queues, the recent failures
+// and the false conditions, where fixed widths cut it to "tmp-delete-…" in
+// one block and left it whole in another (issue 12, defect 4).
+func TestOverviewNamesFitTheirContent(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.cluster(t, registry.ClusterSpec{Name: "tmp-delete-me", AllowedNamespaces: []string{"apps"}})
+	a := e.agent(t, tok)
+	j := e.submit(t, c.ID, "apps", "web")
+	ctx := context.Background()
+	must(e.reg.AckJob(ctx, a, j.ID))
+	if _, err := e.reg.ReportResult(ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "ImagePullBackOff"}); err != nil {
+		t.Fatal(err)
+	}
+	e.submit(t, c.ID, "apps", "queued")
+	e.heartbeat(t, a, registry.Condition{Type: "Ready", Status: "False", Reason: "Down"})
+
+	for _, size := range []tea.WindowSizeMsg{{Width: 120, Height: 40}, {Width: 80, Height: 24}} {
+		m := newModel(t, e, false)
+		m.Update(size)
+		load(t, m, e)
+		pump(m, tea.Batch(m.overview.Init(), m.queues.load(m.ctx.Backend))) // failures, queue health
+		for _, block := range []string{"QUEUES", "FALSE CONDITIONS", "RECENT FAILURES"} {
+			if !strings.Contains(m.overview.render(), block) {
+				t.Fatalf("at %dx%d the overview has no %s block", size.Width, size.Height, block)
+			}
+		}
+		n := 0
+		for _, line := range strings.Split(m.overview.render(), "\n") {
+			if strings.Contains(line, "tmp-delete") {
+				n++
+				if !strings.Contains(line, "tmp-delete-me") {
+					t.Errorf("at %dx%d the overview cuts the cluster's name: %q", size.Width, size.Height, strings.TrimSpace(line))
+				}
+			}
+		}
+		if n < 3 {
+			t.Log(m.overview.render())
+			t.Errorf("at %dx%d the cluster is named on %d lines, want the queues, the false conditions and the failures", size.Width, size.Height, n)
+		}
+	}
+}
