@@ -127,7 +127,7 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
-		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true},
+		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true, Path: true},
 		{Title: "STATE", Width: 13, Min: 8, Fit: true},
 		{Title: "ATT", Width: 4, Right: true, Drop: 4},
 		{Title: "LEASE", Width: 11, Fit: true},

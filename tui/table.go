@@ -61,6 +61,10 @@ type column struct {
 	Max          int
 	Shrink       bool
 	UniquePrefix bool
+	// Path columns show Kind/namespace/name: cut, the kind goes first
+	// (…/namespace/name), then the end, so that the namespace and the name,
+	// which tell the targets apart, stay.
+	Path bool
 }
 
 // tableSource is what a table shows: the rows currently loaded.
@@ -419,6 +423,9 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 		if i < len(cells) {
 			c = cells[i]
 		}
+		if t.cols[i].Path {
+			c = dropHead(c, w)
+		}
 		b.WriteString(t.renderCell(c, w, t.cols[i].Right, selected))
 		used += w
 	}
@@ -426,6 +433,19 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 		b.WriteString(space.Render(strings.Repeat(" ", t.width-used)))
 	}
 	return t.edge(b.String())
+}
+
+// dropHead is a path cell that does not fit in w without its first part:
+// "ApplicationInstance/team-a/web" becomes "…/team-a/web".
+func dropHead(c cell, w int) cell {
+	if len(c) != 1 || c.width() <= w {
+		return c
+	}
+	i := strings.IndexByte(c[0].text, '/')
+	if i < 0 || strings.Count(c[0].text, "/") < 2 {
+		return c
+	}
+	return cell{{"…" + c[0].text[i:], c[0].kind}}
 }
 
 func (t *table) renderCell(c cell, w int, right, selected bool) string {
