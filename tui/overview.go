@@ -292,6 +292,14 @@ func (o *overview) render() string {
 	if w >= 100 {
 		half := (w - 2) / 2
 		for _, row := range blocks {
+			if row[1] == "" { // alone on its row, a block has the whole width
+				lines := strings.Split(row[0], "\n")
+				for i, l := range lines {
+					lines[i] = truncate(l, w)
+				}
+				out = append(out, strings.Join(lines, "\n"))
+				continue
+			}
 			l, r := strings.Split(row[0], "\n"), strings.Split(row[1], "\n")
 			var lines []string
 			for i := range max(len(l), len(r)) {
