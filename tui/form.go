@@ -546,9 +546,9 @@ func (f *clusterForm) View() string {
 // window shows the body lines that fit the screen, keeping lines
 // top..bottom in view and saying how many are above and below.
 func (f *clusterForm) window(lines []string, top, bottom, width int) string {
-	// The frame's border and title, the blank line and the status and hint
-	// lines below the body.
-	room := f.ctx.Height - f.ctx.Styles.Modal.GetVerticalFrameSize() - 2 - 3
+	// The header the modal is drawn under, the frame's border and title,
+	// the blank line and the status and hint lines below the body.
+	room := f.ctx.Height - 1 - f.ctx.Styles.Modal.GetVerticalFrameSize() - 2 - 3
 	if f.err != "" {
 		room -= strings.Count(wrap(f.err, width), "\n")
 	}
