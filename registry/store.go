@@ -274,8 +274,9 @@ type JobListParams struct {
 	ClusterIDs []string
 	States     []JobState
 	Kind       JobKind
-	// Search matches a substring of the id, idempotency key, or target
-	// namespace or name.
+	// Search is words separated by spaces; each must be a substring (in
+	// any ASCII case) of the id, idempotency key, target namespace or
+	// name, or error.
 	Search string
 	Error  string
 	// LeaseExpiredBefore: only leased jobs whose lease ends before it.

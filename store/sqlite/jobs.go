@@ -142,10 +142,10 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 		where = append(where, "error = ?")
 		args = append(args, p.Error)
 	}
-	if p.Search != "" {
-		pat := likePattern(p.Search)
-		where = append(where, `(id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\')`)
-		args = append(args, pat, pat, pat, pat)
+	for _, word := range strings.Fields(p.Search) {
+		pat := likePattern(word)
+		where = append(where, `(id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\')`)
+		args = append(args, pat, pat, pat, pat, pat)
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")

@@ -462,6 +462,41 @@ func testJobs(t *testing.T, newStore NewStore) {
 		wantCode(t, err, registry.CodeInvalid)
 	})
 
+	// Search is words: each must match the id, idempotency key, target
+	// namespace or name, or error (the console's jobs filter "team-b
+	// wordpress" matched nothing when the words were one substring, and
+	// a job's error text could not be found at all).
+	t.Run("SearchWords", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		web := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "team-b/wordpress@1" })
+		e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "team-a/wordpress@2" })
+		e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "team-b/gitea@3" })
+		claim, err := e.reg.AckJob(e.ctx, a, web.ID)
+		wantNoErr(t, err)
+		wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, web.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "HelmReleaseFailed: chart repository unreachable"})))
+		for _, c := range []struct {
+			search string
+			want   int
+		}{
+			{"team-b wordpress", 1},
+			{"  wordpress   team-b ", 1},
+			{"wordpress", 2},
+			{"team-b", 2},
+			{"UNREACHABLE", 1},
+			{"helmreleasefailed team-b", 1},
+			{"unreachable gitea", 0},
+		} {
+			found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: c.search})
+			wantNoErr(t, err)
+			n, err := e.reg.CountJobs(e.ctx, registry.JobListParams{Search: c.search})
+			wantNoErr(t, err)
+			if len(found) != c.want || n != c.want {
+				t.Errorf("search %q: listed %d, counted %d, want %d", c.search, len(found), n, c.want)
+			}
+		}
+	})
+
 	t.Run("WakeUpOnSubmit", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		a, _ := e.agent("prod")
