@@ -75,7 +75,7 @@ func (f *auditFilter) match(fl *fleet, a *registry.AuditEntry) bool {
 		return false
 	}
 	if !f.text.empty() {
-		hay := stamp(a.At) + " " + a.Actor + " " + a.Action + " " + fl.clusterName(a.ClusterID) + " " + a.TargetKind + " " + a.TargetID + " " + a.Reason
+		hay := filterText(stamp(a.At), a.Actor, a.Action, fl.clusterName(a.ClusterID), a.TargetKind, a.TargetID, a.Reason)
 		return f.text.match(hay)
 	}
 	return true

@@ -123,12 +123,12 @@ func (v *clustersView) rebuild() {
 	for _, c := range f.sorted {
 		if !q.empty() {
 			// Every column as shown, and the words the columns abbreviate.
-			text := rowText(v.cells(c)) + " " + string(c.State) + " " + clusterHealth(c, now)
+			text := filterText(rowText(v.cells(c)), string(c.State), clusterHealth(c, now))
 			if f.notDraining(c.ID) {
-				text += " not draining"
+				text = filterText(text, "not draining")
 			}
 			if c.Paused() {
-				text += " paused"
+				text = filterText(text, "paused")
 			}
 			if !q.match(text) {
 				continue

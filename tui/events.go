@@ -91,7 +91,7 @@ func (f *eventFilter) match(fl *fleet, e *registry.Event) bool {
 		return false
 	}
 	if !f.text.empty() {
-		hay := fl.clusterName(e.ClusterID) + " " + e.Kind + " " + e.EventKey + " " + resourceText(e.ResourceRef) + " " + e.Message + " " + conditionsText(e.Conditions)
+		hay := filterText(fl.clusterName(e.ClusterID), e.Kind, e.EventKey, resourceText(e.ResourceRef), e.Message, conditionsText(e.Conditions))
 		if !f.text.match(hay) {
 			return false
 		}

@@ -12,14 +12,16 @@ import (
 //
 //	word        the row's text contains it (any case)
 //	re:PATTERN  the row's text matches the regular expression (RE2, any
-//	            case; \s for a space, since a space ends the word)
+//	            case; \s for a space, since a space ends the word); ^ and
+//	            $ anchor at a column's edges, . also spans columns
 //	!word       the row's text does not contain it; !re:PATTERN does not
 //	            match
 //
 // A view's own fields (cluster:NAME, kind:...) are taken out before the
 // rest comes here. "The row's text" is every column the row shows plus what
 // it explains (error text, a stuck job's reason), so what is on screen can
-// be found.
+// be found: its fields joined by newlines (filterText), so that ^ and $ mean
+// a column's start and end.
 
 // textTerm is one word of a filter.
 type textTerm struct {
@@ -49,7 +51,7 @@ func parseTextQuery(words []string) textQuery {
 				q.err = "re: needs a pattern, e.g. /re:^api-[0-9]+$"
 				continue
 			}
-			re, err := regexp.Compile("(?i)" + pat)
+			re, err := regexp.Compile("(?ims)" + pat)
 			if err != nil {
 				q.err = "invalid regex: " + regexpProblem(err) + " (RE2 syntax, \\s for a space)"
 				continue
@@ -98,17 +100,25 @@ func (q textQuery) match(hay string) bool {
 	return true
 }
 
-// rowText is the plain text of a row's cells, what a filter matches.
+// rowText is the plain text of a row's cells, what a filter matches: one
+// field per cell.
 func rowText(cells []cell) string {
 	var b strings.Builder
-	for _, c := range cells {
+	for i, c := range cells {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
 		for _, s := range c {
 			b.WriteString(s.text)
 		}
-		b.WriteByte(' ')
 	}
 	return b.String()
 }
+
+// filterText joins what a row shows and explains into the text a filter
+// matches, a field per line: a regular expression's ^ and $ anchor at a
+// field's edges.
+func filterText(fields ...string) string { return strings.Join(fields, "\n") }
 
 // textFilterHelp is the syntax every filter shares, for the status line.
 const textFilterHelp = "re:REGEX, !word excludes"

@@ -73,6 +73,24 @@ func TestFiltersEverywhere(t *testing.T) {
 		if got := names(); got != "legacy-dc" {
 			t.Errorf("/gitops (a column the old filter did not read): %s", got)
 		}
+		// ^ and $ anchor at a column's edges (the console's own example,
+		// re:^api-[0-9]+$, matched no row when they anchored the whole
+		// row's text), and .* still spans columns.
+		filter(m, "re:^prod-eu-1$")
+		m.clusters.rebuild()
+		if got := names(); got != "prod-eu-1" {
+			t.Errorf("/re:^prod-eu-1$: %q", got)
+		}
+		filter(m, "re:^gitops$")
+		m.clusters.rebuild()
+		if got := names(); got != "legacy-dc" {
+			t.Errorf("/re:^gitops$ (the MODE column): %q", got)
+		}
+		filter(m, "re:^legacy.*gitops")
+		m.clusters.rebuild()
+		if got := names(); got != "legacy-dc" {
+			t.Errorf("/re:^legacy.*gitops (across columns): %q", got)
+		}
 		filter(m, "re:(")
 		m.clusters.rebuild()
 		if view := m.View().Content; !strings.Contains(view, "invalid regex: missing closing )") || m.statusKind != statusErr || !strings.Contains(m.status, "invalid regex") {
