@@ -73,12 +73,15 @@ func (o *overview) queuesBlock() string {
 			mark = st.Render(themes.Accent, "▸ ")
 		}
 		// Not draining is the alarm (red, ⚠); a queue that is not
-		// expected to drain (paused, silent, disabled cluster) is amber.
+		// expected to drain (paused, silent, disabled cluster) is amber,
+		// and a paused one says so (⏸), as the clusters list does.
 		name, oldestKind := themes.Plain, themes.Plain
 		oldest := oldestText(q)
 		switch {
 		case q.NotDraining:
 			name, oldestKind, oldest = themes.Danger, themes.Danger, "⚠ "+oldest
+		case c.Paused():
+			name, oldestKind, oldest = themes.Warning, themes.Warning, "⏸ "+oldest
 		case q.Queued > 0 && (c.Paused() || c.Silent(o.ctx.Now) || c.State == registry.ClusterDisabled):
 			name, oldestKind = themes.Warning, themes.Warning
 		}

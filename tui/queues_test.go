@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -81,5 +83,46 @@ func TestOverviewQueueSelection(t *testing.T) {
 	})
 	if frame := h.frame(); !strings.Contains(frame, "QUEUE") {
 		t.Fatalf("the detail has no QUEUE section:\n%s", frame)
+	}
+}
+
+// seedPaused adds freeze-eu: two jobs queued on it and its queue paused.
+func seedPaused(h *harness) {
+	e := h.env
+	e.at(26 * time.Minute)
+	c, tok := e.cluster(h.t, registry.ClusterSpec{Name: "freeze-eu", Organization: "acme", AllowedNamespaces: []string{"*"}})
+	a := e.agent(h.t, tok, registry.CapabilityLease)
+	e.submit(h.t, c.ID, "batch", "reindex")
+	e.submit(h.t, c.ID, "batch", "compact")
+	if _, err := e.reg.SetClusterPaused(e.admin, c.ID, true, "change freeze"); err != nil {
+		h.t.Fatal(err)
+	}
+	e.at(30 * time.Minute)
+	e.heartbeat(h.t, a)
+}
+
+// TestOverviewQueuePaused: a paused queue says so in the overview's QUEUES
+// block (⏸ before its oldest wait), as the clusters list and the detail
+// do; it was only drawn amber, like a silent cluster's, and not at all in
+// the mono theme.
+func TestOverviewQueuePaused(t *testing.T) {
+	for _, size := range []struct {
+		name          string
+		width, height int
+	}{{"wide", 120, 40}, {"narrow", 80, 24}} {
+		t.Run(size.name, func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size.width, height: size.height, seed: seedPaused})
+			frame := h.frame()
+			var row string
+			for _, l := range strings.Split(ansi.Strip(frame), "\n") {
+				if strings.Contains(l, "freeze-eu") {
+					row = l
+				}
+			}
+			if !strings.Contains(row, "⏸ 4m") {
+				t.Fatalf("the paused queue's row does not say paused: %q\n%s", row, frame)
+			}
+			h.golden()
+		})
 	}
 }
