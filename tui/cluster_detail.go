@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
@@ -350,6 +351,13 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	case len(d.jobs) == 0:
 		line("  " + st.Render(themes.Muted, "none"))
 	}
+	// The targets take what the id, kind, state and age leave, up to the
+	// longest; cut, a target gives up its kind first, as in the jobs list.
+	targetW := 0
+	for i := range d.jobs {
+		targetW = max(targetW, ansi.StringWidth(d.jobs[i].Target.String()))
+	}
+	targetW = max(10, min(targetW, w-(2+28+2+7+1+12+4)))
 	for i := range d.jobs {
 		j := &d.jobs[i]
 		why := Classify(j, c, now)
@@ -358,7 +366,8 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		if why.Reason != NotStuck {
 			k, extra = themes.Warning, "  ⚠ "+why.Reason.String()
 		}
-		line("  " + st.Render(themes.Muted, j.ID) + "  " + st.Render(themes.Plain, pad(string(j.Kind), 7)+pad(j.Target.String(), 36)) +
+		target := dropHead(cell{{j.Target.String(), themes.Plain}}, targetW)[0].text
+		line("  " + st.Render(themes.Muted, j.ID) + "  " + st.Render(themes.Plain, pad(string(j.Kind), 7)+pad(target, targetW)+" ") +
 			st.Render(k, pad(stateLabel(j.State), 12)) + st.Render(themes.Muted, age(now, j.CreatedAt)) + st.Render(themes.Warning, extra))
 	}
 
