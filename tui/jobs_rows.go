@@ -38,9 +38,15 @@ func (v *jobsView) rowCells(i int) []cell {
 	if why.Reason != NotStuck && v.tab != tabStuck {
 		state = cell{{"⚠ ", themes.Warning}, {stateLabel(j.State), themes.Warning}}
 	}
-	att := fmt.Sprint(j.Attempt)
-	if c != nil {
-		att += "/" + fmt.Sprint(c.Policy.MaxAttempts)
+	// The attempt against the bound on lease reclaims; past it (an admin
+	// requeued the job) the attempt alone, amber: "3/2" read "3 of 2".
+	att, attKind := fmt.Sprint(j.Attempt), themes.Plain
+	if c != nil && c.Policy.MaxAttempts > 0 {
+		if j.Attempt <= c.Policy.MaxAttempts {
+			att += "/" + fmt.Sprint(c.Policy.MaxAttempts)
+		} else {
+			attKind = themes.Warning
+		}
 	}
 	activity := txt("-", themes.Muted)
 	if j.State == registry.JobInProgress {
@@ -59,7 +65,7 @@ func (v *jobsView) rowCells(i int) []cell {
 	if v.tab != tabStuck {
 		cells = append(cells, txt(j.Target.String(), themes.Plain))
 	}
-	cells = append(cells, state, txt(att, themes.Plain), leaseCell(v.ctx.Styles, j, now), activity)
+	cells = append(cells, state, txt(att, attKind), leaseCell(v.ctx.Styles, j, now), activity)
 	if v.tab == tabStuck {
 		cells = append(cells, txt(why.Reason.String(), themes.Warning))
 	} else {
