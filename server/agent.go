@@ -90,68 +90,33 @@ func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
 // handlePoll is the long-poll. It subscribes to the cluster's wake-ups before
 // looking, so a job queued in between is not missed; then it waits on the
 // subscription, its deadline, the client and shutdown. An idle waiter costs
-// this request's goroutine, one channel and one runtime timer: no database
-// work until a wake-up.
+// this request's goroutine (and net/http's reader), one channel and one
+// runtime timer: no database work until a wake-up. Its frame is what stays
+// on the stack while it waits: the setup and each look run in calls that
+// return (see serveHTTP).
 func (s *Server) handlePoll(c *call) error {
-	p, err := parsePoll(c.r.URL.Query())
+	pl, err := s.startPoll(c)
 	if err != nil {
 		return err
 	}
-	if p.Cluster != c.agent.Cluster.ID {
-		return errf(registry.CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", c.agent.Cluster.ID)
-	}
-	release := func() {}
-	if p.Wait > 0 {
-		// Counted from the start, not from when it begins to wait, so that
-		// a client cannot open more than its share by racing.
-		if release, err = s.holdPoll(c); err != nil {
-			return err
-		}
-	}
-	wake, unsubscribe, err := s.reg.SubscribeJobs(c.agent.Cluster.ID)
-	if err != nil {
-		release()
-		return err
-	}
-	// The slot is taken before the subscription and given back before it
-	// ends: whoever sees the poll subscribed sees its slot taken.
-	defer func() {
-		release()
-		unsubscribe()
-	}()
+	defer s.endPoll(pl)
 	var deadline <-chan time.Time
-	if p.Wait > 0 {
-		t := time.NewTimer(p.Wait)
+	if pl.Wait > 0 {
+		t := time.NewTimer(pl.Wait)
 		defer t.Stop()
 		deadline = t.C
 	}
-	held := false
-	defer func() {
-		if held {
-			s.metrics.heldPolls.Dec()
-		}
-	}()
 	for {
-		jobs, err := offStack(func() ([]registry.Job, error) { return s.reg.PollJobs(c.ctx, c.agent, p.Cluster, p.Limit) })
-		if err != nil {
+		if answered, err := s.lookForJobs(c, pl); answered || err != nil {
 			return err
 		}
-		if len(jobs) > 0 || p.Wait == 0 || s.isDraining() {
-			return s.writeJobs(c, jobs)
-		}
-		if !held {
-			held = true
-			s.metrics.heldPolls.Inc()
-		}
 		select {
-		case <-wake:
+		case <-pl.wake:
 			// A job was queued, or the cluster changed (disabled, deleted):
 			// check the credential again, then look.
-			a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearerOf(c.r), registry.AuthAny) })
-			if err != nil {
+			if err := s.reauthenticate(c); err != nil {
 				return err
 			}
-			c.agent = a
 		case <-deadline:
 			return s.writeJobs(c, nil)
 		case <-s.draining:
@@ -160,6 +125,88 @@ func (s *Server) handlePoll(c *call) error {
 			return nil // the client left; nobody reads an answer
 		}
 	}
+}
+
+// heldPoll is a long-poll's state: its parameters, its held-poll slot and
+// its subscription.
+type heldPoll struct {
+	pollParams
+	slot        bool // a held-poll slot is taken (wait > 0)
+	cred, addr  string
+	wake        <-chan struct{}
+	unsubscribe func()
+	held        bool // counted in the held-polls gauge
+}
+
+// startPoll parses the poll, takes its held-poll slot and subscribes to its
+// cluster's wake-ups.
+func (s *Server) startPoll(c *call) (*heldPoll, error) {
+	p, err := parsePoll(c.r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	if p.Cluster != c.agent.Cluster.ID {
+		return nil, errf(registry.CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", c.agent.Cluster.ID)
+	}
+	pl := &heldPoll{pollParams: p}
+	if p.Wait > 0 {
+		// Counted from the start, not from when it begins to wait, so that
+		// a client cannot open more than its share by racing.
+		if pl.cred, pl.addr, err = s.holdPoll(c); err != nil {
+			return nil, err
+		}
+		pl.slot = true
+	}
+	if pl.wake, pl.unsubscribe, err = s.reg.SubscribeJobs(c.agent.Cluster.ID); err != nil {
+		s.releasePoll(pl)
+		return nil, err
+	}
+	return pl, nil
+}
+
+// endPoll undoes startPoll. The slot is taken before the subscription and
+// given back before it ends: whoever sees the poll subscribed sees its slot
+// taken.
+func (s *Server) endPoll(pl *heldPoll) {
+	s.releasePoll(pl)
+	pl.unsubscribe()
+	if pl.held {
+		s.metrics.heldPolls.Dec()
+	}
+}
+
+func (s *Server) releasePoll(pl *heldPoll) {
+	if pl.slot {
+		s.polls.release(pl.cred, pl.addr)
+	}
+}
+
+// lookForJobs looks once, and answers when there are jobs, when the poll
+// does not wait or when the server is shutting down.
+func (s *Server) lookForJobs(c *call, pl *heldPoll) (answered bool, err error) {
+	jobs, err := offStack(func() ([]registry.Job, error) { return s.reg.PollJobs(c.ctx, c.agent, pl.Cluster, pl.Limit) })
+	if err != nil {
+		return true, err
+	}
+	if len(jobs) > 0 || pl.Wait == 0 || s.isDraining() {
+		return true, s.writeJobs(c, jobs)
+	}
+	if !pl.held {
+		pl.held = true
+		s.metrics.heldPolls.Inc()
+	}
+	return false, nil
+}
+
+// reauthenticate checks a woken poll's credential again: it may have been
+// revoked, or its cluster disabled.
+func (s *Server) reauthenticate(c *call) error {
+	a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearerOf(c.r), registry.AuthAny) })
+	if err != nil {
+		return err
+	}
+	c.agent = a
+	return nil
 }
 
 func bearerOf(r *http.Request) string {

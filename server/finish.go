@@ -47,12 +47,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // finish counts the request and writes its log line.
-func (s *Server) finish(c *call, rec *recorder, pattern string, start time.Time) {
-	status := rec.status
-	if !rec.wrote {
+func (s *Server) finish(c *call) {
+	status, pattern := c.rec.status, c.pattern
+	if !c.rec.wrote {
 		status = http.StatusOK
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(c.start)
 	s.metrics.requests.WithLabelValues(pattern, c.r.Method, fmt.Sprint(status)).Inc()
 	s.metrics.latency.WithLabelValues(pattern).Observe(elapsed.Seconds())
 

@@ -84,12 +84,13 @@ func (h *heldPolls) release(credential, addr string) {
 }
 
 // holdPoll takes a held-poll slot for the call's credential and client
-// address, or answers why not (429 with Retry-After).
-func (s *Server) holdPoll(c *call) (release func(), err error) {
-	cred, addr := c.agent.Credential.ID, s.clientAddr(c.r)
+// address, which it returns for release, or answers why not (429 with
+// Retry-After).
+func (s *Server) holdPoll(c *call) (cred, addr string, err error) {
+	cred, addr = c.agent.Credential.ID, s.clientAddr(c.r)
 	if err := s.polls.acquire(cred, addr); err != nil {
 		c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(pollsRetryAfter)))
-		return nil, err
+		return "", "", err
 	}
-	return func() { s.polls.release(cred, addr) }, nil
+	return cred, addr, nil
 }

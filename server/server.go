@@ -322,8 +322,9 @@ const (
 
 // call is one request as handlers see it.
 type call struct {
-	w     http.ResponseWriter // wrapped: records the status
+	w     http.ResponseWriter // &rec
 	raw   http.ResponseWriter // as net/http gave it (MaxBytesReader, deadlines)
+	rec   recorder            // wraps raw: records the status
 	r     *http.Request
 	ctx   context.Context // the request's, with the agent as actor
 	route *route
@@ -338,6 +339,8 @@ type call struct {
 	s         *Server
 	requestID string
 	logWith   *slog.Logger // built on first use: a held poll should not carry one
+	start     time.Time
+	pattern   string // the route's pattern ("unmatched" if none): metric label and log field
 }
 
 // log returns the request's logger, with its request id and (once known) its
@@ -354,39 +357,62 @@ func (c *call) log() *slog.Logger {
 
 func newRequestID() string { return "rq-" + strings.ToLower(ulid.Make().String()) }
 
+// serveHTTP runs a request through the pipeline: routing and prepare
+// (admit), then the route's handler (serve). A held long-poll waits inside
+// its handler, on net/http's goroutine, and keeps that goroutine's stack as
+// large as it ever grew: the frames below the handler are kept small, and
+// the work before it runs in calls that return, so that the deepest calls
+// of a poll fit in the 4 KiB stack net/http's goroutine starts with (see
+// offStack). Every 8 KiB stack is 4 KiB per held poll.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	id := newRequestID()
-	w.Header().Set(headerRequestID, id)
-	rec := &recorder{ResponseWriter: w, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
-	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
-		rec.mediaType = mediaTypeAdmin
+	c := s.newCall(w, r)
+	defer s.done(c)
+	if s.admit(c) {
+		s.serve(c)
 	}
-	c := &call{s: s, w: rec, raw: w, r: r, ctx: r.Context(), requestID: id}
-	pattern := "unmatched"
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			c.log().Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			if !rec.wrote {
-				writeError(rec, errf(registry.CodeInternal, "the server failed while handling this request"))
-			}
-		}
-		s.finish(c, rec, pattern, start)
-	}()
+}
 
+func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
+	c := &call{s: s, raw: w, r: r, ctx: r.Context(), start: time.Now(), pattern: "unmatched"}
+	c.requestID = newRequestID()
+	w.Header().Set(headerRequestID, c.requestID)
+	c.rec = recorder{ResponseWriter: w, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
+	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
+		c.rec.mediaType = mediaTypeAdmin
+	}
+	c.w = &c.rec
+	return c
+}
+
+// done is serveHTTP's deferred call: it answers a handler's panic with a
+// 500, then counts and logs the request.
+func (s *Server) done(c *call) {
+	if p := recover(); p != nil {
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+		c.log().Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		if !c.rec.wrote {
+			writeError(&c.rec, errf(registry.CodeInternal, "the server failed while handling this request"))
+		}
+	}
+	s.finish(c)
+}
+
+// admit finds the request's route and runs prepare. It returns false when
+// it has answered the request (with a refusal).
+func (s *Server) admit(c *call) bool {
+	r := c.r
 	routes, jobID := s.match(r.URL.Path)
 	if len(routes) == 0 {
 		routes, c.params = s.matchAdmin(r.URL.Path)
 	}
 	if len(routes) == 0 {
 		c.err = errf(registry.CodeNotFound, "no such endpoint: %s %s", r.Method, truncate(r.URL.Path, 200))
-		writeError(rec, c.err)
-		return
+		writeError(c.w, c.err)
+		return false
 	}
-	pattern = routes[0].pattern
+	c.pattern = routes[0].pattern
 	for _, rt := range routes {
 		if rt.method == r.Method {
 			c.route = rt
@@ -397,27 +423,36 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		for i, rt := range routes {
 			allowed[i] = rt.method
 		}
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		c.err = errf(CodeMethodNotAllowed, "%s does not accept %s; use %s", pattern, r.Method, strings.Join(allowed, ", "))
-		writeError(rec, c.err)
-		return
+		c.raw.Header().Set("Allow", strings.Join(allowed, ", "))
+		c.err = errf(CodeMethodNotAllowed, "%s does not accept %s; use %s", c.pattern, r.Method, strings.Join(allowed, ", "))
+		writeError(c.w, c.err)
+		return false
 	}
 	c.jobID = jobID
 	if err := s.prepare(c); err != nil {
 		c.err = err
-		writeError(rec, err)
-		return
+		writeError(c.w, err)
+		return false
 	}
+	return true
+}
+
+// serve runs the route's handler and answers its error.
+func (s *Server) serve(c *call) {
 	if err := c.route.serve(c); err != nil {
-		c.err = err
-		if r.Context().Err() != nil && registry.ErrorCode(err) == registry.CodeInternal {
-			// The client went away and the registry call was cut short:
-			// nobody reads this answer; do not report it as a failure.
-			err = errf(registry.CodeUnavailable, "request canceled")
-			c.err = err
-		}
-		writeError(rec, err)
+		s.answerError(c, err)
 	}
+}
+
+func (s *Server) answerError(c *call, err error) {
+	c.err = err
+	if c.r.Context().Err() != nil && registry.ErrorCode(err) == registry.CodeInternal {
+		// The client went away and the registry call was cut short:
+		// nobody reads this answer; do not report it as a failure.
+		err = errf(registry.CodeUnavailable, "request canceled")
+		c.err = err
+	}
+	writeError(c.w, err)
 }
 
 // prepare runs the checks every route of its kind needs, in the order that
