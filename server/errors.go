@@ -134,11 +134,15 @@ func driverCause(err error) error {
 const unavailableRetryAfter = 5 * time.Second
 
 // writeError answers with err's status and the error shape. The request id is
-// the one the outermost middleware put in the X-Request-Id header.
+// the recorder's (the one its X-Request-Id header carries).
 func writeError(w http.ResponseWriter, err error) {
 	err = public(err)
 	code := registry.ErrorCode(err)
-	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: w.Header().Get(headerRequestID)})
+	requestID := w.Header().Get(headerRequestID)
+	if rec, ok := w.(*recorder); ok && rec.requestID != "" {
+		requestID = rec.requestID
+	}
+	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: requestID})
 	h := w.Header()
 	h.Set("Content-Type", mediaTypeOf(w))
 	h.Set("Cache-Control", "no-store")

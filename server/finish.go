@@ -12,11 +12,13 @@ import (
 
 // --- finishing a request ---
 
-// recorder remembers the status a handler wrote.
+// recorder remembers the status a handler wrote, and puts the request id in
+// the answer's X-Request-Id header.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	requestID string
+	status    int
+	wrote     bool
 	// mediaType is the API's: the agent API's vendor type, or plain JSON
 	// for the admin API. writeJSON and writeError use it.
 	mediaType string
@@ -30,6 +32,7 @@ type recorder struct {
 func (r *recorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.status, r.wrote = code, true
+		r.setRequestID()
 		if r.unreadBody {
 			r.Header().Set("Connection", "close")
 		}
@@ -45,6 +48,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *recorder) setRequestID() {
+	if r.requestID != "" {
+		r.Header().Set(headerRequestID, r.requestID)
+	}
+}
 
 // finish counts the request and writes its log line.
 func (s *Server) finish(c *call) {

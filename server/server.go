@@ -375,8 +375,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
 	c := &call{s: s, raw: w, r: r, ctx: r.Context(), start: time.Now(), pattern: "unmatched"}
 	c.requestID = newRequestID()
-	w.Header().Set(headerRequestID, c.requestID)
-	c.rec = recorder{ResponseWriter: w, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
+	// The recorder puts the id in the X-Request-Id header when it answers:
+	// a header set now would be held, with the map net/http gives it (about
+	// 600 bytes), for as long as a long-poll waits.
+	c.rec = recorder{ResponseWriter: w, requestID: c.requestID, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
 	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
 		c.rec.mediaType = mediaTypeAdmin
 	}
@@ -395,6 +397,10 @@ func (s *Server) done(c *call) {
 		if !c.rec.wrote {
 			writeError(&c.rec, errf(registry.CodeInternal, "the server failed while handling this request"))
 		}
+	}
+	if !c.rec.wrote {
+		// net/http answers for a handler that wrote nothing.
+		c.rec.setRequestID()
 	}
 	s.finish(c)
 }
