@@ -397,22 +397,22 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		if v.all {
 			return bulkJobs(v.ctx, registry.ActionRequeue, v.scope())
 		}
-		return requeueJobs(v.ctx, v.targets())
+		return v.act(requeueJobs)
 	case key.Matches(msg, k.Cancel):
 		if v.all {
 			return bulkJobs(v.ctx, registry.ActionCancel, v.scope())
 		}
-		return cancelJobs(v.ctx, v.targets())
+		return v.act(cancelJobs)
 	case key.Matches(msg, k.Retry):
 		if v.all {
 			return bulkJobs(v.ctx, registry.ActionRetry, v.scope())
 		}
-		return retryJobs(v.ctx, v.targets())
+		return v.act(retryJobs)
 	case key.Matches(msg, k.Delete):
 		if v.all {
 			return bulkJobs(v.ctx, registry.ActionDelete, v.scope())
 		}
-		return deleteJobs(v.ctx, v.targets())
+		return v.act(deleteJobs)
 	case key.Matches(msg, k.ExtendLease):
 		if j := v.selected(); j != nil {
 			return extendLease(v.ctx, j)
@@ -435,6 +435,17 @@ func (v *jobsView) moved() tea.Cmd {
 }
 
 // targets are the marked jobs, or the selected one.
+// act runs a job action on the marked jobs or the selected one; with
+// neither (an empty tab) there is nothing to act on and nothing to say: it
+// said "none of the marked jobs can be retried" with no job marked.
+func (v *jobsView) act(action func(*Context, []registry.Job) tea.Cmd) tea.Cmd {
+	jobs := v.targets()
+	if len(jobs) == 0 {
+		return nil
+	}
+	return action(v.ctx, jobs)
+}
+
 func (v *jobsView) targets() []registry.Job {
 	if len(v.marks) > 0 {
 		out := make([]registry.Job, 0, len(v.marks))
