@@ -1,10 +1,8 @@
 package tui
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -41,13 +38,17 @@ type overview struct {
 	failBusy   bool
 	failDirty  bool
 	rollouts   []registry.Rollout // running, paused and halted ones
-	// queueSel is the cluster selected in the QUEUES block (by id, so the
-	// selection stays on it as the order changes); Enter opens it.
-	queueSel string
-	drawn    string
-	version  int
-	width    int
-	height   int
+	// sel is the selected item (overview_items.go), by its record, so the
+	// selection stays on it as the order changes; Enter opens it. selKey is
+	// what the blocks mark (sel, or the first item), reveal asks View to
+	// scroll the selection into sight after [ or ].
+	sel     string
+	selKey  string
+	reveal  bool
+	drawn   string
+	version int
+	width   int
+	height  int
 }
 
 // The sparklines' window: 90 buckets of 10 seconds, the last 15 minutes.
@@ -59,9 +60,9 @@ const (
 
 var (
 	keyShowStuck = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "show stuck jobs"))
-	keyNextQueue = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next queue"))
-	keyPrevQueue = key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous queue"))
-	keyOpenQueue = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open queue"))
+	keyNextItem  = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "select next ▸"))
+	keyPrevItem  = key.NewBinding(key.WithKeys("["), key.WithHelp("[", "select previous ▸"))
+	keyOpenItem  = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open ▸"))
 )
 
 // overviewQueueRows is how many clusters the QUEUES block lists.
@@ -254,13 +255,13 @@ func (o *overview) update(msg tea.Msg) tea.Cmd {
 		switch {
 		case key.Matches(msg, keyShowStuck):
 			return o.ctx.switchTo(switchMsg{screen: screenJobs, tab: "stuck", drill: true})
-		case key.Matches(msg, keyNextQueue):
-			o.moveQueue(1)
-		case key.Matches(msg, keyPrevQueue):
-			o.moveQueue(-1)
-		case key.Matches(msg, keyOpenQueue):
-			if c := o.selectedQueue(); c != nil {
-				return o.ctx.open(newClusterDetail(o.ctx, c.ID))
+		case key.Matches(msg, keyNextItem):
+			o.moveItem(1)
+		case key.Matches(msg, keyPrevItem):
+			o.moveItem(-1)
+		case key.Matches(msg, keyOpenItem):
+			if it, ok := o.selectedItem(); ok {
+				return it.open()
 			}
 		}
 	}
@@ -270,9 +271,14 @@ func (o *overview) update(msg tea.Msg) tea.Cmd {
 func (o *overview) View() string {
 	st := o.ctx.Styles
 	title := st.Title.Render("Overview")
-	if in := fmt.Sprint(o.ctx.Fleet.version, o.ctx.Now.Unix(), o.version, o.width, o.queueSel); in != o.drawn {
-		o.pager.setContent(o.render())
+	if in := fmt.Sprint(o.ctx.Fleet.version, o.ctx.Now.Unix(), o.version, o.width, o.sel); in != o.drawn {
+		doc := o.render()
+		o.pager.setContent(doc)
 		o.drawn = in
+		if o.reveal {
+			o.reveal = false
+			o.pager.show(markedLine(doc))
+		}
 	}
 	if info := o.pager.scrollInfo(); info != "" {
 		title += st.Render(themes.Muted, "  "+info+" (↑/↓ scroll)")
@@ -282,6 +288,10 @@ func (o *overview) View() string {
 
 func (o *overview) render() string {
 	w := o.width
+	o.selKey = ""
+	if it, ok := o.selectedItem(); ok {
+		o.selKey = it.key
+	}
 	blocks := [][2]string{
 		{o.clustersBlock(), o.queuesBlock()},
 		{o.jobsBlock(), o.stuckBlock()},
@@ -335,32 +345,6 @@ func (o *overview) render() string {
 	}
 	out = append(out, o.sparkBlock())
 	return strings.Join(out, "\n\n")
-}
-
-// rolloutsBlock lists the rollouts that are not over, halted ones first.
-func (o *overview) rolloutsBlock() string {
-	st := o.ctx.Styles
-	lines := []string{st.Render(themes.Accent, "Rollouts") + st.Render(themes.Muted, "  (:rollouts to steer them)")}
-	list := slices.Clone(o.rollouts)
-	slices.SortStableFunc(list, func(a, b registry.Rollout) int {
-		return cmp.Compare(rolloutUrgency(a.State), rolloutUrgency(b.State))
-	})
-	for _, ro := range list {
-		lines = append(lines, truncate(fmt.Sprintf("%s  %s  %s  %s",
-			st.Render(themes.Plain, pad(ro.Name, 20)), st.Render(rolloutStateKind(ro.State), pad(string(ro.State), 8)),
-			st.Render(rolloutStateKind(ro.State), progressBar(&ro, 16)), st.Render(themes.Muted, ro.Summary())), o.width))
-	}
-	return strings.Join(lines, "\n")
-}
-
-func rolloutUrgency(s registry.RolloutState) int {
-	switch s {
-	case registry.RolloutHalted:
-		return 0
-	case registry.RolloutPaused:
-		return 1
-	}
-	return 2
 }
 
 func (o *overview) clustersBlock() string {
@@ -462,61 +446,6 @@ func (o *overview) stuckBlock() string {
 	return strings.Join(lines, "\n")
 }
 
-func (o *overview) silentBlock() string {
-	st := o.ctx.Styles
-	f := o.ctx.Fleet
-	now := o.ctx.Now
-	var silent []*registry.Cluster
-	for _, c := range f.sorted {
-		if c.Silent(now) {
-			silent = append(silent, c)
-		}
-	}
-	head := st.Section.Render("SILENT CLUSTERS") + st.Render(themes.Muted, fmt.Sprintf("  no heartbeat for %d intervals", registry.SilentAfterHeartbeats))
-	if len(silent) == 0 {
-		return head + "\n" + st.Render(themes.Good, "  none: every active cluster is heartbeating")
-	}
-	lines := []string{head}
-	for i, c := range silent {
-		if i == 6 {
-			lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters, sort by s)", len(silent)-6)))
-			break
-		}
-		lines = append(lines, "  "+st.Render(themes.Warning, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Plain, pad(ago(now, lastSeen(c)), 9))+
-			st.Render(themes.Muted, fmt.Sprintf("%s queued · %s in flight", thousands(f.count(c.ID, registry.JobQueued)), thousands(f.count(c.ID, registry.JobInProgress)))))
-	}
-	return strings.Join(lines, "\n")
-}
-
-// conditionsBlock lists the False heartbeat conditions across the fleet.
-func (o *overview) conditionsBlock() string {
-	st := o.ctx.Styles
-	now := o.ctx.Now
-	var lines []string
-	n := 0
-	for _, c := range o.ctx.Fleet.sorted {
-		for _, cond := range c.FalseConditions() {
-			n++
-			if len(lines) < 5 {
-				since := ""
-				if !cond.LastTransitionTime.IsZero() {
-					since = " " + age(now, cond.LastTransitionTime)
-				}
-				lines = append(lines, "  "+st.Render(themes.Plain, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
-					st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
-			}
-		}
-	}
-	head := st.Section.Render("FALSE CONDITIONS") + st.Render(themes.Muted, "  from the last heartbeats")
-	if n == 0 {
-		return head + "\n" + st.Render(themes.Good, "  none")
-	}
-	if n > len(lines) {
-		lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more", n-len(lines))))
-	}
-	return head + "\n" + strings.Join(lines, "\n")
-}
-
 // nameWidth is the width of the cluster names in the overview's blocks,
 // the same in each: the fleet's longest name, up to what leaves the queues'
 // figures their room in the block's column (half the screen from 100
@@ -531,32 +460,6 @@ func (o *overview) nameWidth() int {
 		column = (column - 2) / 2
 	}
 	return max(8, min(longest, column-queueFigures))
-}
-
-// failuresBlock lists the latest failed jobs with their errors.
-func (o *overview) failuresBlock() string {
-	st := o.ctx.Styles
-	now := o.ctx.Now
-	head := st.Section.Render("RECENT FAILURES") + st.Render(themes.Muted, "  newest first")
-	switch {
-	case o.failErr != nil:
-		return head + "\n" + st.Render(themes.Danger, "  could not read: "+errText(o.failErr))
-	case !o.failLoaded:
-		return head + "\n" + st.Render(themes.Muted, "  loading…")
-	case len(o.failures) == 0:
-		return head + "\n" + st.Render(themes.Good, "  none")
-	}
-	lines := []string{head}
-	for _, j := range o.failures {
-		msg := j.Error
-		if msg == "" {
-			msg = string(j.Outcome)
-		}
-		// The error is the agent's text: escaped, as in every other view.
-		lines = append(lines, "  "+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), o.nameWidth()))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
-			st.Render(themes.Plain, pad(display.Safe(j.Target.Name), 15)+" ")+st.Render(themes.Danger, display.Safe(msg)))
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (o *overview) loadFailures() tea.Cmd {
@@ -622,7 +525,7 @@ func (o *overview) Actions() []key.Binding { return nil }
 func (o *overview) KeyMap() help.KeyMap {
 	k := o.ctx.Keys
 	return keyMap{
-		short: []key.Binding{keyOpenQueue, keyShowStuck, k.NextView, k.Views[1], k.Views[2], k.Command, k.Help, k.Quit},
-		full:  [][]key.Binding{{keyShowStuck, k.Up, k.Down}, {keyOpenQueue, keyNextQueue, keyPrevQueue}},
+		short: []key.Binding{keyOpenItem, keyShowStuck, k.NextView, k.Views[1], k.Views[2], k.Command, k.Help, k.Quit},
+		full:  [][]key.Binding{{keyShowStuck, k.Up, k.Down}, {keyOpenItem, keyNextItem, keyPrevItem}},
 	}
 }

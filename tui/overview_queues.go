@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/tetherhq/tether/registry"
@@ -10,8 +9,8 @@ import (
 )
 
 // The overview's QUEUES block: the clusters whose queues have anything to
-// say, a not-draining one first and highlighted; one is selected (▸), [ and
-// ] move the selection, Enter opens the cluster.
+// say, a not-draining one first and highlighted; the first is selected (▸)
+// until [ or ] moves the selection (overview_items.go), Enter opens it.
 
 // queueList is what the block lists, in its order.
 func (o *overview) queueList() []*registry.Cluster {
@@ -20,29 +19,6 @@ func (o *overview) queueList() []*registry.Cluster {
 		list = list[:overviewQueueRows]
 	}
 	return list
-}
-
-// selectedQueue is the selected cluster: the one chosen with [ and ] while
-// it is listed, else the first (the most urgent).
-func (o *overview) selectedQueue() *registry.Cluster {
-	list := o.queueList()
-	if len(list) == 0 {
-		return nil
-	}
-	if i := slices.IndexFunc(list, func(c *registry.Cluster) bool { return c.ID == o.queueSel }); i >= 0 {
-		return list[i]
-	}
-	return list[0]
-}
-
-func (o *overview) moveQueue(by int) {
-	list := o.queueList()
-	if len(list) == 0 {
-		return
-	}
-	cur := o.selectedQueue()
-	i := slices.Index(list, cur)
-	o.queueSel = list[(i+by+len(list))%len(list)].ID
 }
 
 func (o *overview) queuesBlock() string {
@@ -65,13 +41,9 @@ func (o *overview) queuesBlock() string {
 	head += st.Render(themes.Muted, "  enter opens ▸, [ ] select")
 	lines := []string{head,
 		st.Render(themes.Muted, "  "+pad("CLUSTER", o.nameWidth())+padLeft("OLDEST", 7)+padLeft("QUEUED", 8)+padLeft("FLIGHT", 7)+padLeft("WAIT p50", 9)+padLeft("FAIL 1h", 8))}
-	sel := o.selectedQueue()
 	for _, c := range o.queueList() {
 		q := f.queue(c.ID)
-		mark := "  "
-		if c == sel {
-			mark = st.Render(themes.Accent, "▸ ")
-		}
+		mark := o.mark("queue:" + c.ID)
 		// Not draining is the alarm (red, ⚠); a queue that is not
 		// expected to drain (paused, silent, disabled cluster) is amber,
 		// and a paused one says so (⏸), as the clusters list does.

@@ -60,6 +60,16 @@ func (p *pager) wheel(msg tea.MouseWheelMsg) {
 
 func (p *pager) view() string { return p.vp.View() }
 
+// show scrolls line into sight, as little as it takes.
+func (p *pager) show(line int) {
+	switch h := p.vp.Height(); {
+	case line < p.vp.YOffset():
+		p.vp.SetYOffset(line)
+	case line >= p.vp.YOffset()+h:
+		p.vp.SetYOffset(line - h + 1)
+	}
+}
+
 // scrollInfo is "lines 1-30 of 80" when the document does not fit.
 func (p *pager) scrollInfo() string {
 	total := p.vp.TotalLineCount()

@@ -48,31 +48,67 @@ func TestQueueHealthGolden(t *testing.T) {
 	}
 }
 
-// TestOverviewQueueSelection: the QUEUES block selects the most urgent
-// queue; ] and [ move the selection (wrapping), which stays on its cluster
-// as the order changes; Enter opens the selected cluster.
+// TestOverviewQueueSelection: the overview selects the most urgent queue;
+// ] and [ move the selection over every row that opens something (the
+// queues, the silent clusters, the False conditions, the recent failures),
+// wrapping, and it stays on its record as the order changes; Enter opens
+// the selected cluster or job, and esc comes back with the selection kept.
 func TestOverviewQueueSelection(t *testing.T) {
 	h := startConsole(t, consoleOpts{seed: seedNotDraining})
 	selected := func() (name string) {
 		h.inspect(func(m *Model) {
-			if c := m.overview.selectedQueue(); c != nil {
-				name = c.Name
+			it, ok := m.overview.selectedItem()
+			if !ok {
+				return
 			}
+			kind, id, _ := strings.Cut(it.key, ":")
+			if kind == "job" {
+				name = it.key
+				return
+			}
+			name = kind + ":" + m.ctx.Fleet.clusterName(id)
 		})
 		return name
 	}
-	if got := selected(); got != "batch-eu" {
+	if got := selected(); got != "queue:batch-eu" {
 		t.Fatalf("selected %q first, want the not-draining batch-eu", got)
 	}
 	h.keys("]", "]")
-	h.waitIdle(func(m *Model) bool { return m.overview.queueSel != "" })
-	if got := selected(); got != "prod-us-1" {
+	h.waitIdle(func(m *Model) bool { return m.overview.sel != "" })
+	if got := selected(); got != "queue:prod-us-1" {
 		t.Fatalf("after ] ]: %q, want prod-us-1 (batch-eu, legacy-dc, prod-us-1, ...)", got)
 	}
 	h.keys("[", "[", "[")
 	h.waitIdle(func(m *Model) bool { return true })
-	if got := selected(); got != "edge-lab" {
-		t.Fatalf("after [ [ [: %q, want edge-lab (wrapped to the last)", got)
+	var last string
+	h.inspect(func(m *Model) {
+		items := m.overview.items()
+		last = items[len(items)-1].key
+	})
+	if got := selected(); got != last || !strings.HasPrefix(last, "job:") {
+		t.Fatalf("after [ [ [: %q, want the last item, the oldest recent failure (%q)", got, last)
+	}
+	if frame := h.frame(); !strings.Contains(ansi.Strip(frame), "▸ prod-us-1") {
+		t.Fatalf("the failure's row is not marked:\n%s", frame)
+	}
+	h.keys("enter")
+	h.waitIdle(topIs[*jobDetail])
+	h.inspect(func(m *Model) {
+		if d := m.top().(*jobDetail); "job:"+d.id != last {
+			t.Fatalf("enter opened job %q, want %q", d.id, last)
+		}
+	})
+	h.keys("esc")
+	h.waitIdle(topIs[*overview])
+	if got := selected(); got != last {
+		t.Fatalf("back on the overview, %q is selected, want %q", got, last)
+	}
+	for i := 0; selected() != "queue:edge-lab"; i++ {
+		if i == 20 {
+			t.Fatalf("[ never selected edge-lab's queue (at %q)", selected())
+		}
+		h.keys("[")
+		h.waitIdle(func(m *Model) bool { return true })
 	}
 	h.keys("enter")
 	h.waitIdle(topIs[*clusterDetail])
@@ -83,6 +119,19 @@ func TestOverviewQueueSelection(t *testing.T) {
 	})
 	if frame := h.frame(); !strings.Contains(frame, "QUEUE") {
 		t.Fatalf("the detail has no QUEUE section:\n%s", frame)
+	}
+}
+
+// TestOverviewSelectionScrolls: at 80x24 the overview is taller than the
+// screen; [ from the first queue selects the last recent failure, far
+// below, and scrolls it into sight.
+func TestOverviewSelectionScrolls(t *testing.T) {
+	h := startConsole(t, consoleOpts{width: 80, height: 24, seed: seedNotDraining})
+	h.keys("[")
+	h.waitIdle(func(m *Model) bool { return m.overview.sel != "" })
+	frame := ansi.Strip(h.frame())
+	if !strings.Contains(frame, "RECENT FAILURES") || !strings.Contains(frame, "▸ ") {
+		t.Fatalf("the selected failure is not in sight:\n%s", frame)
 	}
 }
 
