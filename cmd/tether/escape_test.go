@@ -109,6 +109,20 @@ func TestJobListStuck(t *testing.T) {
 	if got := ids(okJSON[[]registry.Job](t, db, "job", "list", "--stuck", "--state", "queued")); !slices.Equal(got, []string{stranded.ID}) {
 		t.Fatalf("job list --stuck --state queued = %v, want only %s", got, stranded.ID)
 	}
+	// The table says why each is stuck, as the console's WHY column: a
+	// job queued on a disabled cluster had a NOTE of "-".
+	table := ok(t, db, "job", "list", "--stuck").stdout
+	for id, why := range map[string]string{quiet.ID: "stuck: no lease, silent", spent.ID: "stuck: attempts exhausted", stranded.ID: "stuck: cluster disabled"} {
+		var row string
+		for _, l := range strings.Split(table, "\n") {
+			if strings.HasPrefix(l, id) {
+				row = l
+			}
+		}
+		if !strings.Contains(row, why) {
+			t.Errorf("job list --stuck: %s's row does not say %q:\n%s", id, why, table)
+		}
+	}
 
 	root := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "root", "--role", "viewer").Token
 	tokenFile := filepath.Join(t.TempDir(), "token")

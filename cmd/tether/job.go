@@ -286,9 +286,13 @@ func newJobListCmd(g *globals) *cobra.Command {
 			if g.output == "json" {
 				return printJSON(g.stdout, jobs)
 			}
-			names, err := clusterNames(ctx, api)
+			clusters, err := api.ListClusters(ctx, registry.ClusterListParams{})
 			if err != nil {
 				return err
+			}
+			names, byID := map[string]string{}, map[string]*registry.Cluster{}
+			for i := range clusters {
+				names[clusters[i].ID], byID[clusters[i].ID] = clusters[i].Name, &clusters[i]
 			}
 			now := api.Now()
 			headers := []string{"ID", "CLUSTER", "KIND", "TARGET", "STATE", "ATTEMPT", "CREATED", "UPDATED", "NOTE"}
@@ -299,7 +303,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 			for i := range jobs {
 				j := &jobs[i]
 				row := []string{j.ID, nameOf(names, j.ClusterID), describeKind(j), orDash(j.Target.String()), string(j.State),
-					strconv.Itoa(j.Attempt), ago(now, j.CreatedAt), ago(now, j.UpdatedAt), jobNote(now, j)}
+					strconv.Itoa(j.Attempt), ago(now, j.CreatedAt), ago(now, j.UpdatedAt), jobNote(now, j, byID[j.ClusterID])}
 				if g.wide {
 					row = append(row, orDash(oneLine(j.IdempotencyKey, 40)), orDash(j.SubmittedBy), orDash(j.ClaimedBy),
 						orDash(oneLine(j.Phase, 30)), ago(now, j.FinishedAt))
@@ -319,9 +323,23 @@ func newJobListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// jobNote is the one thing worth knowing about a job in a list: why it ended,
-// or how its claim stands.
-func jobNote(now time.Time, j *registry.Job) string {
+// jobNote is the one thing worth knowing about a job in a list: why it is
+// stuck, why it ended, or how its claim stands.
+func jobNote(now time.Time, j *registry.Job, c *registry.Cluster) string {
+	// A stuck job says why first, by the registry's rule, as the console's
+	// stuck tab does.
+	if why := j.Diagnose(c, now); why != registry.NotStuck {
+		if note := jobState(now, j); note != "-" {
+			return "stuck: " + why.String() + "; " + note
+		}
+		return "stuck: " + why.String()
+	}
+	return jobState(now, j)
+}
+
+// jobState is what a job's state leaves to say: its error, its lease, its
+// expiry.
+func jobState(now time.Time, j *registry.Job) string {
 	switch {
 	case j.State.Terminal():
 		return orDash(oneLine(j.Error, 60))
