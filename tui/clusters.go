@@ -88,7 +88,7 @@ func newClustersView(ctx *Context) *clustersView {
 		{Title: "NAME", Width: 20, Min: 12, Flex: 2, Fit: true},
 		{Title: "ID", Width: 29, Drop: 3, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "ORG", Width: 12, Min: 6, Flex: 1, Drop: 4, Fit: true},
-		{Title: "MODE", Width: 6, Drop: 5},
+		{Title: "MODE", Width: 6, Drop: 5, Fit: true},
 		{Title: "STATE", Width: 15, Min: 8, Fit: true},
 		{Title: "HEARTBEAT", Width: 9, Right: true},
 		{Title: "QUEUED", Width: 6, Right: true},
