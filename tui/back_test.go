@@ -35,6 +35,29 @@ func TestEscGoesBackFromADrill(t *testing.T) {
 			t.Errorf("%s then esc left the list filtered by %q", drill, f.Filter())
 		}
 	}
+	// From the clusters list too (docs/console.md: clusters J, E): the
+	// selected cluster's jobs or events, and esc comes back to the list
+	// with the same cluster selected. J did nothing there.
+	do(m, "esc", "2")
+	m.clusters.rebuild()
+	sel := m.clusters.selected()
+	if sel == nil {
+		t.Fatal("no cluster selected in the list")
+	}
+	for _, drill := range []string{"J", "E"} {
+		do(m, drill)
+		f, ok := m.top().(filterable)
+		if !ok || f.Filter() != "cluster:"+sel.Name {
+			t.Fatalf("%s from the list: top %T, filter %v", drill, m.top(), f)
+		}
+		do(m, "esc")
+		if m.screen != screenClusters || m.top() != m.clusters {
+			t.Fatalf("%s from the list then esc: screen %d, top %T; want the clusters list", drill, m.screen, m.top())
+		}
+		if got := m.clusters.selected(); got == nil || got.ID != sel.ID {
+			t.Errorf("%s then esc: %v selected, want %s", drill, got, sel.Name)
+		}
+	}
 	// Not a drill: esc clears the filter and stays.
 	do(m, "3")
 	m.jobs.SetFilter("cluster:prod-us-1")

@@ -136,15 +136,24 @@ func (d *clusterDetail) Update(msg tea.Msg) tea.Cmd {
 		if c == nil {
 			return nil
 		}
-		switch {
-		case key.Matches(msg, keyClusterJobs):
-			return d.ctx.switchTo(switchMsg{screen: screenJobs, filter: "cluster:" + c.Name, tab: "all", drill: true})
-		case key.Matches(msg, keyClusterEvents):
-			return d.ctx.switchTo(switchMsg{screen: screenEvents, filter: "cluster:" + c.Name, drill: true})
+		if cmd, ok := drillCluster(d.ctx, c, msg); ok {
+			return cmd
 		}
 		return clusterAction(d.ctx, c, msg)
 	}
 	return nil
+}
+
+// drillCluster handles J (the cluster's jobs) and E (its events), from its
+// detail and from the clusters list: a drill, which esc undoes.
+func drillCluster(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	switch {
+	case key.Matches(msg, keyClusterJobs):
+		return ctx.switchTo(switchMsg{screen: screenJobs, filter: "cluster:" + c.Name, tab: "all", drill: true}), true
+	case key.Matches(msg, keyClusterEvents):
+		return ctx.switchTo(switchMsg{screen: screenEvents, filter: "cluster:" + c.Name, drill: true}), true
+	}
+	return nil, false
 }
 
 func (d *clusterDetail) refreshLater() tea.Cmd {

@@ -321,6 +321,9 @@ func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
 			}, nil, 0))
 		}
 		if c := v.selected(); c != nil {
+			if cmd, ok := drillCluster(v.ctx, c, msg); ok {
+				return cmd
+			}
 			return clusterAction(v.ctx, c, msg)
 		}
 	}
@@ -390,6 +393,7 @@ func (v *clustersView) KeyMap() help.KeyMap {
 			{k.Enter, k.Filter, k.Sort, k.SortPrev, k.SortReverse},
 			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
 			{k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
+			{keyClusterJobs, keyClusterEvents},
 		},
 	}
 }
