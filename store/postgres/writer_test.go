@@ -221,3 +221,54 @@ func TestPipelinedGroup(t *testing.T) {
 		t.Errorf("%d writes in %d commits: want groups", writes, commits)
 	}
 }
+
+// TestEmptyLookSkipsTheWriter: a poll's look that finds nothing to hand out
+// (no queued job, or every one hidden by an earlier look) joins no group on
+// the writer; a look that finds a job hides it there.
+func TestEmptyLookSkipsTheWriter(t *testing.T) {
+	st := openAt(t, freshSchema(t))
+	reg := newRegistry(t, st, t.TempDir()+"/key")
+	c, _, err := reg.CreateCluster(adminCtx, registry.ClusterSpec{Name: "idle", AllowedNamespaces: []string{"default"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := func() []registry.Job {
+		t.Helper()
+		now := time.Now()
+		jobs, err := st.JobsDeliver(context.Background(), registry.JobsDeliverParams{ClusterID: c.ID, Now: now, Limit: 10, HideUntil: now.Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	writes := func() int64 { _, w := postgres.Batching(st); return w }
+
+	before := writes()
+	for range 5 {
+		if jobs := look(); len(jobs) != 0 {
+			t.Fatalf("an empty queue handed out %d jobs", len(jobs))
+		}
+	}
+	if n := writes() - before; n != 0 {
+		t.Fatalf("5 looks at an empty queue made %d writes, want none", n)
+	}
+	j, _, err := reg.SubmitJob(adminCtx, registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply,
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"default"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = writes()
+	if jobs := look(); len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Fatalf("the look handed out %+v, want the queued job", jobs)
+	}
+	if n := writes() - before; n != 1 {
+		t.Fatalf("a look that hid a job made %d writes, want 1", n)
+	}
+	before = writes()
+	if jobs := look(); len(jobs) != 0 {
+		t.Fatalf("a hidden job was handed out again: %+v", jobs)
+	}
+	if n := writes() - before; n != 0 {
+		t.Fatalf("a look with every job hidden made %d writes, want none", n)
+	}
+}

@@ -222,3 +222,37 @@ func seedFinished(b *testing.B, path, clusterID string, n int, finished time.Tim
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkIdleLook measures polls' looks at an empty queue (what an idle
+// fleet's held polls do when they start and on every wake-up) from
+// concurrent agents, with the visibility window on, as serve runs it.
+// Reports looks/s.
+func BenchmarkIdleLook(b *testing.B) {
+	st := openAt(b, filepath.Join(b.TempDir(), "tether.db"))
+	reg := registry.New(st, registry.Config{VisibilityWindow: 30 * time.Second})
+	b.Cleanup(reg.Close)
+	c, tok, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: "idle", AllowedNamespaces: []string{"default"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cred, err := reg.Register(admin, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := reg.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if jobs, err := reg.PollJobs(admin, a, c.ID, 10); err != nil || len(jobs) != 0 {
+				b.Errorf("look: %d jobs, %v", len(jobs), err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
+}
