@@ -257,7 +257,7 @@ func (v *rolloutsView) rowCells(i int) []cell {
 		txt(fmt.Sprint(ro.Failures()), failed),
 		txt(fmt.Sprint(ro.Counts[registry.TargetRunning]), themes.Plain),
 		txt(ro.Selector, themes.Muted),
-		txt(ago(v.ctx.Now, ro.CreatedAt), themes.Muted),
+		txt(age(v.ctx.Now, ro.CreatedAt), themes.Muted),
 	}
 }
 
