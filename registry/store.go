@@ -276,9 +276,14 @@ type JobListParams struct {
 	Kind       JobKind
 	// Search is words separated by spaces; each must be a substring (in
 	// any ASCII case) of the id, idempotency key, target namespace or
-	// name, or error.
+	// name, error or kind, or of the job's cluster's name.
 	Search string
-	Error  string
+	// SearchClusterIDs is set by the registry, not by callers: for each
+	// word of Search (strings.Fields order), the ids of the clusters the
+	// caller may see whose name contains it. Stores match a word on a
+	// job of one of those clusters as on its own columns.
+	SearchClusterIDs [][]string
+	Error            string
 	// LeaseExpiredBefore: only leased jobs whose lease ends before it.
 	LeaseExpiredBefore time.Time
 	// NoLease with ActivityBefore: unleased jobs silent since before it.

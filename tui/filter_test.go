@@ -113,6 +113,23 @@ func TestFiltersEverywhere(t *testing.T) {
 		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) || m.jobs.tabCount(tabFailed) != 0 {
 			t.Errorf("/!failed !succeeded cluster:prod-us: %d rows, all %d, failed %d", len(m.jobs.rows), m.jobs.tabCount(tabAll), m.jobs.tabCount(tabFailed))
 		}
+		// A bare word matches the CLUSTER column too (/prod-us found no
+		// job; only cluster:prod-us did), and with a word of the target.
+		filter(m, "prod-us")
+		pump(m, m.jobs.requery())
+		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) {
+			t.Errorf("/prod-us: %d rows, all %d", len(m.jobs.rows), m.jobs.tabCount(tabAll))
+		}
+		for i := range m.jobs.rows {
+			if j := &m.jobs.rows[i]; j.ClusterID != fx.usID {
+				t.Errorf("/prod-us shows %s on %s", j.ID, j.ClusterID)
+			}
+		}
+		filter(m, "edge-lab notebook")
+		pump(m, m.jobs.requery())
+		if len(m.jobs.rows) != 1 || m.jobs.rows[0].ID != fx.silentJob {
+			t.Errorf("/edge-lab notebook: %d rows, want the silent job %s", len(m.jobs.rows), fx.silentJob)
+		}
 		filter(m, "re:^api")
 		if view := m.View().Content; !strings.Contains(view, "cannot match a regular expression") {
 			t.Errorf("re: over the jobs does not say why not:\n%s", view)

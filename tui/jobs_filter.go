@@ -10,8 +10,9 @@ import (
 // The jobs view's `/` filter. The jobs are filtered by the store, over any
 // number of them, so the filter is what the store can answer from its
 // indexes and columns: clusters, kind, states, an error code, and words
-// matched against the id, idempotency key, namespace, name and error
-// text (each word on its own: every word must match). A state
+// matched against the id, idempotency key, namespace, name, error text,
+// kind and cluster name (each word on its own: every word must match;
+// the registry resolves a word to the clusters whose name holds it). A state
 // word (failed, in-progress) keeps jobs in that state and `!` before a
 // state leaves those out (the state index answers both). A regular
 // expression, a negated word or a negated cluster would have the store read
@@ -77,7 +78,7 @@ func parseJobFilter(f *fleet, s string) jobFilter {
 		case neg:
 			out.err = "!" + w + ": over the jobs store ! leaves out a state (!failed), not a word (that would read every job)"
 		case ok && k == "re":
-			out.err = "re:" + v + ": the jobs store cannot match a regular expression over every job; words match the id, idempotency key, namespace, name or error text"
+			out.err = "re:" + v + ": the jobs store cannot match a regular expression over every job; words match the id, idempotency key, namespace, name, error text, kind or cluster name"
 		case ok && (k == "kind" || k == "k"):
 			out.kind = registry.JobKind(v)
 			if !slices.Contains([]registry.JobKind{registry.KindApply, registry.KindDelete, registry.KindIntent}, out.kind) {

@@ -142,10 +142,18 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 		where = append(where, "error = ?")
 		args = append(args, p.Error)
 	}
-	for _, word := range strings.Fields(p.Search) {
+	for i, word := range strings.Fields(p.Search) {
 		pat := likePattern(word)
-		where = append(where, `(id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\')`)
-		args = append(args, pat, pat, pat, pat, pat)
+		cond := `id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\' OR kind LIKE ? ESCAPE '\'`
+		args = append(args, pat, pat, pat, pat, pat, pat)
+		if i < len(p.SearchClusterIDs) && len(p.SearchClusterIDs[i]) > 0 {
+			ids := p.SearchClusterIDs[i]
+			cond += " OR cluster_id IN (" + placeholders(len(ids)) + ")"
+			for _, id := range ids {
+				args = append(args, id)
+			}
+		}
+		where = append(where, "("+cond+")")
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -490,6 +491,49 @@ func testJobs(t *testing.T, newStore NewStore) {
 			found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: c.search})
 			wantNoErr(t, err)
 			n, err := e.reg.CountJobs(e.ctx, registry.JobListParams{Search: c.search})
+			wantNoErr(t, err)
+			if len(found) != c.want || n != c.want {
+				t.Errorf("search %q: listed %d, counted %d, want %d", c.search, len(found), n, c.want)
+			}
+		}
+	})
+
+	// A search word also matches the CLUSTER and KIND columns: the
+	// console's /staging-eu found nothing (only cluster:staging-eu did),
+	// since the jobs table holds the cluster's id, not its name. The
+	// registry resolves the names among the clusters the caller may see.
+	t.Run("SearchClusterAndKind", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		staging, _ := e.cluster("staging-eu", nil)
+		prod, _ := e.cluster("prod-us", func(s *registry.ClusterSpec) { s.Organization = "globex" })
+		del := func(s *registry.JobSubmission) {
+			s.Kind = registry.KindDelete
+			s.Payload = json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","name":"wordpress","namespace":"team-a"}`)
+		}
+		for _, c := range []*registry.Cluster{staging, prod} {
+			e.submit(c.ID, nil)
+			e.submit(c.ID, del)
+		}
+		scoped := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdminToken, Name: "viewer-org", Role: registry.RoleViewer, Org: "org"})
+		for _, c := range []struct {
+			ctx    context.Context
+			search string
+			want   int
+		}{
+			{e.ctx, "staging-eu", 2}, // only the cluster's name
+			{e.ctx, "STAGING", 2},    // in any case
+			{e.ctx, "delete", 2},     // only the kind
+			{e.ctx, "staging-eu delete", 1},
+			{e.ctx, "staging-eu wordpress", 1}, // the cluster and the target
+			{e.ctx, "wordpress prod-us", 1},
+			{e.ctx, "staging-eu prod-us", 0},
+			{e.ctx, "nosuch-cluster", 0},
+			{scoped, "staging-eu", 2},
+			{scoped, "prod-us", 0}, // another organization's cluster
+		} {
+			found, err := e.reg.ListJobs(c.ctx, registry.JobListParams{Search: c.search})
+			wantNoErr(t, err)
+			n, err := e.reg.CountJobs(c.ctx, registry.JobListParams{Search: c.search})
 			wantNoErr(t, err)
 			if len(found) != c.want || n != c.want {
 				t.Errorf("search %q: listed %d, counted %d, want %d", c.search, len(found), n, c.want)
