@@ -286,6 +286,12 @@ type JobListParams struct {
 	Error            string
 	// LeaseExpiredBefore: only leased jobs whose lease ends before it.
 	LeaseExpiredBefore time.Time
+	// LeaseLiveAt: only jobs without a lease or whose lease ends at or
+	// after it (what LeaseExpiredBefore leaves out).
+	LeaseLiveAt time.Time
+	// ExceptClusterIDs: only jobs of none of these clusters (a short
+	// list: the stuck queries leave out the unreachable clusters).
+	ExceptClusterIDs []string
 	// NoLease with ActivityBefore: unleased jobs silent since before it.
 	NoLease        bool
 	ActivityBefore time.Time

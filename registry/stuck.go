@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,30 +15,32 @@ const NoLeaseStuckAfter = 10 * time.Minute
 
 // StuckQueries are the job queries whose union is every stuck job: the
 // bulk form of Job.Diagnose, which the CLI (job list --stuck), the admin
-// API and the console's stuck tab and overview all select with.
+// API and the console's stuck tab and overview all select with. The sets
+// are disjoint, each holding the jobs Diagnose gives one reason
+// (Reasons[i]), so |union| = sum(Sets) and a search word that the reason's
+// text holds (the stuck tab's WHY column) is satisfied by the reason:
 //
-//	Sets[0] exhausted: failed with error lease_expired
-//	Sets[1] expired:   in_progress with a lease that ended
-//	Sets[2] silent:    in_progress, no lease, no activity for NoLeaseStuckAfter
-//	Sets[3] stranded:  queued or in_progress on an unreachable cluster
-//	                   (only when some cluster is unreachable)
+//	attempts exhausted:     failed with error lease_expired
+//	lease expired:          in_progress with a lease that ended
+//	no lease, silent:       in_progress, no lease, no activity for
+//	                        NoLeaseStuckAfter, on a reachable cluster
+//	cluster disabled:       queued, or in_progress with a live lease or
+//	                        none, on a disabled cluster
+//	cluster silent:         the same in_progress jobs on a silent cluster
+//	queued, cluster silent: queued on a silent cluster
 //
-// Only stranded overlaps the others (expired and silent jobs on an
-// unreachable cluster); Overlaps holds those intersections, so that
-// |union| = sum(Sets) - sum(Overlaps).
+// (the last three only when some cluster is disabled or silent).
 type StuckQueries struct {
-	Sets     []JobListParams
-	Overlaps []JobListParams
+	Sets    []JobListParams
+	Reasons []StuckReason
 }
 
-// Indexes of the sets in StuckQueries.Sets, before a state filter narrows
-// them.
-const (
-	StuckSetExhausted = iota
-	StuckSetExpired
-	StuckSetSilent
-	StuckSetStranded
-)
+// Unreachable is the clusters whose agent cannot be taking jobs: disabled
+// ones, and silent ones that are not disabled (Diagnose names a disabled
+// cluster first).
+type Unreachable struct {
+	Disabled, Silent []string
+}
 
 // Unreachable says whether the cluster's agent cannot be taking jobs at
 // now: the cluster is disabled or silent.
@@ -45,70 +48,98 @@ func (c *Cluster) Unreachable(now time.Time) bool {
 	return c.State == ClusterDisabled || c.Silent(now)
 }
 
-// UnreachableClusters lists the ids of the clusters that are Unreachable.
-func UnreachableClusters(clusters []Cluster, now time.Time) []string {
-	var out []string
+// Add counts c in if it is Unreachable at now.
+func (u *Unreachable) Add(c *Cluster, now time.Time) {
+	switch {
+	case c.State == ClusterDisabled:
+		u.Disabled = append(u.Disabled, c.ID)
+	case c.Silent(now):
+		u.Silent = append(u.Silent, c.ID)
+	}
+}
+
+// UnreachableClusters sorts out the clusters that are Unreachable.
+func UnreachableClusters(clusters []Cluster, now time.Time) Unreachable {
+	var out Unreachable
 	for i := range clusters {
-		if clusters[i].Unreachable(now) {
-			out = append(out, clusters[i].ID)
-		}
+		out.Add(&clusters[i], now)
 	}
 	return out
 }
 
 // StuckJobQueries returns the stuck queries at now, each narrowed by
 // base's filters (clusters, kind, search, order); base's states narrow
-// every set, and a set left with no state drops out with its overlaps.
+// every set, and a set left with no state drops out. Each set's search
+// keeps only the words its reason's text does not hold: /silent finds the
+// jobs stuck as "no lease, silent", "cluster silent" and "queued, cluster
+// silent", /silent notebook those of them that also match notebook.
 // unreachable is UnreachableClusters of the fleet.
-func StuckJobQueries(base JobListParams, unreachable []string, now time.Time) StuckQueries {
-	with := func(f func(p *JobListParams)) JobListParams {
+func StuckJobQueries(base JobListParams, unreachable Unreachable, now time.Time) StuckQueries {
+	var q StuckQueries
+	add := func(r StuckReason, f func(p *JobListParams)) {
 		p := base
 		p.States, p.Limit, p.Offset, p.After = nil, 0, 0, nil
+		p.Search = searchBesides(base.Search, r.String())
 		f(&p)
-		return p
+		if base.States != nil {
+			st, ok := IntersectStates(p.States, base.States)
+			if !ok {
+				return
+			}
+			p.States = st
+		}
+		q.Sets = append(q.Sets, p)
+		q.Reasons = append(q.Reasons, r)
 	}
-	exhausted := with(func(p *JobListParams) { p.States, p.Error = []JobState{JobFailed}, ErrorLeaseExpired })
-	expired := with(func(p *JobListParams) { p.States, p.LeaseExpiredBefore = []JobState{JobInProgress}, now })
-	silent := with(func(p *JobListParams) {
-		p.States, p.NoLease, p.ActivityBefore = []JobState{JobInProgress}, true, now.Add(-NoLeaseStuckAfter)
-	})
-	q := StuckQueries{Sets: []JobListParams{exhausted, expired, silent}}
-	ids := unreachable
-	if len(base.ClusterIDs) > 0 {
-		ids = nil
-		for _, id := range unreachable {
+	narrow := func(ids []string) []string {
+		if len(base.ClusterIDs) == 0 {
+			return ids
+		}
+		var out []string
+		for _, id := range ids {
 			if slices.Contains(base.ClusterIDs, id) {
-				ids = append(ids, id)
+				out = append(out, id)
 			}
 		}
+		return out
 	}
-	if len(ids) > 0 {
-		q.Sets = append(q.Sets, with(func(p *JobListParams) {
-			p.ClusterIDs, p.States = ids, []JobState{JobQueued, JobInProgress}
-		}))
-		for _, p := range []JobListParams{expired, silent} {
-			p.ClusterIDs = ids
-			q.Overlaps = append(q.Overlaps, p)
-		}
+	disabled, silent := narrow(unreachable.Disabled), narrow(unreachable.Silent)
+	add(StuckAttemptsExhausted, func(p *JobListParams) { p.States, p.Error = []JobState{JobFailed}, ErrorLeaseExpired })
+	add(StuckLeaseExpired, func(p *JobListParams) { p.States, p.LeaseExpiredBefore = []JobState{JobInProgress}, now })
+	add(StuckNoLeaseSilent, func(p *JobListParams) {
+		p.States, p.NoLease, p.ActivityBefore = []JobState{JobInProgress}, true, now.Add(-NoLeaseStuckAfter)
+		p.ExceptClusterIDs = slices.Concat(disabled, silent)
+	})
+	if len(disabled) > 0 {
+		add(StuckClusterDisabled, func(p *JobListParams) {
+			p.ClusterIDs, p.States, p.LeaseLiveAt = disabled, []JobState{JobQueued, JobInProgress}, now
+		})
 	}
-	if base.States != nil {
-		q.Sets = narrowSets(q.Sets, base.States)
-		q.Overlaps = narrowSets(q.Overlaps, base.States)
+	if len(silent) > 0 {
+		add(StuckClusterSilent, func(p *JobListParams) {
+			p.ClusterIDs, p.States, p.LeaseLiveAt = silent, []JobState{JobInProgress}, now
+		})
+		add(StuckQueuedOnSilentCluster, func(p *JobListParams) {
+			p.ClusterIDs, p.States = silent, []JobState{JobQueued}
+		})
 	}
 	return q
 }
 
-// narrowSets narrows each query's states to states, leaving out the
-// queries with none left.
-func narrowSets(sets []JobListParams, states []JobState) []JobListParams {
-	var out []JobListParams
-	for _, p := range sets {
-		if st, ok := IntersectStates(p.States, states); ok {
-			p.States = st
-			out = append(out, p)
+// searchBesides is search without the words that text holds (in any
+// ASCII case, as the stores match).
+func searchBesides(search, text string) string {
+	if search == "" {
+		return ""
+	}
+	text = asciiLower(text)
+	var keep []string
+	for _, w := range strings.Fields(search) {
+		if !strings.Contains(text, asciiLower(w)) {
+			keep = append(keep, w)
 		}
 	}
-	return out
+	return strings.Join(keep, " ")
 }
 
 // IntersectStates is the states in both lists, nil meaning every state;

@@ -85,6 +85,13 @@ func (s *Server) jobFilters(c *call, q url.Values) (registry.JobListParams, erro
 		}
 		p.ClusterIDs = append(p.ClusterIDs, cl.ID)
 	}
+	for _, ref := range splitList(q["exceptCluster"]) {
+		cl, err := s.reg.GetCluster(c.ctx, ref)
+		if err != nil {
+			return p, err
+		}
+		p.ExceptClusterIDs = append(p.ExceptClusterIDs, cl.ID)
+	}
 	for _, st := range splitList(q["state"]) {
 		state := registry.JobState(strings.ReplaceAll(st, "-", "_"))
 		if !state.Valid() {
@@ -102,7 +109,7 @@ func (s *Server) jobFilters(c *call, q url.Values) (registry.JobListParams, erro
 	p.Error = q.Get("error")
 	var err error
 	for name, dst := range map[string]*time.Time{
-		"leaseExpiredBefore": &p.LeaseExpiredBefore, "activityBefore": &p.ActivityBefore, "finishedAfter": &p.FinishedAfter,
+		"leaseExpiredBefore": &p.LeaseExpiredBefore, "leaseLiveAt": &p.LeaseLiveAt, "activityBefore": &p.ActivityBefore, "finishedAfter": &p.FinishedAfter,
 	} {
 		if v := q.Get(name); v != "" {
 			if *dst, err = time.Parse(time.RFC3339Nano, v); err != nil {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,55 @@ func TestFiltersEverywhere(t *testing.T) {
 		filter(m, "re:^api")
 		if view := m.View().Content; !strings.Contains(view, "cannot match a regular expression") {
 			t.Errorf("re: over the jobs does not say why not:\n%s", view)
+		}
+	})
+}
+
+// TestStuckTabFiltersWhy: on the stuck tab a word also matches the WHY
+// column (/silent found nothing although WHY said it), through the
+// registry's stuck queries, over both backends; the count on the tab
+// agrees with the rows.
+func TestStuckTabFiltersWhy(t *testing.T) {
+	bothBackends(t, func(t *testing.T, m *Model, e *env, fx fleetFixture) {
+		do(m, "3")
+		m.jobs.setTab(tabStuck)
+		for _, c := range []struct {
+			filter string
+			want   []string
+		}{
+			// no lease, silent; queued, cluster silent (the expired lease
+			// on the silent prod-us-1 says lease expired)
+			{"silent", []string{fx.silentJob, fx.strandedJob}},
+			{"silent notebook", []string{fx.silentJob}},
+			{"disabled legacy", []string{fx.disabledJob}},
+			{"exhausted", []string{fx.exhaustedJob}},
+			{"lease frontend", []string{fx.expiredJob}}, // (expired is a state word)
+			{"silent legacy", nil},
+		} {
+			filter(m, c.filter)
+			pump(m, m.jobs.requery())
+			var got []string
+			for i := range m.jobs.rows {
+				got = append(got, m.jobs.rows[i].ID)
+			}
+			for _, id := range c.want {
+				if !slices.Contains(got, id) {
+					t.Errorf("stuck tab /%s: %v lacks %s", c.filter, got, id)
+				}
+			}
+			if c.filter == "silent" && len(got) != 3 { // and the other job queued on prod-us-1
+				t.Errorf("stuck tab /silent: %d rows, want 3", len(got))
+			} else if c.filter != "silent" && len(got) != len(c.want) {
+				t.Errorf("stuck tab /%s: %v, want %v", c.filter, got, c.want)
+			}
+			if n := m.jobs.tabCount(tabStuck); n != len(got) {
+				t.Errorf("stuck tab /%s: counted %d, %d rows", c.filter, n, len(got))
+			}
+			if len(got) > 0 && c.filter == "silent" {
+				if view := m.View().Content; !strings.Contains(view, "no lease, silent") || !strings.Contains(view, "queued, cluster silent") {
+					t.Errorf("stuck tab /silent does not show why:\n%s", view)
+				}
+			}
 		}
 	})
 }

@@ -205,12 +205,10 @@ func (f *fleet) liveCredential(clusterID string, now time.Time) *registry.Creden
 
 // unreachable lists the clusters whose agents cannot be taking jobs
 // (Cluster.Unreachable).
-func (f *fleet) unreachable(now time.Time) []string {
-	var out []string
+func (f *fleet) unreachable(now time.Time) registry.Unreachable {
+	var out registry.Unreachable
 	for _, c := range f.sorted {
-		if c.Unreachable(now) {
-			out = append(out, c.ID)
-		}
+		out.Add(c, now)
 	}
 	return out
 }

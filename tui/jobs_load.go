@@ -43,7 +43,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 	pin, cursor, offset, height := v.pin, t.cursor, t.offset, t.height
 	b := v.ctx.Backend
 	now := v.ctx.Now
-	var unreachable []string
+	var unreachable registry.Unreachable
 	if tab == tabStuck {
 		unreachable = v.ctx.Fleet.unreachable(now)
 	}

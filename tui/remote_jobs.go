@@ -23,6 +23,9 @@ func jobQuery(p registry.JobListParams) (url.Values, error) {
 	if len(p.ClusterIDs) > 0 {
 		q.Set("cluster", strings.Join(p.ClusterIDs, ","))
 	}
+	if len(p.ExceptClusterIDs) > 0 {
+		q.Set("exceptCluster", strings.Join(p.ExceptClusterIDs, ","))
+	}
 	if len(p.States) > 0 {
 		states := make([]string, len(p.States))
 		for i, s := range p.States {
@@ -38,7 +41,7 @@ func jobQuery(p registry.JobListParams) (url.Values, error) {
 	set("kind", string(p.Kind))
 	set("search", p.Search)
 	set("error", p.Error)
-	for k, t := range map[string]time.Time{"leaseExpiredBefore": p.LeaseExpiredBefore, "activityBefore": p.ActivityBefore, "finishedAfter": p.FinishedAfter} {
+	for k, t := range map[string]time.Time{"leaseExpiredBefore": p.LeaseExpiredBefore, "leaseLiveAt": p.LeaseLiveAt, "activityBefore": p.ActivityBefore, "finishedAfter": p.FinishedAfter} {
 		if !t.IsZero() {
 			q.Set(k, t.UTC().Format(time.RFC3339Nano))
 		}

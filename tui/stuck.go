@@ -81,64 +81,49 @@ func lastSeen(c *registry.Cluster) time.Time { return c.LastSeen() }
 
 // stuckQueries are the registry's stuck queries (registry.StuckJobQueries):
 // the console selects the same jobs as job list --stuck and the admin API.
-func stuckQueries(base registry.JobListParams, unreachable []string, now time.Time) registry.StuckQueries {
+func stuckQueries(base registry.JobListParams, unreachable registry.Unreachable, now time.Time) registry.StuckQueries {
 	return registry.StuckJobQueries(base, unreachable, now)
 }
 
-// countStuck counts the stuck set.
+// countStuck counts the stuck set (its queries are disjoint).
 func countStuck(ctx context.Context, b Backend, s registry.StuckQueries) (int, error) {
-	total := 0
-	for _, p := range s.Sets {
-		n, err := b.CountJobs(ctx, p)
-		if err != nil {
-			return 0, err
-		}
-		total += n
-	}
-	for _, p := range s.Overlaps {
-		n, err := b.CountJobs(ctx, p)
-		if err != nil {
-			return 0, err
-		}
-		total -= n
-	}
-	return total, nil
+	c, err := countStuckByReason(ctx, b, s)
+	return c.Total, err
 }
 
-// stuckByReason counts each set apart, for the overview (overlapping jobs
-// count under their own reason, not under their cluster's).
+// stuckCounts are the stuck jobs by reason, for the overview: each job
+// under the reason Diagnose gives it (a job whose lease ran out on a
+// silent cluster counts as expired; the jobs of a silent or disabled
+// cluster as stranded).
 type stuckCounts struct {
 	Total, Exhausted, Expired, Silent, Stranded int
 }
 
 func countStuckByReason(ctx context.Context, b Backend, s registry.StuckQueries) (stuckCounts, error) {
 	var out stuckCounts
-	ns := make([]int, len(s.Sets))
 	for i, p := range s.Sets {
 		n, err := b.CountJobs(ctx, p)
 		if err != nil {
 			return out, err
 		}
-		ns[i] = n
-	}
-	out.Exhausted, out.Expired, out.Silent = ns[registry.StuckSetExhausted], ns[registry.StuckSetExpired], ns[registry.StuckSetSilent]
-	if len(ns) > registry.StuckSetStranded {
-		out.Stranded = ns[registry.StuckSetStranded]
-		for _, p := range s.Overlaps {
-			n, err := b.CountJobs(ctx, p)
-			if err != nil {
-				return out, err
-			}
-			out.Stranded -= n
+		switch s.Reasons[i] {
+		case AttemptsExhausted:
+			out.Exhausted += n
+		case LeaseExpired:
+			out.Expired += n
+		case NoLeaseSilent:
+			out.Silent += n
+		default:
+			out.Stranded += n
 		}
+		out.Total += n
 	}
-	out.Total = out.Exhausted + out.Expired + out.Silent + out.Stranded
 	return out, nil
 }
 
 // listStuck returns one page of the stuck set, newest first (or oldest
-// first when its queries say so: the order of the other tabs): each set's first offset+limit jobs, merged and
-// de-duplicated.
+// first when its queries say so: the order of the other tabs): each set's
+// first offset+limit jobs, merged.
 func listStuck(ctx context.Context, b Backend, s registry.StuckQueries, offset, limit int) ([]registry.Job, error) {
 	var all []registry.Job
 	seen := map[string]bool{}

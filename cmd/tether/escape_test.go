@@ -109,6 +109,10 @@ func TestJobListStuck(t *testing.T) {
 	if got := ids(okJSON[[]registry.Job](t, db, "job", "list", "--stuck", "--state", "queued")); !slices.Equal(got, []string{stranded.ID}) {
 		t.Fatalf("job list --stuck --state queued = %v, want only %s", got, stranded.ID)
 	}
+	// A search word may be in the reason, as in the console's WHY column.
+	if got := ids(okJSON[[]registry.Job](t, db, "job", "list", "--stuck", "--search", "silent")); !slices.Equal(got, []string{quiet.ID}) {
+		t.Fatalf("job list --stuck --search silent = %v, want only %s (no lease, silent)", got, quiet.ID)
+	}
 	// The table says why each is stuck, as the console's WHY column: a
 	// job queued on a disabled cluster had a NOTE of "-".
 	table := ok(t, db, "job", "list", "--stuck").stdout
@@ -143,6 +147,9 @@ func TestJobListStuck(t *testing.T) {
 	}
 	if got := remote("job", "list", "--stuck"); !slices.Equal(got, want) {
 		t.Fatalf("job list --stuck over --server = %v, want %v", got, want)
+	}
+	if got := remote("job", "list", "--stuck", "--search", "disabled"); !slices.Equal(got, []string{stranded.ID}) {
+		t.Fatalf("job list --stuck --search disabled over --server = %v, want only %s", got, stranded.ID)
 	}
 	if got := remote("job", "list", "--stuck", "--state", "queued"); !slices.Equal(got, []string{stranded.ID}) {
 		t.Fatalf("job list --stuck --state queued over --server = %v, want only %s", got, stranded.ID)

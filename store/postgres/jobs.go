@@ -188,6 +188,9 @@ func jobFilter(a *args, p registry.JobListParams) string {
 	if len(p.ClusterIDs) > 0 {
 		where = append(where, "cluster_id IN ("+list(a, p.ClusterIDs)+")")
 	}
+	if len(p.ExceptClusterIDs) > 0 {
+		where = append(where, "cluster_id NOT IN ("+list(a, p.ExceptClusterIDs)+")")
+	}
 	if len(p.States) > 0 {
 		where = append(where, "state IN ("+list(a, states(p.States))+")")
 	}
@@ -209,6 +212,9 @@ func jobFilter(a *args, p registry.JobListParams) string {
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore)))
+	}
+	if !p.LeaseLiveAt.IsZero() {
+		where = append(where, "(lease_expires_at IS NULL OR lease_expires_at >= "+a.add(col.MS(p.LeaseLiveAt))+")")
 	}
 	if p.NoLease {
 		where = append(where, "lease_expires_at IS NULL")

@@ -128,6 +128,12 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 			args = append(args, id)
 		}
 	}
+	if len(p.ExceptClusterIDs) > 0 {
+		where = append(where, "cluster_id NOT IN ("+placeholders(len(p.ExceptClusterIDs))+")")
+		for _, id := range p.ExceptClusterIDs {
+			args = append(args, id)
+		}
+	}
 	if len(p.States) > 0 {
 		where = append(where, "state IN ("+placeholders(len(p.States))+")")
 		for _, st := range p.States {
@@ -158,6 +164,10 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")
 		args = append(args, col.MS(p.LeaseExpiredBefore))
+	}
+	if !p.LeaseLiveAt.IsZero() {
+		where = append(where, "(lease_expires_at IS NULL OR lease_expires_at >= ?)")
+		args = append(args, col.MS(p.LeaseLiveAt))
 	}
 	if p.NoLease {
 		where = append(where, "lease_expires_at IS NULL")

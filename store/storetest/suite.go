@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Credentials", func(t *testing.T) { testCredentials(t, newStore) })
 	t.Run("Submit", func(t *testing.T) { testSubmit(t, newStore) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newStore) })
+	t.Run("Stuck", func(t *testing.T) { testStuck(t, newStore) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, newStore) })
 	t.Run("ReclaimsByCluster", func(t *testing.T) { testReclaimsByCluster(t, newStore) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore) })
