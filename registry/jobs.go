@@ -169,9 +169,6 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 		return []Job{}, err
 	}
 	p.ClusterIDs = ids
-	if p.SearchClusterIDs, err = r.searchClusters(ctx, p.Search); err != nil {
-		return nil, err
-	}
 	for _, s := range p.States {
 		if !s.Valid() {
 			return nil, Errorf(CodeInvalid, "job state %q is not one of %v", s, JobStates)
@@ -181,32 +178,6 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 		p.Limit = 100
 	}
 	return r.store.JobList(ctx, p)
-}
-
-// searchClusters resolves each word of a jobs search to the clusters whose
-// name contains it (in any ASCII case, as the stores match the other
-// columns), among those the caller may see: the CLUSTER column is a name,
-// and the jobs table holds only the id (JobListParams.SearchClusterIDs).
-// A fleet's clusters fit in memory.
-func (r *Registry) searchClusters(ctx context.Context, search string) ([][]string, error) {
-	words := strings.Fields(search)
-	if len(words) == 0 {
-		return nil, nil
-	}
-	clusters, err := r.store.ClusterList(ctx, ClusterListParams{Organization: orgScope(ctx)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]string, len(words))
-	for i, w := range words {
-		w = asciiLower(w)
-		for _, c := range clusters {
-			if strings.Contains(asciiLower(c.Name), w) {
-				out[i] = append(out[i], c.ID)
-			}
-		}
-	}
-	return out, nil
 }
 
 // asciiLower lowers ASCII letters only, as SQLite's LIKE ignores case.
@@ -229,9 +200,6 @@ func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) 
 		return 0, err
 	}
 	p.ClusterIDs = ids
-	if p.SearchClusterIDs, err = r.searchClusters(ctx, p.Search); err != nil {
-		return 0, err
-	}
 	return r.store.JobCount(ctx, p)
 }
 

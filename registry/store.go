@@ -277,13 +277,11 @@ type JobListParams struct {
 	// Search is words separated by spaces; each must be a substring (in
 	// any ASCII case) of the id, idempotency key, target namespace or
 	// name, error or kind, or of the job's cluster's name.
+	// A cluster's name matches the jobs of that cluster; an org-scoped
+	// caller's ClusterIDs keep other organizations' jobs out whatever
+	// their cluster is named.
 	Search string
-	// SearchClusterIDs is set by the registry, not by callers: for each
-	// word of Search (strings.Fields order), the ids of the clusters the
-	// caller may see whose name contains it. Stores match a word on a
-	// job of one of those clusters as on its own columns.
-	SearchClusterIDs [][]string
-	Error            string
+	Error  string
 	// LeaseExpiredBefore: only leased jobs whose lease ends before it.
 	LeaseExpiredBefore time.Time
 	// LeaseLiveAt: only jobs without a lease or whose lease ends at or

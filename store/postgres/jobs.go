@@ -200,15 +200,13 @@ func jobFilter(a *args, p registry.JobListParams) string {
 	if p.Error != "" {
 		where = append(where, "error = "+a.add(p.Error))
 	}
-	for i, word := range strings.Fields(p.Search) {
-		// ILIKE: SQLite's LIKE ignores ASCII case.
+	for _, word := range strings.Fields(p.Search) {
+		// ILIKE: SQLite's LIKE ignores ASCII case. A word also matches the
+		// jobs of the clusters whose name holds it (see the SQLite store).
 		pat := a.add(likePattern(word))
-		cond := `id ILIKE ` + pat + ` ESCAPE '\' OR idempotency_key ILIKE ` + pat + ` ESCAPE '\' OR target_namespace ILIKE ` + pat +
-			` ESCAPE '\' OR target_name ILIKE ` + pat + ` ESCAPE '\' OR error ILIKE ` + pat + ` ESCAPE '\' OR kind ILIKE ` + pat + ` ESCAPE '\'`
-		if i < len(p.SearchClusterIDs) && len(p.SearchClusterIDs[i]) > 0 {
-			cond += " OR cluster_id IN (" + list(a, p.SearchClusterIDs[i]) + ")"
-		}
-		where = append(where, "("+cond+")")
+		where = append(where, `(id ILIKE `+pat+` ESCAPE '\' OR idempotency_key ILIKE `+pat+` ESCAPE '\' OR target_namespace ILIKE `+pat+
+			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\' OR error ILIKE `+pat+` ESCAPE '\' OR kind ILIKE `+pat+
+			` ESCAPE '\' OR cluster_id IN (SELECT id FROM clusters WHERE name ILIKE `+pat+` ESCAPE '\'))`)
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore)))
