@@ -46,6 +46,13 @@ func (r StuckReason) String() string {
 	return ""
 }
 
+// CanBeStuck reports whether a job in state s may be stuck: queued on an
+// unreachable cluster, in progress, or failed with its last lease expired
+// (the states of StuckJobQueries' sets).
+func (s JobState) CanBeStuck() bool {
+	return s == JobQueued || s == JobInProgress || s == JobFailed
+}
+
 // Diagnose says whether the job is stuck at now and why; c is its cluster
 // (nil when unknown: only the job's own state is judged).
 func (j *Job) Diagnose(c *Cluster, now time.Time) StuckReason {

@@ -156,7 +156,11 @@ func TestStuckTabFiltersWhy(t *testing.T) {
 			{"silent notebook", []string{fx.silentJob}},
 			{"disabled legacy", []string{fx.disabledJob}},
 			{"exhausted", []string{fx.exhaustedJob}},
-			{"lease frontend", []string{fx.expiredJob}}, // (expired is a state word)
+			{"lease frontend", []string{fx.expiredJob}},
+			// expired is a state no stuck job is in: a word on this tab
+			{"expired frontend", []string{fx.expiredJob}},
+			{"failed exhausted", []string{fx.exhaustedJob}}, // a stuck job's state stays a state
+			{"in-progress exhausted", nil},
 			{"silent legacy", nil},
 		} {
 			filter(m, c.filter)

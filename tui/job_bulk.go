@@ -34,10 +34,13 @@ func (v *jobsView) scope() bulkScope {
 	if v.filter != "" {
 		s.what += ", /" + v.filter
 	}
-	if v.fl.nothing || v.fl.err != "" {
+	if v.fl.err != "" {
 		return s
 	}
 	base := v.base()
+	if base.States != nil && len(base.States) == 0 {
+		return s // the filter leaves no state (failed !failed)
+	}
 	base.OldestFirst, base.Limit, base.Offset, base.After = true, 0, 0, nil
 	if v.tab == tabStuck {
 		s.stuck = true

@@ -194,9 +194,16 @@ func (v *jobsView) Init() tea.Cmd {
 }
 
 // base is the filter as registry params.
-func (v *jobsView) base() registry.JobListParams {
-	return registry.JobListParams{ClusterIDs: v.fl.clusters, Kind: v.fl.kind, Search: v.fl.search, Error: v.fl.errorCode,
-		States: v.fl.states, OldestFirst: v.oldest}
+func (v *jobsView) base() registry.JobListParams { return v.baseFor(v.tab) }
+
+// baseFor is base for a tab: the stuck tab reads the filter with forStuck.
+func (v *jobsView) baseFor(tab int) registry.JobListParams {
+	fl := v.fl
+	if tab == tabStuck {
+		fl = fl.forStuck()
+	}
+	return registry.JobListParams{ClusterIDs: fl.clusters, Kind: fl.kind, Search: fl.search, Error: fl.errorCode,
+		States: fl.states, OldestFirst: v.oldest}
 }
 
 // total is the number of rows of the current tab, or -1 when unknown.

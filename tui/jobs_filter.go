@@ -11,8 +11,7 @@ import (
 // number of them, so the filter is what the store can answer from its
 // indexes and columns: clusters, kind, states, an error code, and words
 // matched against the id, idempotency key, namespace, name, error text,
-// kind and cluster name (each word on its own: every word must match;
-// the registry resolves a word to the clusters whose name holds it). A state
+// kind and cluster name (each word on its own: every word must match). A state
 // word (failed, in-progress) keeps jobs in that state and `!` before a
 // state leaves those out (the state index answers both). A regular
 // expression, a negated word or a negated cluster would have the store read
@@ -29,9 +28,19 @@ type jobFilter struct {
 	states    []registry.JobState
 	errorCode string
 	search    string
+	// typed is the state words as typed, for the stuck tab (forStuck).
+	typed []typedState
 	// nothing: the filter excludes every job (failed !failed).
 	nothing bool
 	err     string
+}
+
+// typedState is a state word of the filter: its state, as typed, and
+// whether ! left it out.
+type typedState struct {
+	state registry.JobState
+	word  string
+	neg   bool
 }
 
 // stateWord reads a job state as people type it: failed, in-progress,
@@ -48,7 +57,6 @@ func stateWord(w string) (registry.JobState, bool) {
 func parseJobFilter(f *fleet, s string) jobFilter {
 	var out jobFilter
 	var words []string
-	var include, exclude []registry.JobState
 	for _, w := range strings.Fields(s) {
 		neg := false
 		if rest, ok := strings.CutPrefix(w, "!"); ok && rest != "" {
@@ -56,11 +64,7 @@ func parseJobFilter(f *fleet, s string) jobFilter {
 		}
 		k, v, ok := strings.Cut(w, ":")
 		if st, isState := stateWord(w); isState && !ok {
-			if neg {
-				exclude = append(exclude, st)
-			} else {
-				include = append(include, st)
-			}
+			out.typed = append(out.typed, typedState{state: st, word: w, neg: neg})
 			continue
 		}
 		switch {
@@ -91,20 +95,56 @@ func parseJobFilter(f *fleet, s string) jobFilter {
 		}
 	}
 	out.search = strings.Join(words, " ")
-	if len(include) > 0 || len(exclude) > 0 {
-		from := include
-		if len(from) == 0 {
-			from = registry.JobStates
-		}
-		out.states = []registry.JobState{}
-		for _, st := range from {
-			if !slices.Contains(exclude, st) && !slices.Contains(out.states, st) {
-				out.states = append(out.states, st)
-			}
-		}
-		out.nothing = len(out.states) == 0
-	}
+	out.states, out.nothing = statesOf(out.typed)
 	return out
+}
+
+// statesOf is the states the state words keep (nil: every state), and
+// whether they leave none (failed !failed).
+func statesOf(typed []typedState) ([]registry.JobState, bool) {
+	var include, exclude []registry.JobState
+	for _, t := range typed {
+		if t.neg {
+			exclude = append(exclude, t.state)
+		} else {
+			include = append(include, t.state)
+		}
+	}
+	if len(include) == 0 && len(exclude) == 0 {
+		return nil, false
+	}
+	from := include
+	if len(from) == 0 {
+		from = registry.JobStates
+	}
+	states := []registry.JobState{}
+	for _, st := range from {
+		if !slices.Contains(exclude, st) && !slices.Contains(states, st) {
+			states = append(states, st)
+		}
+	}
+	return states, len(states) == 0
+}
+
+// forStuck is the filter as the stuck tab reads it: a state no stuck job
+// can be in is a word there, matched against the reasons as every word is
+// (/expired finds the jobs stuck on an expired lease rather than nothing).
+func (f jobFilter) forStuck() jobFilter {
+	var typed []typedState
+	words := strings.Fields(f.search)
+	for _, t := range f.typed {
+		if !t.neg && !t.state.CanBeStuck() {
+			words = append(words, t.word)
+			continue
+		}
+		typed = append(typed, t)
+	}
+	if len(typed) == len(f.typed) {
+		return f
+	}
+	f.typed, f.search = typed, strings.Join(words, " ")
+	f.states, f.nothing = statesOf(typed)
+	return f
 }
 
 // needsQueryCounts: the registry's counters are per cluster and state only.

@@ -48,7 +48,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 		unreachable = v.ctx.Fleet.unreachable(now)
 	}
 	states, possible := registry.IntersectStates(tabStates(tab), base.States)
-	if v.fl.nothing || !possible {
+	if (tab != tabStuck && v.fl.nothing) || !possible {
 		// The filter leaves no job in this tab: nothing to ask the store.
 		return func() tea.Msg { return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1} }
 	}
@@ -165,7 +165,10 @@ func (v *jobsView) countCmd() tea.Cmd {
 		return nil
 	}
 	v.counting, v.countDirty, v.lastCount = true, false, time.Now()
-	gen, base, all, nothing := v.gen, v.base(), v.fl.needsQueryCounts(), v.fl.nothing
+	// A filter that leaves no state (failed !failed) counts 0 in every tab
+	// but the stuck one, which reads it with forStuck.
+	gen, base, all := v.gen, v.baseFor(tabAll), v.fl.needsQueryCounts()
+	stuckBase := v.baseFor(tabStuck)
 	b := v.ctx.Backend
 	now := v.ctx.Now
 	unreachable := v.ctx.Fleet.unreachable(now)
@@ -175,10 +178,7 @@ func (v *jobsView) countCmd() tea.Cmd {
 		for i := range out {
 			out[i] = -1
 		}
-		if nothing {
-			return jobsCountsMsg{gen: gen, counts: [numTabs]int{}}
-		}
-		n, err := countStuck(ctx, b, stuckQueries(base, unreachable, now))
+		n, err := countStuck(ctx, b, stuckQueries(stuckBase, unreachable, now))
 		if err != nil {
 			return jobsCountsMsg{gen: gen, err: err}
 		}
