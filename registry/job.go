@@ -135,6 +135,11 @@ type Job struct {
 	SubmittedBy string    `json:"submittedBy,omitempty"`
 	// RetryOf names the job this one retries (RetryJob).
 	RetryOf string `json:"retryOf,omitempty"`
+	// RetriedBy names the jobs retried from this one, oldest first: the
+	// forward link of RetryOf, so that whoever opens a failed job sees it
+	// was retried already. Only a single job's read (GetJob) fills it;
+	// lists and the feed leave it empty.
+	RetriedBy []string `json:"retriedBy,omitempty"`
 
 	// The current claim (in_progress jobs). ClaimID is the fencing token.
 	ClaimID        string    `json:"claimId,omitempty"`

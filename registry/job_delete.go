@@ -41,7 +41,7 @@ func (r *Registry) DeleteJob(ctx context.Context, id, reason string) (*Job, erro
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err
 	}
-	j, err := r.GetJob(ctx, id) // scoped: another organization's job is not found
+	j, err := r.getJob(ctx, id) // scoped: another organization's job is not found
 	if err != nil {
 		return nil, err
 	}

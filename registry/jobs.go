@@ -92,7 +92,7 @@ func (r *Registry) RetryJob(ctx context.Context, id, reason string) (*Job, error
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err
 	}
-	j, err := r.GetJob(ctx, id)
+	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +129,35 @@ func withholdSealedRefusal(ctx context.Context, j *Job, err error) error {
 	return Errorf(ErrorCode(err), "job %s's sealed payload is now refused by its cluster's policy (%s), so it cannot be retried; the reason names what the payload holds, which only an admin may see (tether job retry %s as an admin, or job get %s --show-payload)", j.ID, ErrorCode(err), j.ID, j.ID)
 }
 
-// GetJob returns a job.
+// maxRetriedBy bounds a job's RetriedBy: a job is retried a handful of
+// times at most, and a retry that ends badly is retried itself (its own
+// RetriedBy), not its original again.
+const maxRetriedBy = 100
+
+// GetJob returns a job, with the jobs retried from it (RetriedBy): the
+// detail that on-call opens before retrying it.
 func (r *Registry) GetJob(ctx context.Context, id string) (*Job, error) {
+	j, err := r.getJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// A retry runs on its original's cluster, which the caller may see
+	// (getJob checked): the cluster filter keeps the scope all the same.
+	retries, err := r.store.JobList(ctx, JobListParams{RetryOf: j.ID, OldestFirst: true, Limit: maxRetriedBy})
+	if err != nil {
+		return nil, err
+	}
+	for _, next := range retries {
+		if next.ClusterID == j.ClusterID {
+			j.RetriedBy = append(j.RetriedBy, next.ID)
+		}
+	}
+	return j, nil
+}
+
+// getJob is GetJob without the retries, for the operations that read a job
+// to check it.
+func (r *Registry) getJob(ctx context.Context, id string) (*Job, error) {
 	if err := authorize(ctx, PermRead); err != nil {
 		return nil, err
 	}
@@ -152,7 +179,7 @@ func (r *Registry) JobHistory(ctx context.Context, id string) ([]JobHistoryEntry
 		return nil, err
 	}
 	if orgScope(ctx) != "" { // the job's cluster must be visible
-		if _, err := r.GetJob(ctx, id); err != nil {
+		if _, err := r.getJob(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -437,7 +464,7 @@ func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, err
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err
 	}
-	j, err := r.GetJob(ctx, id)
+	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +495,7 @@ func (r *Registry) CancelJob(ctx context.Context, id, reason string) (*Job, erro
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err
 	}
-	j, err := r.GetJob(ctx, id)
+	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +526,7 @@ func (r *Registry) ExtendLease(ctx context.Context, id string, by time.Duration)
 	if by <= 0 || by > MaxLeaseSeconds*time.Second {
 		return nil, Errorf(CodeInvalid, "lease extension %s must be positive and at most 24h", by)
 	}
-	j, err := r.GetJob(ctx, id)
+	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -282,6 +282,9 @@ type JobListParams struct {
 	// their cluster is named.
 	Search string
 	Error  string
+	// RetryOf: only the retries of this job (RetryJob's jobs whose RetryOf
+	// names it), read through an index of the retries alone.
+	RetryOf string
 	// LeaseExpiredBefore: only leased jobs whose lease ends before it.
 	LeaseExpiredBefore time.Time
 	// LeaseLiveAt: only jobs without a lease or whose lease ends at or

@@ -372,7 +372,7 @@ func (r *Registry) WaitJob(ctx context.Context, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := r.GetJob(ctx, id)
+	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (r *Registry) WaitJob(ctx context.Context, id string) (*Job, error) {
 		case ev.Type == WatchDelete && ev.Kind == EntityCluster && ev.ID == j.ClusterID:
 			return nil, Errorf(CodeNotFound, "job %s was deleted with its cluster", j.ID)
 		case ev.Type == WatchReset:
-			if j, err = r.GetJob(ctx, id); err != nil || j.State.Terminal() {
+			if j, err = r.getJob(ctx, id); err != nil || j.State.Terminal() {
 				return j, err
 			}
 		}

@@ -148,6 +148,11 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 		where = append(where, "error = ?")
 		args = append(args, p.Error)
 	}
+	if p.RetryOf != "" {
+		// retry_of <> '' lets SQLite use the partial index of retries.
+		where = append(where, "retry_of = ? AND retry_of <> ''")
+		args = append(args, p.RetryOf)
+	}
 	for _, word := range strings.Fields(p.Search) {
 		pat := likePattern(word)
 		// The CLUSTER column shows a name: a word also matches the jobs of

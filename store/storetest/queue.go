@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -76,4 +79,75 @@ func testRetry(t *testing.T, newStore NewStore) {
 	if entries := e.auditFor(registry.AuditJobRetry); len(entries) != 1 || entries[0].TargetID != next.ID || entries[0].Reason != "retry of "+j.ID+": transient" {
 		t.Fatalf("audit %+v", entries)
 	}
+}
+
+// testRetriedBy: a job's read names the jobs retried from it, oldest first
+// (the forward link of RetryOf), to whoever may see the job, and only them;
+// the store's RetryOf filter finds those retries alone.
+func testRetriedBy(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("prod")
+	j := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.IdempotencyKey = "deploy-8" })
+	other := e.submit(a.Cluster.ID, nil)
+	if got := e.job(j.ID).RetriedBy; got != nil {
+		t.Fatalf("a job never retried has RetriedBy %v", got)
+	}
+	_, err := e.reg.CancelJob(e.ctx, j.ID, "")
+	wantNoErr(t, err)
+	e.clock.Advance(time.Second)
+	first, err := e.reg.RetryJob(e.ctx, j.ID, "")
+	wantNoErr(t, err)
+	if got := e.job(j.ID).RetriedBy; !slices.Equal(got, []string{first.ID}) {
+		t.Fatalf("after one retry RetriedBy = %v, want [%s]", got, first.ID)
+	}
+	_, err = e.reg.CancelJob(e.ctx, first.ID, "")
+	wantNoErr(t, err)
+	e.clock.Advance(time.Second)
+	second, err := e.reg.RetryJob(e.ctx, j.ID, "")
+	wantNoErr(t, err)
+	want := []string{first.ID, second.ID}
+	if got := e.job(j.ID).RetriedBy; !slices.Equal(got, want) {
+		t.Fatalf("after two retries RetriedBy = %v, want %v (oldest first)", got, want)
+	}
+	if got := e.job(first.ID).RetriedBy; got != nil {
+		t.Fatalf("the first retry, never retried itself, has RetriedBy %v", got)
+	}
+	if got := e.job(other.ID).RetriedBy; got != nil {
+		t.Fatalf("an unrelated job has RetriedBy %v", got)
+	}
+
+	// The store's filter: the retries alone, in either order.
+	listed, err := e.store.JobList(e.ctx, registry.JobListParams{RetryOf: j.ID, OldestFirst: true, Limit: 10})
+	wantNoErr(t, err)
+	if got := jobIDs(listed); !slices.Equal(got, want) {
+		t.Fatalf("JobList RetryOf oldest first = %v, want %v", got, want)
+	}
+	listed, err = e.store.JobList(e.ctx, registry.JobListParams{RetryOf: j.ID, Limit: 10})
+	wantNoErr(t, err)
+	if got := jobIDs(listed); !slices.Equal(got, []string{second.ID, first.ID}) {
+		t.Fatalf("JobList RetryOf newest first = %v", got)
+	}
+	n, err := e.store.JobCount(e.ctx, registry.JobListParams{RetryOf: j.ID})
+	wantNoErr(t, err)
+	if n != 2 {
+		t.Fatalf("JobCount RetryOf = %d, want 2", n)
+	}
+	listed, err = e.reg.ListJobs(e.ctx, registry.JobListParams{RetryOf: other.ID})
+	wantNoErr(t, err)
+	if len(listed) != 0 {
+		t.Fatalf("the retries of a job never retried: %v", jobIDs(listed))
+	}
+
+	// Organization scopes, as every job read: the job's organization sees
+	// its retries, another organization not even the job.
+	as := func(org string) context.Context {
+		return registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdminToken, Name: "viewer-" + org, Role: registry.RoleViewer, Org: org})
+	}
+	mine, err := e.reg.GetJob(as("org"), j.ID)
+	wantNoErr(t, err)
+	if !slices.Equal(mine.RetriedBy, want) {
+		t.Fatalf("the job's organization sees RetriedBy %v, want %v", mine.RetriedBy, want)
+	}
+	_, err = e.reg.GetJob(as("elsewhere"), j.ID)
+	wantCode(t, err, registry.CodeNotFound)
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("AdminTokens", func(t *testing.T) { testAdminTokens(t, newStore) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, newStore) })
 	t.Run("Retry", func(t *testing.T) { testRetry(t, newStore) })
+	t.Run("RetriedBy", func(t *testing.T) { testRetriedBy(t, newStore) })
 	t.Run("DeleteJob", func(t *testing.T) { testDeleteJob(t, newStore) })
 	t.Run("DeleteJobRaces", func(t *testing.T) { testDeleteJobRaces(t, newStore) })
 	t.Run("Signatures", func(t *testing.T) { testSignatures(t, newStore) })
