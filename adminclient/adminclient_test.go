@@ -55,6 +55,36 @@ func token(t *testing.T, reg *registry.Registry, role registry.Role) string {
 	return issued.Secret.Reveal()
 }
 
+// TestRetryLinks: a retried job names its retry (RetriedBy), and the retry
+// names it (RetryOf), so that a client need not retry it twice.
+func TestRetryLinks(t *testing.T) {
+	reg, url := serve(t)
+	ctx := context.Background()
+	c, err := adminclient.New(url, token(t, reg, registry.RoleAdmin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.CreateCluster(ctx, adminclient.ClusterSpec{Name: "prod", AllowedNamespaces: []string{"apps"}}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"apps"}}`)
+	job, err := c.SubmitJob(ctx, adminclient.Submission{Cluster: "prod", Kind: "apply", Payload: payload}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CancelJob(ctx, job.ID, "wrong one"); err != nil {
+		t.Fatal(err)
+	}
+	retry, err := c.RetryJob(ctx, job.ID, "right one after all")
+	if err != nil || retry.RetryOf != job.ID || retry.State != "queued" {
+		t.Fatalf("RetryJob = %+v %v", retry, err)
+	}
+	orig, err := c.GetJob(ctx, job.ID, 0)
+	if err != nil || len(orig.RetriedBy) != 1 || orig.RetriedBy[0] != retry.ID {
+		t.Fatalf("the original's RetriedBy = %v (%v), want [%s]", orig.RetriedBy, err, retry.ID)
+	}
+}
+
 func TestProducerFlow(t *testing.T) {
 	reg, url := serve(t)
 	ctx := context.Background()

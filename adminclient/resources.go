@@ -191,6 +191,7 @@ type Job struct {
 	UpdatedAt      time.Time       `json:"updatedAt"`
 	ExpiresAt      time.Time       `json:"expiresAt"`
 	SubmittedBy    string          `json:"submittedBy"`
+	RetryOf        string          `json:"retryOf"` // the job this one retries (RetryJob)
 	ClaimID        string          `json:"claimId"`
 	LeaseExpiresAt time.Time       `json:"leaseExpiresAt"`
 	Phase          string          `json:"phase"`
@@ -203,6 +204,9 @@ type Job struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
 	} `json:"target"`
+	// RetriedBy names the jobs retried from this one, oldest first
+	// (GetJob only): a job retried already need not be retried again.
+	RetriedBy []string `json:"retriedBy"`
 	// Timeline is the job's history (GetJob only).
 	Timeline []struct {
 		At      time.Time `json:"at"`
@@ -294,6 +298,12 @@ func (c *Client) RequeueJob(ctx context.Context, id, why string) (*Job, error) {
 
 func (c *Client) CancelJob(ctx context.Context, id, why string) (*Job, error) {
 	return c.jobAction(ctx, id, "cancel", reason(why))
+}
+
+// RetryJob submits a failed, conflicting, expired or canceled job again as
+// a new job (its RetryOf names the original), and returns the new job.
+func (c *Client) RetryJob(ctx context.Context, id, why string) (*Job, error) {
+	return c.jobAction(ctx, id, "retry", reason(why))
 }
 
 // DeleteJob deletes a finished job with its timeline and returns it as it

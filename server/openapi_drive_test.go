@@ -63,7 +63,11 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	queued := decodeAs[registry.Job](t, e.api("POST", "/jobs", root, map[string]any{"cluster": "prod", "kind": "apply",
 		"payload": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm2", "namespace": "default"}}}))
 	e.api("POST", "/jobs/"+queued.ID+"/cancel", root, nil).want(t, 200)
-	e.api("POST", "/jobs/"+queued.ID+"/retry", root, nil).want(t, 201)
+	retry := decodeAs[registry.Job](t, e.api("POST", "/jobs/"+queued.ID+"/retry", root, nil))
+	// The original names its retry (retriedBy), which the document allows.
+	if got := decodeAs[registry.Job](t, e.api("GET", "/jobs/"+queued.ID, root, nil)); !slices.Equal(got.RetriedBy, []string{retry.ID}) {
+		t.Fatalf("GET /jobs/%s retriedBy = %v, want [%s]", queued.ID, got.RetriedBy, retry.ID)
+	}
 	e.api("DELETE", "/jobs/"+queued.ID, root, nil).want(t, 200)
 	e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://hooks.example.com/t", "events": []string{"job.finished"}}).want(t, 201)
 	e.api("GET", "/webhooks", root, nil).want(t, 200)
