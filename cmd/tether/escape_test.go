@@ -194,10 +194,42 @@ func TestJobRetry(t *testing.T) {
 	if retried.ID == job.ID || retried.RetryOf != job.ID || retried.State != registry.JobQueued {
 		t.Fatalf("job retry -o json = %+v", retried)
 	}
-	if out := ok(t, db, "job", "get", retried.ID).stdout; !strings.Contains(out, "retrying "+job.ID) {
+	if out := ok(t, db, "job", "get", retried.ID).stdout; !strings.Contains(out, "retrying "+job.ID) || !wantRow(out, "Retry of:", job.ID) {
 		t.Fatalf("job get of the retry does not say what it retries:\n%s", out)
 	}
 	wantError(t, cli(t, db, "job", "retry", retried.ID), exitError, "only failed")
+
+	// The original names its retry, so on-call does not retry it twice:
+	// in the table and -o json, over the database and over --server.
+	if out := ok(t, db, "job", "get", job.ID).stdout; !wantRow(out, "Retried as:", retried.ID) {
+		t.Fatalf("job get of the original does not name its retry:\n%s", out)
+	}
+	if got := okJSON[struct {
+		RetriedBy []string `json:"retriedBy"`
+	}](t, db, "job", "get", job.ID); !slices.Equal(got.RetriedBy, []string{retried.ID}) {
+		t.Fatalf("job get -o json retriedBy = %v, want [%s]", got.RetriedBy, retried.ID)
+	}
+	root := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "root", "--role", "admin").Token
+	_, addr, _ := startServe(t, db)
+	home := t.TempDir()
+	tokenFile := filepath.Join(home, "token")
+	if err := os.WriteFile(tokenFile, []byte(root), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := cliWithEnv(t, "", []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}, "job", "get", job.ID, "--server", "http://"+addr, "--token-file", tokenFile)
+	if res.code != 0 || !wantRow(res.stdout, "Retried as:", retried.ID) {
+		t.Fatalf("job get over --server does not name the retry: %s", res)
+	}
+}
+
+// wantRow reports whether out has a line of label and value.
+func wantRow(out, label, value string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(line, label) && f[len(f)-1] == value {
+			return true
+		}
+	}
+	return false
 }
 
 // TestJobDelete: the real binary deletes a finished job, refuses an open

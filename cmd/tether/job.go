@@ -422,6 +422,12 @@ func printJobDetail(w io.Writer, now time.Time, c *registry.Cluster, j *registry
 	kv.row("State:", state)
 	kv.row("Attempt:", display.Attempt(j.Attempt, c.Policy.MaxAttempts))
 	kv.row("Idempotency key:", orDash(j.IdempotencyKey))
+	if j.RetryOf != "" {
+		kv.row("Retry of:", j.RetryOf)
+	}
+	if len(j.RetriedBy) > 0 {
+		kv.row("Retried as:", strings.Join(j.RetriedBy, ", "))
+	}
 	kv.row("Submitted:", stamp(now, j.CreatedAt)+" by "+orDash(j.SubmittedBy))
 	kv.row("Expires:", stamp(now, j.ExpiresAt))
 	if j.ClaimID != "" {
