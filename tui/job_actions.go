@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -143,6 +144,9 @@ func retryJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	if len(ok) == 1 {
 		title = "Retry job " + ok[0].ID + "?"
 		body = describeJob(ctx, &ok[0]) + ". " + body
+		if r := ok[0].RetriedBy; len(r) > 0 { // known from its detail
+			body += " It was retried already, as " + strings.Join(r, ", ") + "."
+		}
 	}
 	if len(skip) > 0 {
 		body += fmt.Sprintf(" %s will be left alone (%s).", plural(len(skip), "marked job", "marked jobs"), registry.ActionRetry.Rule())

@@ -145,8 +145,22 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 			d.version++
 		}
 		for _, j := range msg.batch.Jobs {
+			if j.RetryOf == d.id && d.job != nil && !slices.Contains(d.job.RetriedBy, j.ID) {
+				// A retry of this job was submitted (here or anywhere): the
+				// job itself did not change, so say it at once.
+				c := *d.job
+				c.RetriedBy = append(slices.Clip(c.RetriedBy), j.ID)
+				d.job = &c
+				d.version++
+			}
 			if j.ID == d.id {
-				d.job = j
+				// The feed's job carries no retries (only a read of the
+				// job does); they stay as read until the re-read.
+				c := *j
+				if c.RetriedBy == nil && d.job != nil {
+					c.RetriedBy = d.job.RetriedBy
+				}
+				d.job = &c
 				d.version++
 				if !d.dirty {
 					d.dirty = true
@@ -267,6 +281,13 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	}
 	if j.IdempotencyKey != "" {
 		field("idempotency key", j.IdempotencyKey, themes.Plain)
+	}
+	if j.RetryOf != "" {
+		field("retry of", j.RetryOf, themes.Plain)
+	}
+	if len(j.RetriedBy) > 0 {
+		// On-call about to retry a failed job sees it was retried already.
+		field("retried as", strings.Join(j.RetriedBy, ", "), themes.Accent)
 	}
 
 	section("CLAIM")

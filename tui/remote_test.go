@@ -260,6 +260,14 @@ func TestRemoteBackendActionsAndWatch(t *testing.T) {
 	if cl, _ := e.reg.GetCluster(ctx, "staging"); cl.PausedAt.IsZero() {
 		t.Error("staging is not paused")
 	}
+	// The job detail's retries come over the admin API (retriedBy).
+	retry, err := remote.RetryJob(ctx, f.exhaustedJob, "drill")
+	if err != nil || retry.RetryOf != f.exhaustedJob {
+		t.Fatalf("remote retry = %+v (%v)", retry, err)
+	}
+	if orig, err := remote.GetJob(ctx, f.exhaustedJob); err != nil || !slices.Equal(orig.RetriedBy, []string{retry.ID}) {
+		t.Errorf("remote GetJob of the retried job: RetriedBy %v (%v), want [%s]", orig.RetriedBy, err, retry.ID)
+	}
 }
 
 // A viewer's token makes a read-only console, and the server refuses its

@@ -554,3 +554,49 @@ func TestOverviewAuditAndDetailKeys(t *testing.T) {
 		t.Errorf("enter on an audit entry: %T", m.modal)
 	}
 }
+
+// TestJobDetailNamesItsRetries: a retried job's detail says what it was
+// retried as (on-call should not retry it twice), at once when a retry
+// arrives on the feed, and keeps saying it across the feed's copies of the
+// job, which carry no retries; the retry says what it retries; retrying it
+// again asks with the retry named.
+func TestJobDetailNamesItsRetries(t *testing.T) {
+	e := newEnv(t)
+	fx := seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	first := must(e.reg.RetryJob(e.admin, fx.exhaustedJob, "registry was down"))
+	d := newJobDetail(m.ctx, fx.exhaustedJob, nil)
+	m.screen = screenJobs
+	pump(m, m.push(d))
+	if view := ansi.Strip(d.View()); !strings.Contains(view, "retried as") || !strings.Contains(view, first.ID) {
+		t.Fatalf("the detail does not name the retry %s:\n%s", first.ID, view)
+	}
+
+	must(e.reg.CancelJob(e.admin, first.ID, ""))
+	second := must(e.reg.RetryJob(e.admin, fx.exhaustedJob, ""))
+	d.Update(feedMsg{batch: feedBatch{Jobs: []*registry.Job{second}}})
+	want := "retried as        " + first.ID + ", " + second.ID
+	if view := ansi.Strip(d.View()); !strings.Contains(view, want) {
+		t.Fatalf("after a retry on the feed the detail lacks %q:\n%s", want, view)
+	}
+	fromFeed := *d.job
+	fromFeed.RetriedBy = nil
+	fromFeed.UpdatedAt = fromFeed.UpdatedAt.Add(time.Second)
+	d.Update(feedMsg{batch: feedBatch{Jobs: []*registry.Job{&fromFeed}}})
+	if view := ansi.Strip(d.View()); !strings.Contains(view, want) {
+		t.Fatalf("the feed's copy of the job dropped its retries:\n%s", view)
+	}
+	press(m, "F")
+	c, ok := m.modal.(*confirm)
+	if !ok || !strings.Contains(c.body, "retried already, as "+first.ID+", "+second.ID) {
+		t.Fatalf("retrying a retried job asks %T %+v, want the retries named", m.modal, m.modal)
+	}
+	press(m, "esc")
+
+	r := newJobDetail(m.ctx, second.ID, nil)
+	pump(m, m.push(r))
+	if view := ansi.Strip(r.View()); !strings.Contains(view, "retry of          "+fx.exhaustedJob) || strings.Contains(view, "retried as") {
+		t.Fatalf("the retry's detail does not say what it retries:\n%s", view)
+	}
+}
