@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// The job commands that change a job: requeue, cancel, retry, delete,
+// extend-lease.
+
+// printJob shows a job after an admin changed it.
+func printJob(g *globals, j *registry.Job, summary string) error {
+	if g.output == "json" {
+		return printJSON(g.stdout, j)
+	}
+	_, err := fmt.Fprintln(g.stdout, summary)
+	return err
+}
+
+func newJobRequeueCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "requeue JOB_ID",
+		Short: "Put an in-progress (or lease-exhausted) job back in the queue as a new attempt",
+		Long: `Put a job back in the queue as a new attempt: an in_progress job whose
+agent is stuck or gone, or a job that failed because its attempts ran out.
+The old holder's claim is fenced off: its further reports are refused.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, err := api.RequeueJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Requeued job %s: it is %s again, attempt %d; the previous claim is fenced off.", j.ID, j.State, j.Attempt))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's timeline and the audit trail")
+	return cmd
+}
+
+func newJobCancelCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel JOB_ID",
+		Short: "Cancel a queued or in-progress job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, err := api.CancelJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Canceled job %s; if an agent holds it, its next report tells it to stop.", j.ID))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's timeline and the audit trail")
+	return cmd
+}
+
+func newJobRetryCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:     "retry JOB_ID",
+		Short:   "Submit a failed, conflicting, expired or canceled job again, as a new job linked to it",
+		Example: `  tether job retry j-01hx... --reason "registry was down"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, err := api.RetryJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Submitted job %s, retrying %s; it is %s.", j.ID, j.RetryOf, j.State))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return cmd
+}
+
+func newJobDeleteCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "delete JOB_ID",
+		Short: "Delete a finished job and its timeline (the audit trail keeps the delete)",
+		Long: `Delete a finished job (succeeded, failed, noop, conflict, canceled or
+expired) with its timeline. The audit trail records who deleted it and why.
+A queued or in-progress job is refused: cancel it first.`,
+		Example: `  tether job delete j-01hx... --reason "test run"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, err := api.DeleteJob(adminContext(ctx), args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Deleted %s job %s and its timeline.", j.State, j.ID))
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return cmd
+}
+
+func newJobExtendLeaseCmd(g *globals) *cobra.Command {
+	var by time.Duration
+	cmd := &cobra.Command{
+		Use:   "extend-lease JOB_ID --by DURATION",
+		Short: "Give a leased job's holder more time before the reaper reclaims it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if by == 0 {
+				return usagef("extend-lease needs --by DURATION, for example --by 10m")
+			}
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, err := api.ExtendLease(adminContext(ctx), args[0], by)
+			if err != nil {
+				return err
+			}
+			return printJob(g, j, fmt.Sprintf("Extended the lease of job %s to %s (%s).", j.ID, rfc3339(j.LeaseExpiresAt), until(api.Now(), j.LeaseExpiresAt)))
+		},
+	}
+	cmd.Flags().Var(newDuration(&by, 0), "by", "how much longer the lease lasts (at most 24h)")
+	return cmd
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/registry"
+)
+
+// tether job submit, and waiting for a job to end (--wait).
+
+// submittedJob is the -o json output of job submit.
+type submittedJob struct {
+	*registry.Job
+	// Created is false when the idempotency key matched an open job, which
+	// is returned instead of a new one.
+	Created bool `json:"created"`
+}
+
+func newJobSubmitCmd(g *globals) *cobra.Command {
+	var (
+		cluster, kind, file, payload, key string
+		expiresIn, timeout                time.Duration
+		wait                              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit --cluster CLUSTER --kind KIND (-f FILE | -f - | --payload JSON)",
+		Short: "Submit a job to a cluster's agent, optionally waiting for its outcome",
+		Long: `Submit a job to a cluster's agent. The payload is checked against the
+cluster's allowlists (namespaces, catalog entries, operation templates).
+
+With --wait the command blocks until the job ends, prints it, and exits
+with a code a script can act on:
+
+  0  the job succeeded, or was a no-op
+  1  an error: the job could not be submitted, or waiting failed
+  2  the command line was wrong
+  3  the job ended unsuccessfully: failed, conflict, canceled or expired
+  4  --timeout passed before the job ended (the job carries on)`,
+		Example: `  tether job submit --cluster prod-eu --kind apply -f deployment.json
+  tether job submit --cluster prod-eu --kind delete --payload '{"apiVersion":"v1","kind":"ConfigMap","name":"x","namespace":"apps"}'
+  tether job submit --cluster prod-eu --kind intent -f backup.json --idempotency-key nightly-2024-05-01 --wait --timeout 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(cluster) == "" {
+				return usagef("job submit needs --cluster CLUSTER, the id or name of the cluster to run the job")
+			}
+			if kind == "" {
+				return usagef("job submit needs --kind apply, delete or intent")
+			}
+			k, err := parseKind(kind)
+			if err != nil {
+				return err
+			}
+			fl := cmd.Flags()
+			if fl.Changed("file") == fl.Changed("payload") {
+				return usagef("job submit needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON")
+			}
+			if fl.Changed("timeout") && !wait {
+				return usagef("--timeout applies only with --wait")
+			}
+			body := []byte(payload)
+			if fl.Changed("file") {
+				if body, err = readPayload(g.stdin, file); err != nil {
+					return err
+				}
+			}
+
+			ctx := cmd.Context()
+			api, done, err := openAPI(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			j, created, err := api.SubmitJob(adminContext(ctx), registry.JobSubmission{
+				ClusterID: cluster, Kind: k, Payload: body, IdempotencyKey: key, ExpiresIn: expiresIn,
+			})
+			if err != nil {
+				return err
+			}
+			if !wait {
+				return printSubmitted(g, j, created)
+			}
+			if g.output == "table" {
+				fmt.Fprintf(g.stderr, "Submitted job %s; waiting for it to end (Ctrl-C stops waiting, not the job).\n", j.ID)
+			}
+			return waitJob(ctx, g, api, j, created, timeout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "cluster id or name (required)")
+	f.StringVar(&kind, "kind", "", "apply, delete or intent (required)")
+	f.StringVarP(&file, "file", "f", "", "read the JSON payload from FILE, or from standard input with -")
+	f.StringVar(&payload, "payload", "", "the JSON payload")
+	f.StringVar(&key, "idempotency-key", "", "return the cluster's open job with this key instead of submitting another")
+	f.Var(newDuration(&expiresIn, 0), "expires-in", "how long the job may wait to be claimed before it expires")
+	f.BoolVar(&wait, "wait", false, "wait until the job ends; exit 0 if it succeeded or was a no-op, 3 if it ended otherwise, 4 on --timeout")
+	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (the job carries on)")
+	return cmd
+}
+
+// readPayload reads a payload file, or standard input for "-".
+func readPayload(stdin io.Reader, file string) ([]byte, error) {
+	if file == "-" {
+		// One byte over the limit is enough for the registry to refuse it
+		// with its own message.
+		b, err := io.ReadAll(io.LimitReader(stdin, registry.MaxPayloadBytes+1))
+		if err != nil {
+			return nil, failf("cannot read the payload from standard input: %v", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, failf("cannot read the payload file: %v", err)
+	}
+	return b, nil
+}
+
+func printSubmitted(g *globals, j *registry.Job, created bool) error {
+	if g.output == "json" {
+		return printJSON(g.stdout, submittedJob{Job: j, Created: created})
+	}
+	if !created {
+		_, err := fmt.Fprintf(g.stdout, "Cluster %s already has open job %s with idempotency key %q (%s); no new job was submitted.\n", j.ClusterID, j.ID, j.IdempotencyKey, j.State)
+		return err
+	}
+	_, err := fmt.Fprintf(g.stdout, "Submitted job %s (%s %s) to cluster %s; it is %s.\n", j.ID, describeKind(j), orDash(j.Target.String()), j.ClusterID, j.State)
+	return err
+}
+
+// waitJob blocks until the job ends, prints it, and turns its outcome into
+// the exit code: 0 for succeeded and noop, 3 for another end, 4 when
+// --timeout passed first.
+func waitJob(ctx context.Context, g *globals, reg adminAPI, j *registry.Job, created bool, timeout time.Duration) error {
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	final, err := reg.WaitJob(wctx, j.ID)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return failf("stopped waiting for job %s, which carries on; look at it with: tether job get %s", j.ID, j.ID)
+	case wctx.Err() != nil:
+		if cur, gerr := reg.GetJob(ctx, j.ID); gerr == nil {
+			j = cur
+		}
+		if perr := printSubmitted(g, j, created); perr != nil {
+			return perr
+		}
+		return &exitCodeError{code: exitWaitTimeout, msg: sentence(fmt.Sprintf("timed out after %s waiting for job %s, which is still %s and carries on; look at it with: tether job get %s", timeout, j.ID, j.State, j.ID))}
+	default:
+		return err
+	}
+	if g.output == "json" {
+		if err := printJSON(g.stdout, submittedJob{Job: final, Created: created}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(g.stdout, "Job %s ended %s.\n", final.ID, describeEnd(final))
+	}
+	if final.State == registry.JobSucceeded || final.State == registry.JobNoop {
+		return nil
+	}
+	return &exitCodeError{code: exitJobUnsuccessful, msg: sentence(fmt.Sprintf("job %s ended %s", final.ID, describeEnd(final)))}
+}
+
+// describeEnd says how a finished job ended, with the error that ended it.
+func describeEnd(j *registry.Job) string {
+	s := string(j.State)
+	if j.Error != "" && j.Error != string(j.State) {
+		s += ": " + oneLine(j.Error, 300)
+	}
+	return s
+}
+
+func describeKind(j *registry.Job) string {
+	if j.Intent != "" {
+		return string(j.Kind) + " " + j.Intent
+	}
+	return string(j.Kind)
+}
