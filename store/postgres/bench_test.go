@@ -82,3 +82,69 @@ func BenchmarkClaim(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "claims/s")
 }
+
+// lookRegistry is benchRegistry with the visibility window on, as serve
+// runs it: a look is a write that hides what it hands out.
+func lookRegistry(b *testing.B) (*registry.Registry, *registry.Cluster, *registry.Agent) {
+	b.Helper()
+	st := openAt(b, freshSchema(b))
+	reg := registry.New(st, registry.Config{VisibilityWindow: 30 * time.Second})
+	b.Cleanup(reg.Close)
+	c, tok, err := reg.CreateCluster(adminCtx, registry.ClusterSpec{Name: "look", AllowedNamespaces: []string{"org-myteam"},
+		AllowedCatalogEntries: []string{"nextcloud"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cred, err := reg.Register(adminCtx, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := reg.Authenticate(adminCtx, cred.Token.Reveal(), registry.AuthAny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reg, c, a
+}
+
+// BenchmarkIdleLook measures polls' looks at an empty queue from
+// concurrent agents (an idle fleet's held polls look when they start and on
+// every wake-up). Reports looks/s.
+func BenchmarkIdleLook(b *testing.B) {
+	reg, c, a := lookRegistry(b)
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if jobs, err := reg.PollJobs(adminCtx, a, c.ID, 10); err != nil || len(jobs) != 0 {
+				b.Errorf("look: %d jobs, %v", len(jobs), err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
+}
+
+// BenchmarkBusyLook measures looks that each hand out one queued job, from
+// concurrent agents. Reports looks/s.
+func BenchmarkBusyLook(b *testing.B) {
+	reg, c, a := lookRegistry(b)
+	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
+	for range b.N {
+		if _, _, err := reg.SubmitJob(adminCtx, sub); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := reg.PollJobs(adminCtx, a, c.ID, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
+}

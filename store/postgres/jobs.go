@@ -285,16 +285,6 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 		}
 		return collect(s, rows, "read queued jobs", scanJobs)
 	}
-	// A look with nothing to hand out does not join a group on the writer
-	// (see the SQLite store's JobsDeliver): an idle fleet's looks find
-	// nothing, and each would take the feed lock in a group for nothing.
-	var one int
-	switch err := s.queryRow(ctx, "SELECT 1"+visible, p.ClusterID, col.MS(p.Now), p.Limit).Scan(&one); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, s.wrap(err, "look for queued jobs")
-	}
 	var out []registry.Job
 	err := s.writePiped(ctx, "deliver queued jobs", &piped{
 		sql: `WITH picked AS (SELECT id` + visible + ` FOR UPDATE SKIP LOCKED)

@@ -256,3 +256,52 @@ func BenchmarkIdleLook(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
 }
+
+// BenchmarkBusyLook measures looks that each hand out one queued job, from
+// concurrent agents, with the visibility window on. Reports looks/s.
+func BenchmarkBusyLook(b *testing.B) {
+	st := openAt(b, filepath.Join(b.TempDir(), "tether.db"))
+	reg := registry.New(st, registry.Config{VisibilityWindow: 30 * time.Second})
+	b.Cleanup(reg.Close)
+	c, tok, err := reg.CreateCluster(admin, registry.ClusterSpec{Name: "busy", AllowedNamespaces: []string{"org-myteam"},
+		AllowedCatalogEntries: []string{"nextcloud"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cred, err := reg.Register(admin, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := reg.Authenticate(admin, cred.Token.Reveal(), registry.AuthAny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, _, err := reg.SubmitJob(admin, sub); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := reg.PollJobs(admin, a, c.ID, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
+}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/tetherhq/tether/registry"
 )
 
 // TestBatchFailureAfterAWrite: one request of a batch fails after it wrote;
@@ -97,50 +94,5 @@ func TestCollectWaitsOnlyUnderConcurrency(t *testing.T) {
 	close(s.closing)
 	if got := s.collect([]*writeRequest{req()}, true); len(got) != 1 {
 		t.Fatalf("a batch during Close took %d requests, want 1", len(got))
-	}
-}
-
-// TestEmptyLookSkipsTheWriter: a poll's look that finds nothing to hand out
-// answers while the writer is busy, because it does not go through it (an
-// idle fleet's looks would otherwise queue behind real writes).
-func TestEmptyLookSkipsTheWriter(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "tether.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	running, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	defer free() // before Close, which waits for the writer
-	held := make(chan error, 1)
-	go func() {
-		held <- s.write(context.Background(), func(*txn) error {
-			close(running)
-			<-release
-			return nil
-		})
-	}()
-	<-running
-	now := time.Now()
-	looked := make(chan error, 1)
-	go func() {
-		jobs, err := s.JobsDeliver(context.Background(), registry.JobsDeliverParams{ClusterID: "cl-idle", Now: now, Limit: 10, HideUntil: now.Add(30 * time.Second)})
-		if err == nil && len(jobs) != 0 {
-			err = errors.New("an empty cluster handed out jobs")
-		}
-		looked <- err
-	}()
-	select {
-	case err := <-looked:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("an empty look waited for the writer")
-	}
-	free()
-	if err := <-held; err != nil {
-		t.Fatal(err)
 	}
 }

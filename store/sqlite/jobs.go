@@ -245,18 +245,6 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 		defer rows.Close()
 		return s.collectJobs(rows)
 	}
-	// A look with nothing to hand out does not go through the writer: an
-	// idle fleet's looks (each held poll looks when it starts and on every
-	// wake-up) find nothing, and each would otherwise wait its turn behind
-	// real writes for an empty transaction. Nothing visible at the read is
-	// as true an answer as nothing visible at the write.
-	var one int
-	switch err := s.queryRow(ctx, "SELECT 1"+visible, args...).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, s.wrap(err, "look for queued jobs")
-	}
 	var out []registry.Job
 	err := s.write(ctx, func(t *txn) error {
 		out = nil
