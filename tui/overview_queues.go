@@ -36,7 +36,7 @@ func (o *overview) queuesBlock() string {
 		head += st.Render(themes.Danger, "  "+thousands(int64(n))+" not draining")
 	}
 	if len(all) == 0 {
-		return head + "\n" + st.Render(themes.Good, "  all empty: nothing queued, in flight or finished in the last hour")
+		return head + "\n" + st.Render(themes.Good, "  all idle: no job queued, in flight or finished in 1h")
 	}
 	head += st.Render(themes.Muted, "  enter opens ▸, [ ] select")
 	lines := []string{head,
