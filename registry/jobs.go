@@ -207,16 +207,6 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 	return r.store.JobList(ctx, p)
 }
 
-// asciiLower lowers ASCII letters only, as SQLite's LIKE ignores case.
-func asciiLower(s string) string {
-	return strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
-}
-
 // CountJobs counts jobs matching p.
 func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) {
 	if err := authorize(ctx, PermRead); err != nil {

@@ -142,6 +142,17 @@ func searchBesides(search, text string) string {
 	return strings.Join(keep, " ")
 }
 
+// asciiLower lowers ASCII letters only, as the stores' searches ignore
+// case (SQLite's LIKE, PostgreSQL's ILIKE on ASCII).
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+}
+
 // IntersectStates is the states in both lists, nil meaning every state;
 // ok is false when nothing is left.
 func IntersectStates(a, b []JobState) (out []JobState, ok bool) {
