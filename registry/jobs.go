@@ -334,23 +334,34 @@ func (r *Registry) ReportStatus(ctx context.Context, a *Agent, jobID, claimID st
 }
 
 // HeartbeatJob renews a job's lease and returns its new end (zero when the
-// job has no lease).
+// job has no lease). A leased job's heartbeat writes only its claim; a job
+// claimed without a lease has none to renew, and its heartbeat records that
+// its agent is alive on the job itself (the silent-job rule reads it).
 func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID string) (time.Time, error) {
 	if err := agentJobID(jobID); err != nil {
 		return time.Time{}, err
 	}
 	now := r.Now()
-	j, applied, err := r.store.JobUpdate(ctx, JobUpdateParams{
-		ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobInProgress}, ClaimID: claimID,
-		Set: JobSet{Now: now, RenewLease: true, LastActivityAt: now},
-	})
+	j, applied, err := r.store.JobRenewLease(ctx, JobRenewLeaseParams{ID: jobID, ClusterID: a.Cluster.ID, ClaimID: claimID, Now: now})
 	if err != nil {
 		return time.Time{}, err
 	}
-	if !applied {
-		return time.Time{}, r.refuseJob(a, j, jobID, claimID, opHeartbeat, now)
+	if applied {
+		return j.LeaseExpiresAt, nil
 	}
-	return j.LeaseExpiresAt, nil
+	if j != nil && j.State == JobInProgress && j.LeaseExpiresAt.IsZero() {
+		j, applied, err = r.store.JobUpdate(ctx, JobUpdateParams{
+			ID: jobID, ClusterID: a.Cluster.ID, FromStates: []JobState{JobInProgress}, ClaimID: claimID,
+			Set: JobSet{Now: now, LastActivityAt: now},
+		})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if applied {
+			return time.Time{}, nil
+		}
+	}
+	return time.Time{}, r.refuseJob(a, j, jobID, claimID, opHeartbeat, now)
 }
 
 // ReportResult records a job's result, exactly once. A queued job (never

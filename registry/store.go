@@ -117,6 +117,15 @@ type Store interface {
 	// (nil if it does not exist) and applied=false, so that the caller can say
 	// which condition failed.
 	JobUpdate(ctx context.Context, p JobUpdateParams) (job *Job, applied bool, err error)
+	// JobRenewLease is a lease heartbeat: if the job is in_progress under
+	// p.ClusterID and p.ClaimID (when set) and has a lease, its lease ends
+	// at p.Now + its lease seconds and its agent was last heard at p.Now.
+	// It writes only the job's claim (seed 004's job_claim: a narrow row of
+	// its own), never the job's row, its indexes, its history or the change
+	// feed: heartbeats are a fleet's most frequent write. It returns the
+	// job's key fields (as JobUpdate without FullJob) and applied=true; or
+	// the whole job as it is (nil if none) and applied=false.
+	JobRenewLease(ctx context.Context, p JobRenewLeaseParams) (job *Job, applied bool, err error)
 	// JobDelete deletes the job if it is in one of p.States, with its history,
 	// in one transaction that writes p.Audit, keeps the job counts right and
 	// feeds a job delete to watchers. It returns the job as it was and
@@ -358,9 +367,11 @@ type JobSet struct {
 	// recorded (outcome, error, result, finish time).
 	Reopen bool
 	// Claim, when non-nil, replaces the claim (a zero Claim clears it,
-	// leases included).
+	// leases included). A lease (a non-zero LeaseExpiresAt) is kept apart
+	// from the job's row, in the job's claim (see JobRenewLease).
 	Claim *JobClaimSet
-	// LeaseExpiresAt, when non-nil, sets the lease end (zero clears it).
+	// LeaseExpiresAt, when non-nil, sets the lease end of a leased job
+	// (zero ends the lease).
 	LeaseExpiresAt *time.Time
 	// RenewLease moves a leased job's lease end to Now + its lease seconds.
 	RenewLease     bool
@@ -370,6 +381,14 @@ type JobSet struct {
 	Error          *string
 	Result         []byte
 	FinishedAt     time.Time
+}
+
+// JobRenewLeaseParams names the lease JobRenewLease renews.
+type JobRenewLeaseParams struct {
+	ID        string
+	ClusterID string
+	ClaimID   string // checked when set
+	Now       time.Time
 }
 
 type JobClaimSet struct {

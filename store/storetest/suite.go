@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newStore) })
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, newStore) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, newStore) })
+	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore) })
 	t.Run("ReclaimsByCluster", func(t *testing.T) { testReclaimsByCluster(t, newStore) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore) })
