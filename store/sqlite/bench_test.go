@@ -131,7 +131,8 @@ func BenchmarkReap(b *testing.B) {
 }
 
 // seedExpiredLeases inserts n in_progress jobs whose leases ended a minute
-// before now, in one statement (the triggers keep counts and the feed).
+// before now, and their claims, in two statements (the triggers keep counts
+// and the feed).
 func seedExpiredLeases(b *testing.B, path, clusterID string, n int, now time.Time) {
 	b.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
@@ -142,11 +143,16 @@ func seedExpiredLeases(b *testing.B, path, clusterID string, n int, now time.Tim
 	nowMs := now.UnixMilli()
 	_, err = db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
 		INSERT INTO jobs (id, cluster_id, kind, target_kind, target_namespace, target_name, payload, state, attempt,
-			created_at, updated_at, claim_id, claimed_at, claimed_by, lease_seconds, lease_expires_at, last_activity_at)
+			created_at, updated_at, claim_id, claimed_at, claimed_by, lease_seconds, last_activity_at)
 		SELECT printf('j-reap%020d', i), ?, 'apply', 'ConfigMap', 'team-a', 'c' || i,
 			'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"team-a"}}', 'in_progress', 1,
-			? - 600000, ? - 120000, 'fc-' || i, ? - 120000, 'cr-bench', 60, ? - 60000, ? - 120000 FROM c`,
-		n, clusterID, nowMs, nowMs, nowMs, nowMs, nowMs)
+			? - 600000, ? - 120000, 'fc-' || i, ? - 120000, 'cr-bench', 60, ? - 120000 FROM c`,
+		n, clusterID, nowMs, nowMs, nowMs, nowMs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = db.Exec(`INSERT INTO job_claim (job_id, lease_seconds, lease_expires_at)
+		SELECT id, 60, ? - 60000 FROM jobs WHERE id LIKE 'j-reap%'`, nowMs)
 	if err != nil {
 		b.Fatal(err)
 	}

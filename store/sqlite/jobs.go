@@ -8,27 +8,40 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
+// jobCols are a job as read: its row, then its lease and the last lease
+// heartbeat from its claim (job_claim, migration 0017). The claim's columns
+// are subqueries so that the same list serves SELECT ... FROM jobs and
+// RETURNING alike.
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
+	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed, ` + claimCols
+
+const claimCols = `(SELECT lease_expires_at FROM job_claim WHERE job_id = jobs.id), (SELECT heard_at FROM job_claim WHERE job_id = jobs.id)`
 
 // jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
-const jobKeyCols = `id, cluster_id, kind, state, attempt, claim_id, lease_expires_at, updated_at`
+const jobKeyCols = `id, cluster_id, kind, state, attempt, claim_id, (SELECT lease_expires_at FROM job_claim WHERE job_id = jobs.id), updated_at`
 
 func scanJob(row scanner) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
+	var heard time.Time
 	err := row.Scan(&j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
-		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)
+		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds,
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed,
+		col.Time(&j.LeaseExpiresAt), col.Time(&heard))
 	if err != nil {
 		return nil, err
+	}
+	// A lease heartbeat is activity too: it is kept on the claim, not the job.
+	if heard.After(j.LastActivityAt) {
+		j.LastActivityAt = heard
 	}
 	if j.PayloadSealed {
 		j.SealedPayload = payload // withheld: the registry opens it on request
@@ -161,15 +174,15 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 		args = append(args, pat, pat, pat, pat, pat, pat, pat)
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
-		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < ?")
+		where = append(where, "id IN (SELECT job_id FROM job_claim WHERE lease_expires_at < ?)")
 		args = append(args, col.MS(p.LeaseExpiredBefore))
 	}
 	if !p.LeaseLiveAt.IsZero() {
-		where = append(where, "(lease_expires_at IS NULL OR lease_expires_at >= ?)")
+		where = append(where, "id NOT IN (SELECT job_id FROM job_claim WHERE lease_expires_at < ?)")
 		args = append(args, col.MS(p.LeaseLiveAt))
 	}
 	if p.NoLease {
-		where = append(where, "lease_expires_at IS NULL")
+		where = append(where, "NOT EXISTS (SELECT 1 FROM job_claim WHERE job_id = jobs.id)")
 	}
 	if !p.ActivityBefore.IsZero() {
 		where = append(where, "COALESCE(last_activity_at, created_at) < ?")
@@ -347,7 +360,7 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 		args = append(args, col.MS(p.NotExpiredAt))
 	}
 	if p.Leased {
-		where += " AND lease_expires_at IS NOT NULL"
+		where += " AND EXISTS (SELECT 1 FROM job_claim WHERE job_id = jobs.id)"
 	}
 	if p.Error != "" {
 		where += " AND error = ?"
@@ -372,6 +385,15 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 	}
 	if err != nil {
 		return nil, false, t.s.wrap(err, "update a job")
+	}
+	if changed, err := t.writeClaim(j, &p.Set); err != nil {
+		return nil, false, err
+	} else if changed && p.FullJob {
+		// The claim's last heartbeat may have gone with it: read the job
+		// as it now reads (admins' updates only; agents ask for key fields).
+		if j, err = t.jobByID(p.ID); err != nil {
+			return nil, false, err
+		}
 	}
 	if p.History != nil {
 		h := *p.History
@@ -406,7 +428,7 @@ func jobSet(s *registry.JobSet) (string, []any) {
 	}
 	if s.Reopen {
 		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
-			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
+			"last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
 			"result = NULL", "finished_at = NULL", "visible_after = NULL")
 	}
 	if c := s.Claim; c != nil {
@@ -414,14 +436,6 @@ func jobSet(s *registry.JobSet) (string, []any) {
 		add("claimed_at", col.MS(c.ClaimedAt))
 		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
 		add("lease_seconds", c.LeaseSeconds)
-		add("lease_expires_at", col.MS(c.LeaseExpiresAt))
-	}
-	if s.LeaseExpiresAt != nil {
-		add("lease_expires_at", col.MS(*s.LeaseExpiresAt))
-	}
-	if s.RenewLease {
-		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE ? + lease_seconds * 1000 END")
-		args = append(args, col.MS(s.Now))
 	}
 	if !s.LastActivityAt.IsZero() {
 		add("last_activity_at", col.MS(s.LastActivityAt))

@@ -20,12 +20,13 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 		// cluster's policy: below max attempts it goes back to queued as a
 		// new attempt, else it fails with lease_expired. (Picking each kind
 		// with its own ordered LIMIT would scan the whole backlog of the rare
-		// kind on every batch.) INDEXED BY: left to itself the planner walks
-		// jobs_state and sorts every in_progress job on each batch.
+		// kind on every batch.) Leases are in job_claim, oldest first by its
+		// index; only in_progress jobs have one.
 		clusterOf := map[string]string{}
-		retry, fail, err := t.pickByCluster(clusterOf, `SELECT j.id, j.attempt < c.max_attempts, j.cluster_id FROM jobs j INDEXED BY jobs_lease JOIN clusters c ON c.id = j.cluster_id
-			WHERE j.state = 'in_progress' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at < ?
-			ORDER BY j.lease_expires_at LIMIT ?`, now, p.Limit)
+		retry, fail, err := t.pickByCluster(clusterOf, `SELECT j.id, j.attempt < c.max_attempts, j.cluster_id
+			FROM job_claim l INDEXED BY job_claim_lease JOIN jobs j ON j.id = l.job_id JOIN clusters c ON c.id = j.cluster_id
+			WHERE l.lease_expires_at < ? AND j.state = 'in_progress'
+			ORDER BY l.lease_expires_at LIMIT ?`, now, p.Limit)
 		if err != nil {
 			return err
 		}
@@ -48,18 +49,23 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 			}
 		}
 		if counts.Requeued, err = t.endBatch(retry, `state = 'queued', attempt = attempt + 1,
-				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
+				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0,
 				last_activity_at = NULL, phase = '', updated_at = ?`, []any{now},
 			registry.HistoryReclaimed, `'lease expired: back in the queue as attempt ' || attempt`, p.Now, p.Actor); err != nil {
 			return err
 		}
 		if counts.Failed, err = t.endBatch(fail, `state = 'failed', error = 'lease_expired', finished_at = ?,
-				lease_expires_at = NULL, updated_at = ?`, []any{now, now},
+				updated_at = ?`, []any{now, now},
 			registry.HistoryFailed, `'lease expired on the last attempt: failed (lease_expired)'`, p.Now, p.Actor); err != nil {
 			return err
 		}
 		if counts.Requeued+counts.Failed == 0 {
 			return nil
+		}
+		// Their leases ended with their claims.
+		if _, err := t.exec(`DELETE FROM job_claim WHERE job_id IN (SELECT value FROM json_each(?))`,
+			col.JSONText(append(retry, fail...))); err != nil {
+			return err
 		}
 		// One audit entry per job (who lost which job, and what became of
 		// it), written in one statement per group, then the batch's sum.

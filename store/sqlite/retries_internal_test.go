@@ -32,6 +32,10 @@ func TestRetriesPlan(t *testing.T) {
 		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
 			t.Fatal(err)
 		}
+		// The claim's columns are one primary-key lookup each per row read.
+		if strings.HasPrefix(detail, "CORRELATED SCALAR SUBQUERY") || strings.HasPrefix(detail, "SEARCH job_claim USING PRIMARY KEY") {
+			continue
+		}
 		plan = append(plan, detail)
 	}
 	if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH jobs USING INDEX jobs_retry_of") {
