@@ -22,7 +22,10 @@ func (s *Store) JobDelete(ctx context.Context, p registry.JobDeleteParams) (*reg
 	err := s.write(ctx, "delete a job", func(ctx context.Context, q db) error {
 		out, deleted = nil, false // a group may run its requests again
 		var a args
-		sql := "DELETE FROM jobs WHERE id = " + a.add(p.ID) + " AND state IN (" + list(&a, states(p.States)) + ") RETURNING " + jobCols
+		// The job's claim goes with it (ON DELETE CASCADE); the statement's
+		// snapshot still has it, for the job as it was.
+		sql := "WITH d AS (DELETE FROM jobs WHERE id = " + a.add(p.ID) + " AND state IN (" + list(&a, states(p.States)) + ") RETURNING " +
+			jobRowCols + ") SELECT " + jobCols("d") + withClaim("d")
 		j, err := scanJob(q.QueryRow(ctx, sql, a...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			out, err = jobByID(ctx, q, p.ID) // nil when there is no such job

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,20 +15,43 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
+// jobRowCols are the columns of a job's row. Its lease is not one of them:
+// it lives in the job's claim (job_claim, see claims.go).
+const jobRowCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
+	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
+
+// jobCols are what scanJob reads of a job: its row's columns from rel (jobs,
+// or a statement's relation of jobRowCols), then its claim's lease end and
+// last heartbeat from c, the job's claim joined by withClaim (NULLs when it
+// has none).
+func jobCols(rel string) string {
+	return qualified(rel+".", jobRowCols) + ", c.lease_expires_at, c.heard_at"
+}
+
+// withClaim is the FROM clause of a read of the jobs of rel (jobs, or a
+// statement's relation of jobRowCols): each job with its claim, as c.
+func withClaim(rel string) string {
+	return " FROM " + rel + " LEFT JOIN job_claim c ON c.job_id = " + rel + ".id"
+}
 
 // scanJob scans jobCols, after lead's columns when lead is given.
 func scanJob(row pgx.Row, lead ...any) (*registry.Job, error) {
 	var j registry.Job
 	var payload, result []byte
+	var heard time.Time
 	err := row.Scan(append(lead, &j.ID, &j.ClusterID, &j.Kind, &j.Intent, &j.Target.Kind, &j.Target.Namespace, &j.Target.Name,
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
-		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds, col.Time(&j.LeaseExpiresAt),
-		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed)...)
+		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds,
+		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed,
+		col.Time(&j.LeaseExpiresAt), col.Time(&heard))...)
 	if err != nil {
 		return nil, err
+	}
+	// A lease's heartbeats write only the claim: the job was last heard
+	// from at the later of its row's last activity and its last heartbeat.
+	if heard.After(j.LastActivityAt) {
+		j.LastActivityAt = heard
 	}
 	if j.PayloadSealed {
 		j.SealedPayload = payload // withheld: the registry opens it on request
@@ -49,7 +73,7 @@ func scanJobs(r pgx.Rows) (registry.Job, error) {
 }
 
 func (s *Store) JobGet(ctx context.Context, id string) (*registry.Job, error) {
-	j, err := scanJob(s.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = $1", id))
+	j, err := scanJob(s.queryRow(ctx, "SELECT "+jobCols("jobs")+withClaim("jobs")+" WHERE jobs.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "job %s does not exist", id)
 	}
@@ -61,7 +85,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*registry.Job, error) {
 
 // jobByID returns the job, or nil if it does not exist.
 func jobByID(ctx context.Context, q db, id string) (*registry.Job, error) {
-	j, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = $1", id))
+	j, err := scanJob(q.QueryRow(ctx, "SELECT "+jobCols("jobs")+withClaim("jobs")+" WHERE jobs.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -120,13 +144,14 @@ func insertJobSQL(p registry.JobInsertParams) (string, []any) {
 			idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
 			VALUES (` + values + `)
 			ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key <> '' AND state IN ('queued', 'in_progress') DO NOTHING
-			RETURNING ` + jobCols + `),
+			RETURNING ` + jobRowCols + `),
 		h AS (` + historyFrom(&a, &h, "j") + `),
 		a AS (` + auditFrom(&a, p.Audit, "j", "") + `)
-		SELECT true, ` + jobCols + ` FROM j
+		SELECT true, ` + qualified("j.", jobRowCols) + `, NULL::BIGINT, NULL::BIGINT FROM j -- a new job has no claim
 		UNION ALL
-		SELECT false, ` + jobCols + ` FROM jobs WHERE cluster_id = ` + a.add(j.ClusterID) + ` AND idempotency_key = ` + a.add(j.IdempotencyKey) + `
-			AND idempotency_key <> '' AND state IN ('queued', 'in_progress') AND NOT EXISTS (SELECT 1 FROM j)`
+		SELECT false, ` + jobCols("jobs") + withClaim("jobs") + ` WHERE jobs.cluster_id = ` + a.add(j.ClusterID) + `
+			AND jobs.idempotency_key = ` + a.add(j.IdempotencyKey) + `
+			AND jobs.idempotency_key <> '' AND jobs.state IN ('queued', 'in_progress') AND NOT EXISTS (SELECT 1 FROM j)`
 	return sql, a
 }
 
@@ -212,17 +237,21 @@ func jobFilter(a *args, p registry.JobListParams) string {
 			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\' OR error ILIKE `+pat+` ESCAPE '\' OR kind ILIKE `+pat+
 			` ESCAPE '\' OR cluster_id IN (SELECT id FROM clusters WHERE name ILIKE `+pat+` ESCAPE '\'))`)
 	}
+	// A lease is the job's claim's (see claims.go); through job_claim_lease
+	// the expired ones are found without reading a job that has none.
 	if !p.LeaseExpiredBefore.IsZero() {
-		where = append(where, "lease_expires_at IS NOT NULL AND lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore)))
+		where = append(where, "jobs.id IN (SELECT job_id FROM job_claim WHERE lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore))+")")
 	}
 	if !p.LeaseLiveAt.IsZero() {
-		where = append(where, "(lease_expires_at IS NULL OR lease_expires_at >= "+a.add(col.MS(p.LeaseLiveAt))+")")
+		where = append(where, "NOT EXISTS (SELECT 1 FROM job_claim WHERE job_id = jobs.id AND lease_expires_at < "+a.add(col.MS(p.LeaseLiveAt))+")")
 	}
 	if p.NoLease {
-		where = append(where, "lease_expires_at IS NULL")
+		where = append(where, "NOT EXISTS (SELECT 1 FROM job_claim WHERE job_id = jobs.id)")
 	}
 	if !p.ActivityBefore.IsZero() {
-		where = append(where, "COALESCE(last_activity_at, created_at) < "+a.add(col.MS(p.ActivityBefore)))
+		// Only asked with NoLease: a job without a claim has no heartbeat
+		// but its row's.
+		where = append(where, "COALESCE(jobs.last_activity_at, jobs.created_at) < "+a.add(col.MS(p.ActivityBefore)))
 	}
 	if !p.FinishedAfter.IsZero() {
 		where = append(where, "finished_at > "+a.add(col.MS(p.FinishedAfter)))
@@ -257,7 +286,7 @@ func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]regist
 		order = " ORDER BY created_at, id"
 	}
 	limit := " LIMIT " + a.add(limitOr(p.Limit, 100)) + " OFFSET " + a.add(max(p.Offset, 0))
-	rows, err := s.query(ctx, "read jobs", "SELECT "+jobCols+" FROM jobs"+where+order+limit, a...)
+	rows, err := s.query(ctx, "read jobs", "SELECT "+jobCols("jobs")+withClaim("jobs")+where+order+limit, a...)
 	if err != nil {
 		return nil, err
 	}
@@ -276,10 +305,10 @@ func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, er
 // row locks it takes skip jobs a concurrent delivery is hiding right now.
 // A delivery that hides nothing is a plain read.
 func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) ([]registry.Job, error) {
-	const visible = ` FROM jobs WHERE cluster_id = $1 AND state = 'queued' AND (expires_at IS NULL OR expires_at > $2)
-		AND (visible_after IS NULL OR visible_after <= $2) ORDER BY created_at, id LIMIT $3`
+	const visible = ` WHERE jobs.cluster_id = $1 AND jobs.state = 'queued' AND (jobs.expires_at IS NULL OR jobs.expires_at > $2)
+		AND (jobs.visible_after IS NULL OR jobs.visible_after <= $2) ORDER BY jobs.created_at, jobs.id LIMIT $3`
 	if p.HideUntil.IsZero() {
-		rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols+visible, p.ClusterID, col.MS(p.Now), p.Limit)
+		rows, err := s.query(ctx, "read queued jobs", "SELECT "+jobCols("jobs")+withClaim("jobs")+visible, p.ClusterID, col.MS(p.Now), p.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -287,8 +316,9 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 	}
 	var out []registry.Job
 	err := s.writePiped(ctx, "deliver queued jobs", &piped{
-		sql: `WITH picked AS (SELECT id` + visible + ` FOR UPDATE SKIP LOCKED)
-			UPDATE jobs SET visible_after = $4 FROM picked WHERE jobs.id = picked.id RETURNING ` + qualified("jobs.", jobCols),
+		sql: `WITH picked AS (SELECT jobs.id FROM jobs` + visible + ` FOR UPDATE SKIP LOCKED)
+			UPDATE jobs SET visible_after = $4 FROM picked LEFT JOIN job_claim c ON c.job_id = picked.id
+			WHERE jobs.id = picked.id RETURNING ` + jobCols("jobs"),
 		args: []any{p.ClusterID, col.MS(p.Now), p.Limit, col.MS(p.HideUntil)},
 		read: func(rows pgx.Rows, err error) error {
 			if err != nil {
@@ -368,10 +398,14 @@ func updateJob(ctx context.Context, q db, p registry.JobUpdateParams) (*registry
 
 // updateJobSQL is JobUpdate's statement. Its one row is (true, the job
 // updated) when the update applied, (false, the job) when it did not; there
-// is no row when there is no such job.
+// is no row when there is no such job. What the update changes of the job's
+// claim (see claims.go) is a CTE of the same statement, cw, that reads the
+// job from the update's result: it changes the claim only if the update
+// applied.
 func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	var a args
 	set := jobSet(&a, &p.Set)
+	claim := claimWrite(&a, &p.Set, "u")
 	id := a.add(p.ID)
 	where := " WHERE id = " + id
 	if p.ClusterID != "" {
@@ -387,12 +421,20 @@ func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 		where += " AND (expires_at IS NULL OR expires_at > " + a.add(col.MS(p.NotExpiredAt)) + ")"
 	}
 	if p.Leased {
-		where += " AND lease_expires_at IS NOT NULL"
+		where += " AND EXISTS (SELECT 1 FROM job_claim WHERE job_id = jobs.id)"
 	}
 	if p.Error != "" {
 		where += " AND error = " + a.add(p.Error)
 	}
-	sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobCols + ")"
+	sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobRowCols + ")"
+	// The updated job's claim: as the statement wrote it (a data-modifying
+	// CTE's change is not part of the statement's snapshot, but its RETURNING
+	// is), or as it was when the statement leaves it alone.
+	claimed := withClaim("u")
+	if claim != "" {
+		sql += ", cw AS (" + claim + ")"
+		claimed = " FROM u LEFT JOIN cw c ON c.job_id = u.id"
+	}
 	if p.History != nil {
 		sql += ", h AS (" + historyFrom(&a, p.History, "u") + ")"
 	}
@@ -402,8 +444,8 @@ func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	// The second branch reads the statement's snapshot, which the update's
 	// own change is not part of: the job as it was, when the update did not
 	// apply to it.
-	sql += " SELECT true, " + jobCols + " FROM u UNION ALL SELECT false, " + jobCols + " FROM jobs WHERE id = " + id +
-		" AND NOT EXISTS (SELECT 1 FROM u)"
+	sql += " SELECT true, " + jobCols("u") + claimed + " UNION ALL SELECT false, " + jobCols("jobs") + withClaim("jobs") +
+		" WHERE jobs.id = " + id + " AND NOT EXISTS (SELECT 1 FROM u)"
 	return sql, a
 }
 
@@ -435,7 +477,8 @@ func updateError(err error, id string) error {
 	return err
 }
 
-// jobSet renders a JobSet as the SET list of an UPDATE.
+// jobSet renders a JobSet as the SET list of an UPDATE of the job's row;
+// claimWrite renders what it changes of the job's claim.
 func jobSet(a *args, s *registry.JobSet) string {
 	sets := []string{"updated_at = " + a.add(col.MS(s.Now))}
 	add := func(col string, v any) { sets = append(sets, col+" = "+a.add(v)) }
@@ -447,7 +490,7 @@ func jobSet(a *args, s *registry.JobSet) string {
 	}
 	if s.Reopen {
 		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
-			"lease_expires_at = NULL", "last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
+			"last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
 			"result = NULL", "finished_at = NULL", "visible_after = NULL")
 	}
 	if c := s.Claim; c != nil {
@@ -455,13 +498,6 @@ func jobSet(a *args, s *registry.JobSet) string {
 		add("claimed_at", col.MS(c.ClaimedAt))
 		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
 		add("lease_seconds", c.LeaseSeconds)
-		add("lease_expires_at", col.MS(c.LeaseExpiresAt))
-	}
-	if s.LeaseExpiresAt != nil {
-		add("lease_expires_at", col.MS(*s.LeaseExpiresAt))
-	}
-	if s.RenewLease {
-		sets = append(sets, "lease_expires_at = CASE WHEN lease_expires_at IS NULL THEN NULL ELSE "+a.add(col.MS(s.Now))+"::BIGINT + lease_seconds * 1000 END")
 	}
 	if !s.LastActivityAt.IsZero() {
 		add("last_activity_at", col.MS(s.LastActivityAt))

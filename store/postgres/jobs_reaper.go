@@ -49,10 +49,13 @@ func reaperRecord(a *args, now time.Time, actor string, expire bool) string {
 			WHERE s.n > 0)`
 }
 
-// JobsReclaim is one statement. It picks its batch with FOR NO KEY UPDATE
-// SKIP LOCKED, so that the reapers of several replicas take different jobs
+// JobsReclaim is one statement. It picks its batch of expired claims
+// (job_claim_lease, see claims.go) with their jobs, locking both with SKIP
+// LOCKED, so that the reapers of several replicas take different jobs
 // instead of waiting on each other, and so that a job an agent is updating
-// right now is left for the next round.
+// or heartbeating right now is left for the next round: a heartbeat that
+// comes after the pick waits on the claim, then finds it deleted. The batch's
+// claims are deleted in the statement that requeues or fails their jobs.
 func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (registry.ReclaimCounts, error) {
 	var counts registry.ReclaimCounts
 	err := s.stmt(ctx, "reclaim jobs", func(ctx context.Context, q db) error {
@@ -60,17 +63,18 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 		var a args
 		now, limit := a.add(col.MS(p.Now))+"::BIGINT", a.add(p.Limit)
 		sql := `WITH picked AS (
-				SELECT j.id, j.attempt < c.max_attempts AS retry
-				FROM jobs j JOIN clusters c ON c.id = j.cluster_id
-				WHERE j.state = 'in_progress' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at < ` + now + `
-				ORDER BY j.lease_expires_at LIMIT ` + limit + `
-				FOR NO KEY UPDATE OF j SKIP LOCKED),
+				SELECT j.id, j.attempt < cl.max_attempts AS retry
+				FROM job_claim c JOIN jobs j ON j.id = c.job_id JOIN clusters cl ON cl.id = j.cluster_id
+				WHERE c.lease_expires_at < ` + now + ` AND j.state = 'in_progress'
+				ORDER BY c.lease_expires_at LIMIT ` + limit + `
+				FOR UPDATE OF c SKIP LOCKED FOR NO KEY UPDATE OF j SKIP LOCKED),
+			dc AS (DELETE FROM job_claim WHERE job_id IN (SELECT id FROM picked)),
 			u AS (UPDATE jobs SET
 					state = CASE WHEN picked.retry THEN 'queued' ELSE 'failed' END,
 					attempt = CASE WHEN picked.retry THEN jobs.attempt + 1 ELSE jobs.attempt END,
 					error = CASE WHEN picked.retry THEN '' ELSE 'lease_expired' END,
 					finished_at = CASE WHEN picked.retry THEN NULL ELSE ` + now + ` END,
-					claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0, lease_expires_at = NULL,
+					claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0,
 					last_activity_at = NULL, phase = '', updated_at = ` + now + `
 				FROM picked WHERE jobs.id = picked.id
 				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
