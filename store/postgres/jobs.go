@@ -237,8 +237,8 @@ func jobFilter(a *args, p registry.JobListParams) string {
 			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\' OR error ILIKE `+pat+` ESCAPE '\' OR kind ILIKE `+pat+
 			` ESCAPE '\' OR cluster_id IN (SELECT id FROM clusters WHERE name ILIKE `+pat+` ESCAPE '\'))`)
 	}
-	// A lease is the job's claim's (see claims.go); through job_claim_lease
-	// the expired ones are found without reading a job that has none.
+	// Leases are in the jobs' claims (see claims.go): the expired ones are
+	// found through job_claim_lease, without reading the jobs that have none.
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "jobs.id IN (SELECT job_id FROM job_claim WHERE lease_expires_at < "+a.add(col.MS(p.LeaseExpiredBefore))+")")
 	}
