@@ -102,16 +102,16 @@ func Create(ctx context.Context, path string, cfg Config) error {
 				'pull', 'active', 60, 5, '[]', 1, ? - 2592000000, ? - 2592000000, ? FROM c`,
 			[]any{cfg.Clusters, now, now, now}},
 		{"jobs", `WITH RECURSIVE j(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM j WHERE i + 1 < ?),
-			s(i, created, state, leased, expired) AS (
+			s(i, created, state, leased) AS (
 				SELECT i, ? - (? - i) * ?,
 					CASE WHEN i >= ? THEN 'queued' WHEN i >= ? THEN 'in_progress'
 						WHEN i % 100 < 90 THEN 'succeeded' WHEN i % 100 < 95 THEN 'failed'
 						WHEN i % 100 < 97 THEN 'canceled' WHEN i % 100 < 99 THEN 'noop' ELSE 'expired' END,
-					i % 2 = 0, i % 10 = 0
+					i % 2 = 0
 				FROM j)
 			INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 				state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-				lease_expires_at, last_activity_at, phase, outcome, error, result, finished_at)
+				last_activity_at, phase, outcome, error, result, finished_at)
 			SELECT printf('j-bench%019d', i), printf('cl-bench%018d', i % ?), 'apply', '', 'Deployment',
 				printf('ns-%d', i % 50), printf('app-%d', i),
 				CAST(printf('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app-%d","namespace":"ns-%d"},"spec":{"replicas":2}}', i, i % 50) AS BLOB),
@@ -124,7 +124,6 @@ func Create(ctx context.Context, path string, cfg Config) error {
 				CASE WHEN state = 'in_progress' THEN created + 1000 END,
 				CASE WHEN state = 'in_progress' THEN 'cr-bench' END,
 				CASE WHEN state = 'in_progress' AND leased THEN 60 ELSE 0 END,
-				CASE WHEN state = 'in_progress' AND leased THEN (CASE WHEN expired THEN ? - 60000 ELSE ? + 30000 END) END,
 				CASE WHEN state = 'in_progress' THEN created + 1000 ELSE NULL END,
 				CASE WHEN state = 'in_progress' THEN 'Applying' ELSE '' END,
 				CASE WHEN state IN ('queued', 'in_progress', 'canceled', 'expired') THEN '' ELSE state END,
@@ -133,10 +132,16 @@ func Create(ctx context.Context, path string, cfg Config) error {
 				NULL,
 				CASE WHEN state IN ('queued', 'in_progress') THEN NULL ELSE created + 5000 END
 			FROM s`,
-			[]any{cfg.Jobs, now, n, step, queuedFrom, progressFrom, cfg.Clusters, now, now}},
+			[]any{cfg.Jobs, now, n, step, queuedFrom, progressFrom, cfg.Clusters}},
+		// Half the jobs in progress hold a lease (in their claim), and a
+		// tenth of those ran out a minute ago.
+		{"job claims", `INSERT INTO job_claim (job_id, lease_seconds, lease_expires_at)
+			SELECT id, lease_seconds, CASE WHEN CAST(substr(id, 8) AS INTEGER) % 10 = 0 THEN ? - 60000 ELSE ? + 30000 END
+			FROM jobs WHERE state = 'in_progress' AND lease_seconds > 0`,
+			[]any{now, now}},
 	}
 	for _, s := range stmts {
-		if s.what == "jobs" && cfg.Jobs == 0 {
+		if s.what != "clusters" && cfg.Jobs == 0 {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
