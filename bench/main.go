@@ -11,7 +11,8 @@
 //	River      ./bench/river   BenchmarkRiver (a module of its own: cd bench/river)
 //	wake-up    ./bench         BenchmarkWakeup (also the fan-in memory)
 //	reaper     ./store/sqlite  BenchmarkReap
-//	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim, BenchmarkIdleLook, BenchmarkBusyLook
+//	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim, BenchmarkIdleLook, BenchmarkBusyLook,
+//	                           BenchmarkHeartbeat
 //	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
 package main
 
@@ -53,7 +54,7 @@ var runs = []run{
 	{"admin API: watch fan-out (100 watchers, 100 jobs/s)", "", "./bench", "^BenchmarkWatchFanout$", []string{"-benchtime", "500x"}, 3},
 	{"admin API: blocking submit over an idle agent", "", "./bench", "^BenchmarkBlockingSubmit$", []string{"-benchtime", "1000x"}, 3},
 	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
-	{"submit, claim and looks (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim|IdleLook|BusyLook)$", []string{"-benchtime", "30000x"}, 3},
+	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
 	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
 }
 
@@ -105,6 +106,7 @@ var rows = []row{
 	{"claim: acks through the registry", "BenchmarkClaim", "claims/s", "", nil, false},
 	{"idle look: polls of an empty queue through the registry", "BenchmarkIdleLook", "looks/s", "", nil, false},
 	{"busy look: polls that each hand out a job of a backlog", "BenchmarkBusyLook", "looks/s", "", nil, false},
+	{"lease heartbeats through the registry (1,000 leased jobs)", "BenchmarkHeartbeat", "heartbeats/s", "", nil, false},
 	{"console: jobs-view frame, clock tick", "BenchmarkJobsFrame/tick", "ms/frame", "< 16 ms", below(16), false},
 	{"console: jobs-view frame, key press", "BenchmarkJobsFrame/key", "ms/frame", "< 16 ms", below(16), false},
 	{"console: first frame", "BenchmarkFirstFrame", "ms/first-frame", "< 300 ms", below(300), false},
