@@ -167,6 +167,16 @@ func (j *Job) PayloadWithheld() bool {
 // Leased reports whether the current claim has a lease the reaper watches.
 func (j *Job) Leased() bool { return !j.LeaseExpiresAt.IsZero() }
 
+// LeaseLapsedSince reports whether the lease of the job as read at readAt
+// ended after that read and by now. A lease heartbeat renews the lease
+// without changing the job anyone watches (it writes only the job's claim,
+// and the change feed does not carry it), so a copy of the job kept since
+// readAt cannot tell a lease that ran out from one renewed meanwhile:
+// whoever shows it as expired reads the job again first.
+func (j *Job) LeaseLapsedSince(readAt, now time.Time) bool {
+	return j.State == JobInProgress && j.Leased() && j.LeaseExpiresAt.After(readAt) && !j.LeaseExpiresAt.After(now)
+}
+
 // HistoryType names an entry of a job's timeline.
 type HistoryType string
 

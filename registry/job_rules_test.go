@@ -3,6 +3,7 @@ package registry
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestJobActionRules: which jobs each admin operation applies to, by the
@@ -45,5 +46,28 @@ func TestJobActionRules(t *testing.T) {
 	}
 	if f := ActionCancel.Filters(JobListParams{States: []JobState{JobFailed}}); len(f) != 0 {
 		t.Errorf("cancel over failed jobs: %v, want no query", f)
+	}
+}
+
+func TestLeaseLapsedSince(t *testing.T) {
+	read := time.Date(2026, 5, 28, 10, 0, 0, 0, time.UTC)
+	now := read.Add(time.Minute)
+	for _, c := range []struct {
+		name  string
+		state JobState
+		end   time.Time
+		want  bool
+	}{
+		{"ended between the read and now", JobInProgress, read.Add(30 * time.Second), true},
+		{"ended exactly now", JobInProgress, now, true},
+		{"ended before the read: read as expired", JobInProgress, read.Add(-time.Second), false},
+		{"ends later", JobInProgress, now.Add(time.Second), false},
+		{"no lease", JobInProgress, time.Time{}, false},
+		{"finished", JobSucceeded, read.Add(30 * time.Second), false},
+	} {
+		j := Job{State: c.state, LeaseExpiresAt: c.end}
+		if got := j.LeaseLapsedSince(read, now); got != c.want {
+			t.Errorf("%s: LeaseLapsedSince = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

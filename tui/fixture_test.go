@@ -101,6 +101,7 @@ type fleetFixture struct {
 	euID, usID, edgeID, stagingID, legacyID string
 	leasedJob, exhaustedJob, expiredJob     string
 	silentJob, strandedJob, disabledJob     string
+	euAgent                                 *registry.Agent // holds leasedJob
 }
 
 func seedFleet(tb testing.TB, e *env) fleetFixture {
@@ -201,7 +202,7 @@ func seedFleet(tb testing.TB, e *env) fleetFixture {
 	e.at(29 * time.Minute)
 	j := e.submit(tb, eu.ID, "payments", "ledger")
 	must(e.reg.AckJob(ctx, euA, j.ID))
-	f.leasedJob = j.ID
+	f.leasedJob, f.euAgent = j.ID, euA
 	if err := e.reg.ReportStatus(ctx, euA, j.ID, "", registry.StatusReport{Phase: "Applying", Message: "2/3 replicas ready",
 		Conditions: []registry.Condition{{Type: "Available", Status: "False", Reason: "MinimumReplicasUnavailable"}}}); err != nil {
 		tb.Fatal(err)

@@ -26,6 +26,7 @@ type jobDetail struct {
 	ctx     *Context
 	id      string
 	job     *registry.Job
+	readAt  time.Time // when job was read (see registry.Job.LeaseLapsedSince)
 	history []registry.JobHistoryEntry
 	err     error
 	deleted bool // the feed said the job was deleted
@@ -46,6 +47,7 @@ type jobDetailMsg struct {
 	job     *registry.Job
 	history []registry.JobHistoryEntry
 	err     error
+	readAt  time.Time // the console's clock when the read began
 }
 
 type jobDetailRefreshMsg struct{ id string }
@@ -87,15 +89,15 @@ func newJobDetail(ctx *Context, id string, j *registry.Job) *jobDetail {
 
 func (d *jobDetail) load() tea.Cmd {
 	d.loading, d.dirty = true, false
-	b, id := d.ctx.Backend, d.id
+	b, id, now := d.ctx.Backend, d.id, d.ctx.Now
 	return func() tea.Msg {
 		ctx := context.Background()
 		j, err := b.GetJob(ctx, id)
 		if err != nil {
-			return jobDetailMsg{id: id, err: err}
+			return jobDetailMsg{id: id, err: err, readAt: now}
 		}
 		h, err := b.JobHistory(ctx, id)
-		return jobDetailMsg{id: id, job: j, history: h, err: err}
+		return jobDetailMsg{id: id, job: j, history: h, err: err, readAt: now}
 	}
 }
 
@@ -116,7 +118,7 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 		d.loading, d.err = false, msg.err
 		if msg.job != nil {
-			d.job = msg.job
+			d.job, d.readAt = msg.job, msg.readAt
 		}
 		if msg.err == nil {
 			d.history = msg.history
@@ -137,6 +139,13 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		return info("payload shown under PAYLOAD; the viewing is recorded in the audit trail")
 	case jobDetailRefreshMsg:
 		if msg.id == d.id && d.dirty && !d.loading {
+			return d.load()
+		}
+	case tickMsg:
+		// A lease that ran out since the read may have been renewed by a
+		// heartbeat, which the feed does not carry: read the job again
+		// before it says "expired" for long.
+		if d.job != nil && !d.dirty && !d.loading && d.job.LeaseLapsedSince(d.readAt, msg.now) {
 			return d.load()
 		}
 	case feedMsg:

@@ -62,7 +62,8 @@ type jobsView struct {
 	gen     int // bumped whenever the query (tab or filter) changes
 	start   int // absolute index of rows[0]
 	rows    []registry.Job
-	loaded  bool // rows belong to gen
+	readAt  time.Time // when rows were read (see registry.Job.LeaseLapsedSince)
+	loaded  bool      // rows belong to gen
 	loading bool
 	want    int // the start of the window being loaded
 	dirty   bool
@@ -99,6 +100,9 @@ type jobsPageMsg struct {
 	req   int // the start asked for (v.want)
 	start int // the start read: another when the pinned job was looked for
 	jobs  []registry.Job
+	// readAt is the console's clock when the read began: the rows are as of
+	// then or later.
+	readAt time.Time
 	// at is the pinned job's row when the load had to look for it (it had
 	// moved out of the window asked for), else -1; offset is then the
 	// table's first line that keeps it on screen.
@@ -275,7 +279,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return failed("could not read jobs: " + errText(msg.err))
 		}
-		v.loaded, v.start, v.rows = true, msg.start, msg.jobs
+		v.loaded, v.start, v.rows, v.readAt = true, msg.start, msg.jobs, msg.readAt
 		v.restorePin(msg)
 		if v.dirty {
 			v.dirty = false
@@ -313,9 +317,14 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 			return v.requery()
 		}
 	case tickMsg:
-		if time.Since(v.lastCount) >= jobsCountEvery && !v.counting {
-			return v.countCmd()
+		var cmds []tea.Cmd
+		if v.leaseLapsed(msg.now) {
+			cmds = append(cmds, v.markDirty())
 		}
+		if time.Since(v.lastCount) >= jobsCountEvery && !v.counting {
+			cmds = append(cmds, v.countCmd())
+		}
+		return tea.Batch(cmds...)
 	case countsMsg:
 		t.clampTo(v.rowCount())
 		return v.ensureWindow()

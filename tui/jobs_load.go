@@ -50,7 +50,9 @@ func (v *jobsView) load(start int) tea.Cmd {
 	states, possible := registry.IntersectStates(tabStates(tab), base.States)
 	if (tab != tabStuck && v.fl.nothing) || !possible {
 		// The filter leaves no job in this tab: nothing to ask the store.
-		return func() tea.Msg { return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1} }
+		return func() tea.Msg {
+			return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1, readAt: now}
+		}
 	}
 	return func() tea.Msg {
 		ctx := context.Background()
@@ -59,12 +61,12 @@ func (v *jobsView) load(start int) tea.Cmd {
 			// place a job by, and it is short. The view keeps the job if it
 			// is in the window, else the nearest row.
 			jobs, err := listStuck(ctx, b, stuckQueries(base, unreachable, now), start, limit)
-			return jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
+			return jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err, readAt: now}
 		}
 		p := base
 		p.States = states
 		jobs, err := readJobsPage(ctx, b, p, total, start, limit, deep(start, total))
-		msg := jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err}
+		msg := jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err, readAt: now}
 		if err != nil || pin.ID == "" || slices.ContainsFunc(jobs, func(j registry.Job) bool { return j.ID == pin.ID }) {
 			return msg
 		}
@@ -88,7 +90,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 		if err != nil {
 			return msg
 		}
-		return jobsPageMsg{gen: gen, req: start, start: from, jobs: jobs, at: at, offset: off}
+		return jobsPageMsg{gen: gen, req: start, start: from, jobs: jobs, at: at, offset: off, readAt: now}
 	}
 }
 
@@ -321,6 +323,13 @@ func (v *jobsView) toggleFollow() tea.Cmd {
 
 // markDirty schedules a reload of the window, at most once per
 // jobsReloadEvery.
+// leaseLapsed reports whether a row's lease ended since the rows were read:
+// a heartbeat may have renewed it unseen, so the page is read again before
+// the row says "expired" for long (registry.Job.LeaseLapsedSince).
+func (v *jobsView) leaseLapsed(now time.Time) bool {
+	return v.loaded && slices.ContainsFunc(v.rows, func(j registry.Job) bool { return j.LeaseLapsedSince(v.readAt, now) })
+}
+
 func (v *jobsView) markDirty() tea.Cmd {
 	if v.dirty {
 		return nil
