@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/storetest"
 )
 
 const benchPayload = `{"apiVersion":"apps.vworkspace.io/v1alpha1","kind":"ApplicationInstance",
@@ -149,29 +150,6 @@ func BenchmarkBusyLook(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
 }
 
-// leasedJobs submits and acks n jobs, each with a lease; it returns their
-// ids and claims.
-func leasedJobs(b *testing.B, reg *registry.Registry, c *registry.Cluster, a *registry.Agent, n int) (ids, claims []string) {
-	b.Helper()
-	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
-	ids, claims = make([]string, n), make([]string, n)
-	for i := range ids {
-		j, _, err := reg.SubmitJob(adminCtx, sub)
-		if err != nil {
-			b.Fatal(err)
-		}
-		claim, err := reg.AckJob(adminCtx, a, j.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if claim.LeaseExpiresAt.IsZero() {
-			b.Fatal("the ack took no lease")
-		}
-		ids[i], claims[i] = j.ID, claim.ClaimID
-	}
-	return ids, claims
-}
-
 // benchLeasedWrites runs write on the jobs of ids, round robin, from
 // concurrent agents, and reports writes/s under unit and the WAL the
 // database wrote per write (the whole server's: run it on a quiet one).
@@ -181,20 +159,7 @@ func benchLeasedWrites(b *testing.B, ids []string, unit string, write func(i int
 	if err := conn.QueryRow(adminCtx, "SELECT pg_current_wal_lsn()::TEXT").Scan(&walStart); err != nil {
 		b.Fatal(err)
 	}
-	var next atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := write(int(next.Add(1) % int64(len(ids)))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	elapsed := time.Since(start)
-	b.StopTimer()
+	elapsed := storetest.RoundRobin(b, len(ids), write)
 	var wal float64
 	if err := conn.QueryRow(adminCtx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::TEXT::pg_lsn)", walStart).Scan(&wal); err != nil {
 		b.Fatal(err)
@@ -207,8 +172,8 @@ func benchLeasedWrites(b *testing.B, ids []string, unit string, write func(i int
 // a thousand leased jobs: a fleet's most frequent write (every leased job,
 // every interval). Reports heartbeats/s and WAL bytes per heartbeat.
 func BenchmarkHeartbeat(b *testing.B) {
-	reg, c, a := benchRegistry(b)
-	ids, claims := leasedJobs(b, reg, c, a, 1000)
+	reg, _, a := benchRegistry(b)
+	ids, claims := storetest.LeasedJobs(b, adminCtx, reg, a, json.RawMessage(benchPayload), 1000)
 	benchLeasedWrites(b, ids, "heartbeat", func(i int) error {
 		_, err := reg.HeartbeatJob(adminCtx, a, ids[i], claims[i])
 		return err
@@ -219,8 +184,8 @@ func BenchmarkHeartbeat(b *testing.B) {
 // from concurrent agents, over a thousand leased jobs. Reports reports/s
 // and WAL bytes per report.
 func BenchmarkStatusReport(b *testing.B) {
-	reg, c, a := benchRegistry(b)
-	ids, claims := leasedJobs(b, reg, c, a, 1000)
+	reg, _, a := benchRegistry(b)
+	ids, claims := storetest.LeasedJobs(b, adminCtx, reg, a, json.RawMessage(benchPayload), 1000)
 	benchLeasedWrites(b, ids, "report", func(i int) error {
 		return reg.ReportStatus(adminCtx, a, ids[i], claims[i], registry.StatusReport{Phase: "Applying", Message: "applying"})
 	})

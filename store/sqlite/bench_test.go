@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/storetest"
 )
 
 const benchPayload = `{"apiVersion":"apps.vworkspace.io/v1alpha1","kind":"ApplicationInstance",
@@ -312,52 +313,18 @@ func BenchmarkBusyLook(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "looks/s")
 }
 
-// leasedJobs submits and acks n jobs, each with a lease; it returns their
-// ids and claims.
-func leasedJobs(b *testing.B, reg *registry.Registry, c *registry.Cluster, a *registry.Agent, n int) (ids, claims []string) {
-	b.Helper()
-	sub := registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: json.RawMessage(benchPayload)}
-	ids, claims = make([]string, n), make([]string, n)
-	for i := range ids {
-		j, _, err := reg.SubmitJob(admin, sub)
-		if err != nil {
-			b.Fatal(err)
-		}
-		claim, err := reg.AckJob(admin, a, j.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if claim.LeaseExpiresAt.IsZero() {
-			b.Fatal("the ack took no lease")
-		}
-		ids[i], claims[i] = j.ID, claim.ClaimID
-	}
-	return ids, claims
-}
-
-// benchLeasedWrites runs write on the jobs of ids, round robin, from 16
-// concurrent agents per CPU, and reports writes/s under unit.
+// benchLeasedWrites runs write on the jobs of ids, round robin, from
+// concurrent agents, and reports writes/s under unit.
 func benchLeasedWrites(b *testing.B, ids []string, unit string, write func(i int) error) {
-	var next atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := write(int(next.Add(1) % int64(len(ids)))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), unit+"/s")
+	elapsed := storetest.RoundRobin(b, len(ids), write)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit+"/s")
 }
 
 // BenchmarkHeartbeat measures lease heartbeats, a fleet's most frequent
 // write (every leased job, every interval), over a thousand leased jobs.
 func BenchmarkHeartbeat(b *testing.B) {
-	reg, c, a := benchRegistry(b)
-	ids, claims := leasedJobs(b, reg, c, a, 1000)
+	reg, _, a := benchRegistry(b)
+	ids, claims := storetest.LeasedJobs(b, admin, reg, a, json.RawMessage(benchPayload), 1000)
 	benchLeasedWrites(b, ids, "heartbeats", func(i int) error {
 		_, err := reg.HeartbeatJob(admin, a, ids[i], claims[i])
 		return err
@@ -367,8 +334,8 @@ func BenchmarkHeartbeat(b *testing.B) {
 // BenchmarkStatusReport measures status reports (which renew the lease)
 // over a thousand leased jobs.
 func BenchmarkStatusReport(b *testing.B) {
-	reg, c, a := benchRegistry(b)
-	ids, claims := leasedJobs(b, reg, c, a, 1000)
+	reg, _, a := benchRegistry(b)
+	ids, claims := storetest.LeasedJobs(b, admin, reg, a, json.RawMessage(benchPayload), 1000)
 	benchLeasedWrites(b, ids, "reports", func(i int) error {
 		return reg.ReportStatus(admin, a, ids[i], claims[i], registry.StatusReport{Phase: "Applying", Message: "applying"})
 	})
