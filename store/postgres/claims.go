@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
 )
@@ -73,14 +71,5 @@ func (s *Store) JobRenewLease(ctx context.Context, p registry.JobRenewLeaseParam
 		SELECT true, ` + jobKeyCols + ` FROM r c JOIN jobs ON jobs.id = c.job_id
 		UNION ALL
 		SELECT false, ` + jobCols("jobs") + withClaim("jobs") + ` WHERE jobs.id = ` + id + ` AND NOT EXISTS (SELECT 1 FROM r)`
-	var out *registry.Job
-	applied := false
-	err := s.writePiped(ctx, "renew a job's lease", &piped{sql: sql, args: a, read: func(rows pgx.Rows, err error) error {
-		out, applied, err = readUpdatedJob(rows, err, p.ID)
-		return err
-	}}, nil)
-	if err != nil {
-		return nil, false, err
-	}
-	return out, applied, nil
+	return s.writeJobStatement(ctx, "renew a job's lease", p.ID, sql, a)
 }

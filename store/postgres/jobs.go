@@ -376,11 +376,17 @@ func (s *Store) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
 // the history and audit entries inserted from what it returned (so only when
 // it applied), and the job as it is when it did not apply.
 func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*registry.Job, bool, error) {
+	sql, a := updateJobSQL(p)
+	return s.writeJobStatement(ctx, "update a job", p.ID, sql, a)
+}
+
+// writeJobStatement runs, through the writer's pipeline, a statement whose
+// rows readUpdatedJob reads (updateJobSQL's or JobRenewLease's).
+func (s *Store) writeJobStatement(ctx context.Context, doing, id, sql string, a []any) (*registry.Job, bool, error) {
 	var out *registry.Job
 	applied := false
-	sql, a := updateJobSQL(p)
-	err := s.writePiped(ctx, "update a job", &piped{sql: sql, args: a, read: func(rows pgx.Rows, err error) error {
-		out, applied, err = readUpdatedJob(rows, err, p.ID)
+	err := s.writePiped(ctx, doing, &piped{sql: sql, args: a, read: func(rows pgx.Rows, err error) error {
+		out, applied, err = readUpdatedJob(rows, err, id)
 		return err
 	}}, nil)
 	if err != nil {
