@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"path"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -41,4 +42,16 @@ func WritePiped(ctx context.Context, s *Store, sql string, args []any, read func
 			return err
 		})
 	})
+}
+
+// Migrations returns the first n migrations, in order: name and statements.
+func Migrations(n int) (names, bodies []string) {
+	for _, name := range migrationNames()[:n] {
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			panic(err)
+		}
+		names, bodies = append(names, path.Base(name)), append(bodies, string(body))
+	}
+	return names, bodies
 }
