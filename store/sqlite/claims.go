@@ -78,14 +78,17 @@ func (s *Store) JobRenewLease(ctx context.Context, p registry.JobRenewLeaseParam
 	applied := false
 	err := s.write(ctx, func(t *txn) error {
 		out, applied = nil, false // a batch may run its requests twice (see commit)
-		cond, args := "id = ? AND cluster_id = ? AND state = 'in_progress'", []any{col.MS(p.Now), col.MS(p.Now), p.ID, p.ID, p.ClusterID}
+		now := col.MS(p.Now)
+		// The job's row is only read: the lease is the caller's while the
+		// job is in progress under its cluster (and claim, when given).
+		owner, args := "id = ? AND cluster_id = ? AND state = 'in_progress'", []any{now, now, p.ID, p.ID, p.ClusterID}
 		if p.ClaimID != "" {
-			cond += " AND claim_id = ?"
+			owner += " AND claim_id = ?"
 			args = append(args, p.ClaimID)
 		}
 		var lease time.Time
 		err := t.queryRow(`UPDATE job_claim SET lease_expires_at = ? + lease_seconds * 1000, heard_at = ?
-			WHERE job_id = ? AND EXISTS (SELECT 1 FROM jobs WHERE `+cond+`) RETURNING lease_expires_at`, args...).Scan(col.Time(&lease))
+			WHERE job_id = ? AND EXISTS (SELECT 1 FROM jobs WHERE `+owner+`) RETURNING lease_expires_at`, args...).Scan(col.Time(&lease))
 		if errors.Is(err, sql.ErrNoRows) {
 			out, err = t.jobByID(p.ID)
 			return err
