@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
+	"github.com/tetherhq/tether/store/storetest"
 )
 
 // TestClaimMigration: a database written before job_claim (schema 16) keeps
@@ -47,13 +47,15 @@ func TestClaimMigration(t *testing.T) {
 			VALUES ('cl-1', 'prod', '', '["*"]', '["*"]', '["*"]', 'pull', 'active', 60, 5, '[]', 1, $1, $1, $1)`, []any{ms}},
 		{`INSERT INTO jobs (id, cluster_id, kind, payload, state, attempt, created_at, updated_at,
 			claim_id, claimed_at, claimed_by, lease_seconds, lease_expires_at, last_activity_at)
-			VALUES ('j-leased', 'cl-1', 'apply', '{}', 'in_progress', 1, $1, $1, 'fc-1', $1, 'cr-1', 60, $2, $1)`,
-			[]any{ms, leaseEnd.UnixMilli()}},
+			VALUES ($3, 'cl-1', 'apply', '{}', 'in_progress', 1, $1, $1, 'fc-1', $1, 'cr-1', 60, $2, $1)`,
+			[]any{ms, leaseEnd.UnixMilli(), storetest.ClaimMigrationLeased}},
 		{`INSERT INTO jobs (id, cluster_id, kind, payload, state, attempt, created_at, updated_at,
 			claim_id, claimed_at, claimed_by, lease_seconds, last_activity_at)
-			VALUES ('j-unleased', 'cl-1', 'apply', '{}', 'in_progress', 1, $1, $1, 'fc-2', $1, 'cr-1', 0, $1)`, []any{ms}},
+			VALUES ($2, 'cl-1', 'apply', '{}', 'in_progress', 1, $1, $1, 'fc-2', $1, 'cr-1', 0, $1)`,
+			[]any{ms, storetest.ClaimMigrationUnleased}},
 		{`INSERT INTO jobs (id, cluster_id, kind, payload, state, attempt, created_at, updated_at, lease_seconds, lease_expires_at, finished_at)
-			VALUES ('j-done', 'cl-1', 'apply', '{}', 'succeeded', 1, $1, $1, 60, $2, $1)`, []any{ms, leaseEnd.UnixMilli()}},
+			VALUES ($3, 'cl-1', 'apply', '{}', 'succeeded', 1, $1, $1, 60, $2, $1)`,
+			[]any{ms, leaseEnd.UnixMilli(), storetest.ClaimMigrationDone}},
 	} {
 		if _, err := conn.Exec(ctx, q.sql, q.args...); err != nil {
 			t.Fatal(err)
@@ -62,30 +64,5 @@ func TestClaimMigration(t *testing.T) {
 	conn.Close(ctx)
 
 	st := openAt(t, dsn)
-	leased, err := st.JobGet(ctx, "j-leased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !leased.LeaseExpiresAt.Equal(leaseEnd) || leased.ClaimID != "fc-1" || leased.LeaseSeconds != 60 {
-		t.Fatalf("the leased job after the upgrade: lease %s, claim %q, %ds", leased.LeaseExpiresAt, leased.ClaimID, leased.LeaseSeconds)
-	}
-	for _, id := range []string{"j-unleased", "j-done"} {
-		j, err := st.JobGet(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.Leased() {
-			t.Errorf("%s has a lease after the upgrade (%s)", id, j.LeaseExpiresAt)
-		}
-	}
-	counts, err := st.JobsReclaim(ctx, registry.JobsReclaimParams{Now: leaseEnd.Add(time.Second), Limit: 10, Actor: "system:reaper"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if counts.Requeued != 1 {
-		t.Fatalf("the reaper after the upgrade: %+v, want the leased job requeued", counts)
-	}
-	if j, _ := st.JobGet(ctx, "j-leased"); j.State != registry.JobQueued || j.Leased() {
-		t.Fatalf("after the reclaim: %s, leased %v", j.State, j.Leased())
-	}
+	storetest.CheckClaimMigration(t, st, leaseEnd)
 }
