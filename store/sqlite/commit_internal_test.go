@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
-	"time"
 )
 
 // TestBatchFailureAfterAWrite: one request of a batch fails after it wrote;
@@ -68,31 +68,44 @@ func TestBatchFailureAfterAWrite(t *testing.T) {
 	}
 }
 
-// TestCollectWaitsOnlyUnderConcurrency: a batch gathers what arrives within
-// CommitDelay only when the writes before it came concurrently; a lone
-// writer's batch takes what is queued and commits at once.
-func TestCollectWaitsOnlyUnderConcurrency(t *testing.T) {
-	s := &Store{opts: Options{MaxBatch: 3, CommitDelay: time.Hour}, queue: make(chan *writeRequest, 3), closing: make(chan struct{})}
+// TestCollectYieldsOnlyUnderConcurrency: when writes arrive concurrently, a
+// batch lets the goroutines ready to run queue theirs before it commits; a
+// lone writer's batch takes what is queued and commits at once. One
+// processor makes "ready to run" exact: a goroutine just started runs only
+// when the writer yields.
+func TestCollectYieldsOnlyUnderConcurrency(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := &Store{opts: Options{MaxBatch: 4}, queue: make(chan *writeRequest, 4)}
 	req := func() *writeRequest { return &writeRequest{ctx: context.Background()} }
+	ready := func(n int) {
+		go func() {
+			for range n {
+				s.queue <- req()
+			}
+		}()
+	}
 
 	s.queue <- req()
+	ready(1)
 	if got := s.collect([]*writeRequest{req()}, false); len(got) != 2 {
-		t.Fatalf("a lone writer's batch took %d requests, want the 2 queued, without waiting", len(got))
+		t.Fatalf("a lone writer's batch took %d requests, want the 2 queued, without yielding", len(got))
 	}
+	<-s.queue // the ready goroutine's, which ran once the test blocked
 
-	// Concurrent: it waits (here up to an hour) for arrivals, and commits as
-	// soon as the batch is full.
-	go func() {
-		s.queue <- req()
-		s.queue <- req()
-	}()
+	ready(2)
 	if got := s.collect([]*writeRequest{req()}, true); len(got) != 3 {
-		t.Fatalf("a concurrent batch took %d requests, want 3 (full)", len(got))
+		t.Fatalf("a concurrent batch took %d requests, want 3: its own and the 2 a ready goroutine queued", len(got))
 	}
 
-	// Close ends the wait.
-	close(s.closing)
-	if got := s.collect([]*writeRequest{req()}, true); len(got) != 1 {
-		t.Fatalf("a batch during Close took %d requests, want 1", len(got))
+	// A full batch commits without yielding.
+	for range 3 {
+		s.queue <- req()
+	}
+	ready(1)
+	if got := s.collect([]*writeRequest{req()}, true); len(got) != 4 {
+		t.Fatalf("a concurrent batch took %d requests, want 4 (full)", len(got))
+	}
+	if got := len(s.queue); got != 0 {
+		t.Fatalf("%d requests still queued", got)
 	}
 }

@@ -44,15 +44,6 @@ type Options struct {
 	// MaxBatch bounds how many write requests share one transaction
 	// (default 256).
 	MaxBatch int
-	// CommitDelay is how long a batch waits for more write requests while
-	// writes are arriving concurrently (the previous batch held at least
-	// delaySiblings): default 1ms, negative for never. A commit writes every
-	// page the batch dirtied to the WAL, two system calls per page, and the
-	// requests of one batch mostly dirty the same pages (the tails of the
-	// jobs table, its indexes and the history), so a batch of 30 costs
-	// little more than a batch of 5: under load the wait is paid back in
-	// CPU, and a lone writer or a quiet fleet never waits.
-	CommitDelay time.Duration
 	// NotifyInterval is how often other processes' writes are looked for
 	// (default 10ms). The check reads one page header: it costs next to
 	// nothing.
@@ -75,7 +66,6 @@ type Store struct {
 	reopened     atomic.Int64 // times the writer was reopened, for tests
 
 	queue   chan *writeRequest
-	delay   *time.Timer // the writer's CommitDelay timer (writer goroutine only)
 	closing chan struct{}
 	stopped chan struct{}
 
@@ -105,9 +95,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
-	}
-	if opts.CommitDelay == 0 {
-		opts.CommitDelay = time.Millisecond
 	}
 	if opts.NotifyInterval <= 0 {
 		opts.NotifyInterval = 10 * time.Millisecond
