@@ -190,6 +190,12 @@ func (p *proxy) serve(ln net.Listener) {
 				continue
 			}
 			p.mu.Lock()
+			if p.ln != ln { // stopped while this one connected: it is gone too
+				p.mu.Unlock()
+				c.Close()
+				s.Close()
+				return
+			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			p.wg.Go(func() { io.Copy(s, c); s.Close() })
