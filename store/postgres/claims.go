@@ -67,9 +67,8 @@ func (s *Store) JobRenewLease(ctx context.Context, p registry.JobRenewLeaseParam
 	}
 	sql := `WITH r AS (UPDATE job_claim SET lease_expires_at = ` + now + ` + lease_seconds * 1000::BIGINT, heard_at = ` + now + `
 			WHERE job_id = ` + id + ` AND EXISTS (SELECT 1 FROM jobs WHERE ` + owner + `)
-			RETURNING job_id, lease_expires_at, heard_at)
-		SELECT true, ` + jobKeyCols + ` FROM r c JOIN jobs ON jobs.id = c.job_id
-		UNION ALL
-		SELECT false, ` + jobCols("jobs") + withClaim("jobs") + ` WHERE jobs.id = ` + id + ` AND NOT EXISTS (SELECT 1 FROM r)`
+			RETURNING job_id, lease_expires_at, heard_at)`
+	cur, branch := asItStands(id, "r")
+	sql += ", " + cur + " SELECT true, " + jobKeyCols + " FROM r c JOIN jobs ON jobs.id = c.job_id" + branch
 	return s.writeJobStatement(ctx, "renew a job's lease", p.ID, sql, a)
 }

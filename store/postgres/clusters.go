@@ -193,9 +193,9 @@ func (s *Store) ClusterSetPaused(ctx context.Context, p registry.ClusterSetPause
 
 func (s *Store) ClusterDelete(ctx context.Context, p registry.ClusterDeleteParams) error {
 	return s.write(ctx, "delete a cluster", func(ctx context.Context, q db) error {
-		// The cascade locks what it deletes before the cluster's feed row
-		// takes the feed lock (see the migration): one statement, then the
-		// audit entry.
+		// The cascade locks what it deletes before the cluster's feed
+		// trigger takes the feed lock to drop its counts (migration 0018):
+		// one statement, then the audit entry.
 		tag, err := q.Exec(ctx, "DELETE FROM clusters WHERE id = $1", p.ID)
 		if err != nil {
 			return err
@@ -349,8 +349,8 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		}
 		cred := p.Credential
 		cred.ClusterID = c.ID
-		// Every row this writes is locked already, but the status row: it is
-		// written first, before the transaction holds the feed lock.
+		// Every row this writes is locked already but the status row,
+		// which is written first.
 		if _, err := q.Exec(ctx, `INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
 			c.ID, col.JSONText(cred.Capabilities), col.MS(p.Now)); err != nil {

@@ -10,10 +10,9 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-// EventsAppend takes its locks before it writes a feed row (see the
-// migration): the cluster (key share), then the batch's event keys, all in one
-// statement and in key order, then the status row (the heartbeat, the first
-// feed row); the events come last.
+// EventsAppend takes its locks in one order: the cluster (key share), then
+// the batch's event keys, all in one statement and in key order, then the
+// status row (the heartbeat); the events come last.
 func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams) (int, error) {
 	stored := 0
 	err := s.write(ctx, "store events", func(ctx context.Context, q db) error {
@@ -209,13 +208,22 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 	})
 }
 
-// ChangesLatest reads the newest committed seq, never a sequence value an
-// uncommitted transaction holds: since the feed's order is its commit order,
-// everything after it is yet to commit. The oldest position still readable
-// is the one after the highest seq ever pruned.
+// ChangesLatest waits for the sequencer to position the feed rows committed
+// before the call (see sequenced), then reads the last position given: every
+// change committed before the call is at or before it, and every later one
+// will be after it. The oldest position still readable is the one after the
+// highest seq ever pruned.
 func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
+	if s.closed.Load() {
+		return 0, 0, errClosed
+	}
+	// If the round fails (a read-only database, say), committed rows stay
+	// without a position: they come after latest, as changes, although the
+	// caller's snapshot may already hold them. A watcher sees them twice;
+	// it misses none.
+	s.sequenced(ctx)
 	var through int64
-	err = s.queryRow(ctx, `SELECT COALESCE((SELECT MAX(seq) FROM changes), 0), (SELECT through FROM changes_pruned)`).Scan(&latest, &through)
+	err = s.queryRow(ctx, `SELECT (SELECT last FROM feed_position), (SELECT through FROM changes_pruned)`).Scan(&latest, &through)
 	if err != nil {
 		return 0, 0, s.wrap(err, "read the change feed")
 	}
@@ -225,10 +233,20 @@ func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err er
 // ChangesPrune deletes a prefix of old entries (at is not monotonic in seq:
 // a credential's change carries the time it names, so "older than" alone
 // would cut holes) and records the highest seq it deleted (see
-// changes_pruned), in one statement.
+// changes_pruned), in one statement, under the feed lock: tether_sequence
+// reads the highest position and changes_pruned to give the next ones.
+// It first waits for the sequencer (see sequenced), so that what committed
+// before the call has its position and can be pruned.
 func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	s.sequenced(ctx)
 	var n int
 	err := s.stmt(ctx, "prune the change feed", func(ctx context.Context, q db) error {
+		if _, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
+			return err
+		}
 		return q.QueryRow(ctx, `WITH d AS (
 				DELETE FROM changes WHERE seq < COALESCE((SELECT MIN(seq) FROM changes WHERE at >= $1), (SELECT MAX(seq) FROM changes) + 1)
 					AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM changes) - $2

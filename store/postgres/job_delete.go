@@ -10,10 +10,9 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-// JobDelete runs in the write group's transaction, which holds the feed lock
-// from its start (see writer.go): the conditional DELETE (its history goes
-// with it, ON DELETE CASCADE), the count, the feed's delete and the audit
-// entry commit together or not at all. No trigger feeds job deletes:
+// JobDelete is one transaction: the conditional DELETE (its history goes
+// with it, ON DELETE CASCADE), the count's delta, the feed's delete and the
+// audit entry commit together or not at all. No trigger feeds job deletes:
 // retention and a cluster's cascade delete jobs by the thousand, and nobody
 // watches those one by one.
 func (s *Store) JobDelete(ctx context.Context, p registry.JobDeleteParams) (*registry.Job, bool, error) {
@@ -34,7 +33,7 @@ func (s *Store) JobDelete(ctx context.Context, p registry.JobDeleteParams) (*reg
 		if err != nil {
 			return err
 		}
-		if _, err := q.Exec(ctx, "UPDATE job_counts SET n = n - 1 WHERE cluster_id = $1 AND state = $2", j.ClusterID, string(j.State)); err != nil {
+		if _, err := q.Exec(ctx, "INSERT INTO job_count_deltas (cluster_id, state, n) VALUES ($1, $2, -1)", j.ClusterID, string(j.State)); err != nil {
 			return err
 		}
 		if _, err := q.Exec(ctx, "SELECT tether_feed('job', $1, $2, 'delete', $3, $4)", j.ID, j.ClusterID, string(j.State), col.MS(p.Audit.At)); err != nil {

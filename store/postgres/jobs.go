@@ -361,7 +361,11 @@ func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHis
 }
 
 func (s *Store) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
-	rows, err := s.query(ctx, "read job counts", "SELECT cluster_id, state, n FROM job_counts WHERE n > 0 ORDER BY cluster_id, state")
+	// The counts and the deltas not folded yet (migration 0018), in one
+	// snapshot: a fold moves deltas into job_counts in one transaction.
+	rows, err := s.query(ctx, "read job counts", `SELECT cluster_id, state, sum(n)::BIGINT FROM (
+			SELECT cluster_id, state, n FROM job_counts UNION ALL SELECT cluster_id, state, n FROM job_count_deltas) c
+		GROUP BY cluster_id, state HAVING sum(n) > 0 ORDER BY cluster_id, state`)
 	if err != nil {
 		return nil, err
 	}
@@ -447,12 +451,24 @@ func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	if p.Audit != nil {
 		sql += ", a AS (" + auditFrom(&a, *p.Audit, "u", "u.cluster_id") + ")"
 	}
-	// The second branch reads the statement's snapshot, which the update's
-	// own change is not part of: the job as it was, when the update did not
-	// apply to it.
-	sql += " SELECT true, " + jobCols("u") + claimed + " UNION ALL SELECT false, " + jobCols("jobs") + withClaim("jobs") +
-		" WHERE jobs.id = " + id + " AND NOT EXISTS (SELECT 1 FROM u)"
+	cur, branch := asItStands(id, "u")
+	sql += ", " + cur + " SELECT true, " + jobCols("u") + claimed + branch
 	return sql, a
+}
+
+// asItStands is, for a statement whose CTE applied returns the job when the
+// statement changed it, a CTE and a last UNION ALL branch that return (false,
+// the job) when it did not. The job is read with a lock, so that it is the
+// job as it stands, not as the statement's snapshot had it: writes run beside
+// each other (see writer.go), and a job deleted or changed by a write that
+// committed while this statement waited for its row is read as that write
+// left it (a deleted job reads as no job). The lock is FOR SHARE, not the
+// weaker FOR KEY SHARE: that one does not conflict with an update of the
+// job's other columns, and reads the snapshot's version past it.
+func asItStands(id, applied string) (cte, branch string) {
+	cte = "cur AS (SELECT " + jobRowCols + " FROM jobs WHERE id = " + id + " AND NOT EXISTS (SELECT 1 FROM " + applied + ") FOR SHARE)"
+	branch = " UNION ALL SELECT false, " + jobCols("cur") + withClaim("cur")
+	return cte, branch
 }
 
 // readUpdatedJob reads updateJobSQL's rows.

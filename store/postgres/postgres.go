@@ -1,12 +1,12 @@
 // Package postgres is the registry.Store on PostgreSQL, for several `tether
 // serve` replicas sharing one database.
 //
-// Every write is one transaction, most of them a single statement (data-
-// modifying CTEs carry a transition's history and audit rows), so that the
-// part of a write that holds the change feed's lock is short. The schema, its
-// triggers and why the feed's order is its commit order are explained in
-// migrations/0001_init.sql. Other processes' writes reach NotifyChanges
-// through LISTEN/NOTIFY.
+// Writes are grouped into transactions by a few writer goroutines (see
+// writer.go); the hot ones are single statements (data-modifying CTEs carry a
+// transition's history and audit rows). The schema and its triggers are
+// explained in migrations/0001_init.sql, and how the change feed is ordered
+// while writers run in parallel in migrations/0018_feed_sequencer.sql. Other
+// processes' writes reach NotifyChanges through LISTEN/NOTIFY.
 //
 // The store needs real sessions: NotifyChanges LISTENs on a connection of its
 // own, and statements are prepared and cached per connection (pgx's default).
@@ -44,9 +44,10 @@ var migrationFiles embed.FS
 const (
 	// migrateLockKey serializes migrations of concurrent replicas ('tethermi'
 	// as a big-endian int64). The change feed's lock ('tetherfe') is taken by
-	// the schema's trigger function, tether_feed.
+	// tether_sequence (see writer.go).
 	migrateLockKey int64 = 8387237872774835561
-	// notifyChannel is what tether_feed notifies at every feed-writing commit.
+	// notifyChannel is what tether_sequence notifies when it positioned
+	// feed rows.
 	notifyChannel = "tether_changes"
 )
 
@@ -55,6 +56,13 @@ type Options struct {
 	// MaxConns is the size of the connection pool (default 10, or the DSN's
 	// pool_max_conns). Each NotifyChanges holds one more connection.
 	MaxConns int32
+	// Writers is how many write transactions the store runs at once, each
+	// on a connection of the pool (default 2, or half the pool when that is
+	// smaller, so that reads keep connections; see writer.go). More pay where
+	// the database has cores of its own and commits wait on its disk; on one
+	// small machine shared with the database they cost more CPU than they
+	// save (docs/performance.md).
+	Writers int
 	// ConnectTimeout bounds connecting when the DSN sets no connect_timeout
 	// (default 10s).
 	ConnectTimeout time.Duration
@@ -85,10 +93,19 @@ type Store struct {
 	listenMu  sync.Mutex
 	listeners map[chan<- struct{}]struct{}
 
-	// writes feeds the group-commit writer (writer.go), which closes
-	// writerDone when it has finished what was queued before Close.
-	writes     chan *writeRequest
-	writerDone chan struct{}
+	// writes feeds the group-commit writers (writer.go); writers counts
+	// them and the sequencer, which Close waits for.
+	writes  chan *writeRequest
+	writers sync.WaitGroup
+
+	// The sequencer's rounds (see sequenced): seqKick asks for one;
+	// seqStarted and seqDone number the last started and ended, and
+	// seqRound is closed when the running one ends.
+	seqKick    chan struct{}
+	seqMu      sync.Mutex
+	seqStarted int64
+	seqDone    int64
+	seqRound   chan struct{}
 
 	// listenerPID is the backend of the newest LISTEN connection, retried
 	// counts transactions run again (see commit), and batches and batched
@@ -129,6 +146,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	case !strings.Contains(dsn, "pool_max_conns"):
 		cfg.MaxConns = 10
 	}
+	if opts.Writers <= 0 {
+		opts.Writers = max(1, min(2, int(cfg.MaxConns)/2))
+	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	}
@@ -143,12 +163,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		pool: pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
-		closing:    make(chan struct{}),
-		listeners:  map[chan<- struct{}]struct{}{},
-		writes:     make(chan *writeRequest),
-		writerDone: make(chan struct{}),
+		closing:   make(chan struct{}),
+		listeners: map[chan<- struct{}]struct{}{},
+		writes:    make(chan *writeRequest),
+		seqKick:   make(chan struct{}, 1),
+		seqRound:  make(chan struct{}),
 	}
-	go s.writeLoop()
+	s.writers.Add(opts.Writers + 1)
+	for range opts.Writers {
+		go s.writeLoop()
+	}
+	go s.sequenceLoop()
 	return s, nil
 }
 
@@ -205,7 +230,7 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.listenMu.Unlock()
 		close(s.closing)
-		<-s.writerDone
+		s.writers.Wait()
 		s.notifiers.Wait()
 		s.pool.Close()
 	})
@@ -227,9 +252,8 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // CheckWritable commits one increment of the probe row (migration 0013) in a
-// transaction of its own, outside the group-commit writer: the probe row has
-// no feed trigger and needs no feed lock, so it neither waits behind nor
-// delays the agents' writes. A standby, a read-only database, a full disk or
+// transaction of its own, outside the group-commit writers: the probe row has
+// no feed trigger, so it neither waits behind nor delays the agents' writes. A standby, a read-only database, a full disk or
 // a server that is down fails it.
 func (s *Store) CheckWritable(ctx context.Context) error {
 	if s.closed.Load() {

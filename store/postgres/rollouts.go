@@ -173,9 +173,9 @@ func (s *Store) RolloutCreate(ctx context.Context, p registry.RolloutCreateParam
 }
 
 // RolloutApply locks the rollout's row first and then the jobs it cancels,
-// before it writes anything: every change-feed row (the first write takes
-// the feed lock) comes after the row locks it needs, the order the schema's
-// feed requires.
+// in one order, before it writes anything: the agents' updates of those jobs,
+// which run beside it (see writer.go), wait for it or it for them, never in
+// a cycle.
 func (s *Store) RolloutApply(ctx context.Context, p registry.RolloutApplyParams) (*registry.Rollout, error) {
 	err := s.write(ctx, "advance a rollout", func(ctx context.Context, q db) error {
 		var cur int64

@@ -13,29 +13,43 @@ import (
 	"github.com/tetherhq/tether/registry"
 )
 
-// --- group-commit writer ---
+// --- group-commit writers ---
 //
-// Every write of the store goes through one goroutine, which runs the writes
-// that arrived while the previous transaction was committing together, in one
-// transaction: one commit (and one WAL flush) for the whole group instead of
-// one each, so that throughput rises with concurrency rather than with the
-// disk's flush rate. A caller still returns only once its write committed.
+// Every write of the store goes through a few writer goroutines (Options.
+// Writers), each of which runs the writes that arrived while its previous
+// transaction was committing together, in one transaction: one commit (and
+// one WAL flush) for the whole group instead of one each, so that throughput
+// rises with concurrency rather than with the disk's flush rate. A caller
+// still returns only once its write committed.
 //
-// Each group's transaction takes the change feed's lock (tether_feed's, see
-// migration 0001) before anything else. Every writing transaction of every
-// replica therefore takes its locks in the same order, the feed lock first and
-// row locks after it, so groups of different replicas cannot deadlock: they
-// queue on the feed lock, which tether_feed would have taken anyway.
+// Groups run in parallel, on connections of their own, and so do the groups
+// of other replicas. The change feed does not order them: its rows get their
+// positions after the commit, from tether_sequence (migration 0018), which
+// the store's sequencer (sequenceLoop) runs for all the groups that committed
+// while its previous call ran. A group's callers are answered at its commit,
+// and the sequencer is asked for a round: a change reaches the feed, and
+// watchers, one round later (measured: answering only after the round cost a
+// quarter of the lifecycle's throughput). Whoever needs the feed to hold
+// every change committed so far waits for a round (sequenced), as the
+// watch's snapshot does through ChangesLatest.
 //
 // The writes of the hot path (a submission, a delivery, a job's update) are
-// each a single statement that needs no other statement's result: those are
-// sent together, BEGIN, the feed lock and COMMIT included, as one pipeline
-// (a pgx batch), so that a group costs one round trip instead of one per
-// statement; on a busy machine each round trip costs a context switch to the
-// database and back, which used to be most of a write's time. Other writes
-// run statement by statement in their turn, between the pipelined ones.
+// each a single statement that needs no other statement's result and whose
+// conditions make it atomic by themselves: those are sent together, BEGIN
+// included, as one pipeline (a pgx batch), so that a group costs one round
+// trip instead of one per statement; on a busy machine each round trip costs
+// a context switch to the database and back. Other writes run statement by
+// statement in their turn, between the pipelined ones; several of them read
+// before they write, so a group holding one takes the writers' lock
+// (writersLockKey) first, and such groups, of every replica, run one at a
+// time, as every write did before migration 0018.
 
-// feedLockKey is tether_feed's advisory lock ('tetherfe' as a big-endian int64).
+// writersLockKey serializes the groups that hold a write other than a single
+// pipelined statement ('tetherwr' as a big-endian int64).
+const writersLockKey int64 = 8387237872774862706
+
+// feedLockKey is the change feed's lock ('tetherfe' as a big-endian int64),
+// taken by tether_sequence and by what must not run beside it.
 const feedLockKey int64 = 8387237872774833765
 
 // maxBatch bounds a group, so that one commit's latency stays bounded.
@@ -123,8 +137,9 @@ func (s *Store) stmt(ctx context.Context, doing string, fn func(ctx context.Cont
 	return s.write(ctx, doing, fn)
 }
 
+// writeLoop is one writer goroutine; Open starts Options.Writers of them.
 func (s *Store) writeLoop() {
-	defer close(s.writerDone)
+	defer s.writers.Done()
 	batch := make([]*writeRequest, 0, maxBatch)
 	for {
 		select {
@@ -171,7 +186,12 @@ func (s *Store) commit(batch []*writeRequest) {
 		if err == nil {
 			s.batches.Add(1)
 			s.batched.Add(int64(len(live)))
-			s.notifyLocal()
+			s.notifyLocal() // held polls read the jobs, not the feed
+			s.kickSequencer()
+			for _, req := range live {
+				req.done <- nil
+			}
+			return
 		}
 		for _, req := range live {
 			req.done <- s.outcome(ctx, req, err)
@@ -204,9 +224,9 @@ func (s *Store) transact(ctx context.Context, reqs []*writeRequest) (failed int,
 // transaction failed and a write went on as if it had not.
 var errNotCommitted = errors.New("the transaction was rolled back")
 
-// transactOnce is one attempt of transact: BEGIN, the feed lock, the writes
-// in order and COMMIT, the pipelined writes sent together with what
-// surrounds them (see piped), the others in their turn.
+// transactOnce is one attempt of transact: BEGIN, the writers' lock when a
+// write needs it, the writes in order and COMMIT, the pipelined writes sent
+// together with what surrounds them (see piped), the others in their turn.
 func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -217,8 +237,11 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 	defer conn.Release()
 	p := pipeline{conn: conn}
 	p.b.Queue("BEGIN")
-	p.b.Queue(fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", feedLockKey))
-	p.reqs = append(p.reqs, -1, -1)
+	p.reqs = append(p.reqs, -1)
+	if slices.ContainsFunc(reqs, func(r *writeRequest) bool { return r.pipe == nil || r.slow }) {
+		p.b.Queue(fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", writersLockKey))
+		p.reqs = append(p.reqs, -1)
+	}
 	rollback := func() { conn.Exec(ctx, "ROLLBACK") }
 	for i, req := range reqs {
 		if req.pipe != nil && !req.slow {
@@ -253,6 +276,95 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 		return -1, errNotCommitted
 	}
 	return -1, nil
+}
+
+// --- the feed's sequencer ---
+
+// sequenced returns once a call of tether_sequence that started after it was
+// called has ended (or the store is closing, or ctx ended): every feed row
+// committed before the call then has its position. The calls are the
+// sequencer's rounds (sequenceLoop): one round serves every caller that
+// asked while the previous one ran.
+func (s *Store) sequenced(ctx context.Context) {
+	s.seqMu.Lock()
+	target := s.seqStarted + 1
+	s.seqMu.Unlock()
+	s.kickSequencer()
+	for {
+		s.seqMu.Lock()
+		done, next := s.seqDone, s.seqRound
+		s.seqMu.Unlock()
+		if done >= target {
+			return
+		}
+		select {
+		case <-next:
+		case <-s.closing:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// kickSequencer asks the sequencer for a round. A round asked for already
+// starts after this point, so one request covers every caller meanwhile.
+func (s *Store) kickSequencer() {
+	select {
+	case s.seqKick <- struct{}{}:
+	default:
+	}
+}
+
+// sequenceLoop is the store's sequencer: it runs a round when asked
+// (sequenced), and every PollInterval anyway, so that the feed rows of a
+// writer that committed and then lost its connection or its process are
+// positioned, and announced, without waiting for the next write; the
+// periodic round also folds the count deltas (tether_fold_counts).
+func (s *Store) sequenceLoop() {
+	defer s.writers.Done()
+	sweep := time.NewTicker(s.opts.PollInterval)
+	defer sweep.Stop()
+	for {
+		fold := false
+		select {
+		case <-s.closing:
+			return
+		case <-s.seqKick:
+		case <-sweep.C:
+			fold = true
+		}
+		s.seqMu.Lock()
+		s.seqStarted++
+		round := s.seqStarted
+		s.seqMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+		positioned := s.sequence(ctx)
+		if fold {
+			s.pool.Exec(ctx, "SELECT tether_fold_counts()") // as sequence's: the next one folds them
+		}
+		cancel()
+		s.seqMu.Lock()
+		s.seqDone = round
+		close(s.seqRound)
+		s.seqRound = make(chan struct{})
+		s.seqMu.Unlock()
+		if positioned > 0 {
+			s.notifyLocal()
+		}
+	}
+}
+
+// sequence runs tether_sequence and returns how many feed rows it
+// positioned. A failure is nobody's to report (the writes it would have
+// announced were answered already): the rows it would have positioned are
+// positioned by the next round, this replica's or another's.
+func (s *Store) sequence(ctx context.Context) int64 {
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT tether_sequence()").Scan(&n); err != nil {
+		return 0
+	}
+	return n
 }
 
 // pipeline is the statements queued and not sent yet of transactOnce.

@@ -71,13 +71,18 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// insertWhileLocked holds the feed lock from another session, so that the
-// writer's next transaction waits for it and the n inserts arriving
-// meanwhile queue behind it, then lets them go. Inserts for which bad is
-// true name a cluster that does not exist.
+// insertWhileLocked locks the cluster's row from another session, so that
+// the writers' inserts wait for it (their foreign key's check) and the n
+// inserts arriving meanwhile queue behind them, then lets them go. Inserts
+// for which bad is true name a cluster that does not exist.
 func insertWhileLocked(t *testing.T, st *postgres.Store, conn *pgx.Conn, clusterID string, payload json.RawMessage, n int, bad func(int) bool) (commits, writes int64, errs []error) {
 	ctx := context.Background()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(8387237872774833765)"); err != nil {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM clusters WHERE id = $1 FOR UPDATE", clusterID); err != nil {
 		t.Fatal(err)
 	}
 	commits0, writes0 := postgres.Batching(st)
@@ -102,21 +107,9 @@ func insertWhileLocked(t *testing.T, st *postgres.Store, conn *pgx.Conn, cluster
 		}()
 	}
 	started.Wait()
-	// The writer is waiting for the lock once PostgreSQL says so.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var waiting int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no write waited for the feed lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(8387237872774833765)"); err != nil {
+	waitForWaiters(t, tx)
+	time.Sleep(50 * time.Millisecond) // the rest queue behind the first
+	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -136,7 +129,14 @@ func TestPipelinedGroup(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE pipetest (x INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(8387237872774833765)"); err != nil {
+	// The writers' inserts wait for this lock, and the writes arriving
+	// meanwhile queue behind them.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE pipetest IN EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	insert := "INSERT INTO pipetest SELECT $1::INT WHERE $2::BOOLEAN RETURNING x"
@@ -183,21 +183,9 @@ func TestPipelinedGroup(t *testing.T) {
 			})
 		}()
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var waiting int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no write waited for the feed lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForWaiters(t, tx)
 	time.Sleep(50 * time.Millisecond) // the rest queue behind the first
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(8387237872774833765)"); err != nil {
+	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -219,5 +207,24 @@ func TestPipelinedGroup(t *testing.T) {
 	}
 	if commits, writes := postgres.Batching(st); commits >= writes {
 		t.Errorf("%d writes in %d commits: want groups", writes, commits)
+	}
+}
+
+// waitForWaiters returns once PostgreSQL says a transaction waits for a
+// lock (tx's, in these tests).
+func waitForWaiters(t *testing.T, tx pgx.Tx) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var waiting int
+		if err := tx.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no write waited for the lock")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
