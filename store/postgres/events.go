@@ -210,9 +210,10 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]reg
 
 // ChangesLatest waits for the sequencer to position the feed rows committed
 // before the call (see sequenced), then reads the last position given: every
-// change committed before the call is at or before it, and every later one
-// will be after it. The oldest position still readable is the one after the
-// highest seq ever pruned.
+// change committed before the call is at or before it, and every change at
+// or before it committed before ChangesLatest returned, so a snapshot read
+// afterwards holds it. The oldest position still readable is the one after
+// the highest seq ever pruned.
 func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err error) {
 	if s.closed.Load() {
 		return 0, 0, errClosed
@@ -233,10 +234,10 @@ func (s *Store) ChangesLatest(ctx context.Context) (latest, oldest int64, err er
 // ChangesPrune deletes a prefix of old entries (at is not monotonic in seq:
 // a credential's change carries the time it names, so "older than" alone
 // would cut holes) and records the highest seq it deleted (see
-// changes_pruned), in one statement, under the feed lock: tether_sequence
-// reads the highest position and changes_pruned to give the next ones.
-// It first waits for the sequencer (see sequenced), so that what committed
-// before the call has its position and can be pruned.
+// changes_pruned), in one statement, under the feed lock, so that no round
+// of the sequencer runs meanwhile. It first waits for a round (see
+// sequenced), so that what committed before the call has its position and
+// can be pruned; rows without a position are never pruned.
 func (s *Store) ChangesPrune(ctx context.Context, p registry.ChangesPruneParams) (int, error) {
 	if s.closed.Load() {
 		return 0, errClosed

@@ -109,7 +109,8 @@ func historyFrom(a *args, h *registry.JobHistoryEntry, from string) string {
 // JobInsert is one statement: the job, its history and its audit entry, unless
 // an open job of the cluster holds the idempotency key, and then that job. A
 // concurrent insert with the same key waits on the unique index for the other
-// to commit, then finds its job.
+// to commit; its snapshot predates that job, so it takes its slow path,
+// which runs the statement again and finds it.
 func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*registry.Job, bool, error) {
 	var out *registry.Job
 	created := false

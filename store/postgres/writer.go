@@ -42,7 +42,15 @@ import (
 // statement in their turn, between the pipelined ones; several of them read
 // before they write, so a group holding one takes the writers' lock
 // (writersLockKey) first, and such groups, of every replica, run one at a
-// time, as every write did before migration 0018.
+// time. The pipelined writes still run beside them: what such a write reads
+// and then changes of the rows the pipelined writes touch (jobs), it locks
+// first or checks again in its statement.
+//
+// Groups that lock the same rows in opposite orders deadlock; PostgreSQL
+// aborts one after deadlock_timeout (1 s by default) and it runs again
+// (transact). Agents write their own jobs, so it takes two writes of the
+// same two jobs (an admin's bulk change beside the agents', a cluster's
+// delete beside its agents' writes) in two groups at once.
 
 // writersLockKey serializes the groups that hold a write other than a single
 // pipelined statement ('tetherwr' as a big-endian int64).

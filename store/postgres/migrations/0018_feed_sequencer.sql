@@ -29,6 +29,9 @@
 -- pg_notify moves from tether_feed to tether_sequence: PostgreSQL commits
 -- the transactions that notified one at a time (a lock taken at pre-commit),
 -- which would put the writers back in single file.
+--
+-- What 0001 says of the feed lock and of job_counts describes the schema
+-- before this migration.
 
 ALTER TABLE changes ALTER COLUMN seq DROP IDENTITY;
 ALTER TABLE changes DROP CONSTRAINT changes_pkey;
