@@ -55,3 +55,10 @@ func Migrations(n int) (names, bodies []string) {
 	}
 	return names, bodies
 }
+
+// Isolation is the default isolation level of the store's connections.
+func Isolation(s *Store) (string, error) {
+	var level string
+	err := s.pool.QueryRow(context.Background(), "SHOW default_transaction_isolation").Scan(&level)
+	return level, err
+}

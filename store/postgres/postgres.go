@@ -152,6 +152,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	}
+	// The store's statements rely on READ COMMITTED (a statement that waited
+	// for a row reads it as it now is, and each statement of tether_sequence
+	// sees what committed before it), whatever the database's default.
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	desc := describe(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

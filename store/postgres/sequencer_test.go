@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
@@ -176,5 +177,21 @@ func TestFeedMigration(t *testing.T) {
 	}
 	if len(got) != 2 || got[registry.JobQueued] != 1 || got[registry.JobCanceled] != 1 {
 		t.Fatalf("counts after the upgrade and a cancel: %v, want 1 queued and 1 canceled", got)
+	}
+}
+
+// TestReadCommittedWhateverTheDefault: the store's statements and its
+// sequencer rely on READ COMMITTED; a database (or DSN) whose default is
+// another level does not change the store's.
+func TestReadCommittedWhateverTheDefault(t *testing.T) {
+	dsn := freshSchema(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Skip("the DSN is not a URL")
+	}
+	u.RawQuery += "&default_transaction_isolation=repeatable%20read" // not Encode's "+" for the space
+	st := openAt(t, u.String())
+	if level, err := postgres.Isolation(st); err != nil || level != "read committed" {
+		t.Fatalf("the store's connections run %q (%v), want read committed", level, err)
 	}
 }
