@@ -22,19 +22,7 @@ func TestClaimMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	names, bodies := postgres.Migrations(16)
-	for i, body := range bodies {
-		if _, err := conn.Exec(ctx, body); err != nil {
-			t.Fatalf("%s: %v", names[i], err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations VALUES ($1, $2, 0)", i+1, names[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	migrateTo(t, conn, 16)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	ms := now.UnixMilli()
 	leaseEnd := now.Add(40 * time.Second)
@@ -65,4 +53,24 @@ func TestClaimMigration(t *testing.T) {
 
 	st := openAt(t, dsn)
 	storetest.CheckClaimMigration(t, st, leaseEnd)
+}
+
+// migrateTo brings an empty schema to version n, as a tether of that version
+// would have.
+func migrateTo(t *testing.T, conn *pgx.Conn, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	names, bodies := postgres.Migrations(n)
+	for i, body := range bodies {
+		if _, err := conn.Exec(ctx, body); err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations VALUES ($1, $2, 0)", i+1, names[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

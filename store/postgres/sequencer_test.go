@@ -117,19 +117,7 @@ func TestFeedMigration(t *testing.T) {
 	ctx := context.Background()
 	dsn := freshSchema(t)
 	conn := admin(t, dsn)
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	names, bodies := postgres.Migrations(17)
-	for i, body := range bodies {
-		if _, err := conn.Exec(ctx, body); err != nil {
-			t.Fatalf("%s: %v", names[i], err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations VALUES ($1, $2, 0)", i+1, names[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	migrateTo(t, conn, 17)
 	// A cluster and two queued jobs, written by schema 17's triggers: feed
 	// rows with positions, and counts kept in place.
 	for _, q := range []string{
