@@ -321,8 +321,6 @@ func (v *jobsView) toggleFollow() tea.Cmd {
 	return tea.Batch(msg, v.load(v.start), v.countLater())
 }
 
-// markDirty schedules a reload of the window, at most once per
-// jobsReloadEvery.
 // leaseLapsed reports whether a row's lease ended since the rows were read:
 // a heartbeat may have renewed it unseen, so the page is read again before
 // the row says "expired" for long (registry.Job.LeaseLapsedSince).
@@ -330,6 +328,8 @@ func (v *jobsView) leaseLapsed(now time.Time) bool {
 	return v.loaded && slices.ContainsFunc(v.rows, func(j registry.Job) bool { return j.LeaseLapsedSince(v.readAt, now) })
 }
 
+// markDirty schedules a reload of the window, at most once per
+// jobsReloadEvery.
 func (v *jobsView) markDirty() tea.Cmd {
 	if v.dirty {
 		return nil
