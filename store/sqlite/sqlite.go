@@ -9,6 +9,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -48,6 +49,9 @@ type Options struct {
 	// (default 10ms). The check reads one page header: it costs next to
 	// nothing.
 	NotifyInterval time.Duration
+
+	// checkpointPages overrides checkpointPages, for tests.
+	checkpointPages int
 }
 
 // Store is a registry.Store on a SQLite file.
@@ -64,6 +68,8 @@ type Store struct {
 	writerDSN    string
 	writerBroken bool
 	reopened     atomic.Int64 // times the writer was reopened, for tests
+
+	ckpt *checkpointer // runs the WAL's checkpoints beside the writer
 
 	queue   chan *writeRequest
 	closing chan struct{}
@@ -133,7 +139,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Set("_txlock", "immediate") // take the write lock at BEGIN: no deadlocking upgrades between processes
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
-	writerDSN := dsn()
+	writerDSN := dsn("wal_autocheckpoint(0)") // see checkpoint.go // see checkpoint.go
 	writer, err := openWriter(ctx, writerDSN)
 	if err != nil {
 		return nil, openError(path, err)
@@ -156,6 +162,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, openError(path, err)
 	}
+	// The checkpoint goroutine's connection changes no row: a checkpoint
+	// is allowed under query_only.
+	ckptDB, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		readers.Close()
+		wconn.Close()
+		writer.Close()
+		return nil, openError(path, err)
+	}
 	readers.SetMaxOpenConns(opts.Readers + 1) // +1: the change notifier holds one
 	readers.SetMaxIdleConns(opts.Readers + 1)
 	readers.SetConnMaxIdleTime(0)
@@ -165,8 +180,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wstmts:    map[string]*sql.Stmt{},
 		rstmts:    map[string]*sql.Stmt{},
 		listeners: map[chan<- struct{}]struct{}{},
+		ckpt:      newCheckpointer(ckptDB, cmp.Or(opts.checkpointPages, checkpointPages)),
 	}
 	go s.writeLoop()
+	go s.ckpt.loop(s.closing)
 	return s, nil
 }
 
@@ -201,10 +218,13 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.stopped
+		<-s.ckpt.done
 		for _, st := range s.wstmts {
 			st.Close()
 		}
-		err = errors.Join(s.readers.Close(), s.wconn.Close(), s.writer.Close())
+		// The writer's connection closes last: the last connection to a
+		// database checkpoints what is left and removes the WAL.
+		err = errors.Join(s.ckpt.db.Close(), s.readers.Close(), s.wconn.Close(), s.writer.Close())
 	})
 	return err
 }

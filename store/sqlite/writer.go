@@ -178,6 +178,7 @@ func (s *Store) commit(batch []*writeRequest) {
 		}
 	}
 	s.reply(batch, errs)
+	s.committed()
 }
 
 // commitIsolated runs a batch again, each request in its own savepoint.
@@ -221,6 +222,7 @@ func (s *Store) commitIsolated(batch []*writeRequest) {
 		}
 	}
 	s.reply(batch, errs)
+	s.committed()
 }
 
 func (s *Store) reply(batch []*writeRequest, errs []error) {
