@@ -5,7 +5,8 @@
 // commits concurrent requests together (group commit): each request runs in its
 // own savepoint, so one failure rolls back only itself, and a batch of
 // requests pays for one commit. Reads use a separate pool of read-only
-// connections, which WAL lets run alongside the writer.
+// connections, which WAL lets run alongside the writer, and a goroutine of
+// its own copies the WAL back into the database file (checkpoint.go).
 package sqlite
 
 import (
@@ -139,7 +140,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Set("_txlock", "immediate") // take the write lock at BEGIN: no deadlocking upgrades between processes
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
-	writerDSN := dsn("wal_autocheckpoint(0)") // see checkpoint.go // see checkpoint.go
+	writerDSN := dsn("wal_autocheckpoint(0)") // see checkpoint.go
 	writer, err := openWriter(ctx, writerDSN)
 	if err != nil {
 		return nil, openError(path, err)
