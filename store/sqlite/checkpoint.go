@@ -79,10 +79,14 @@ func (c *checkpointer) loop(closing <-chan struct{}) {
 		case <-c.kick:
 		}
 		walSize, err := checkpoint(context.Background(), c.db)
+		if errors.Is(err, errCheckpointBusy) {
+			continue // another checkpoint is copying: the next one goes on
+		}
 		if err != nil {
-			// Busy: another checkpoint is copying. Anything else (a full
-			// disk, an unreadable file) the writer's own commits meet and
-			// report. Either way the next checkpoint tries again.
+			// This connection could not checkpoint (whatever failed, the
+			// writer's own commits meet and report it): the writer tries,
+			// as SQLite would have, so that the WAL stays bounded.
+			c.inline.Store(true)
 			continue
 		}
 		c.runs.Add(1)
@@ -94,9 +98,8 @@ func (c *checkpointer) loop(closing <-chan struct{}) {
 }
 
 // committed is called by the writer after each commit: it counts the pages
-// the commit wrote to the WAL, wakes the goroutine every checkpointPages of
-// them, and runs the checkpoint itself when the goroutine asked it to.
-// A commit that failed wrote nothing, and counts nothing.
+// the commit wrote to the WAL, wakes the goroutine every c.every of them, and
+// runs the checkpoint itself when the goroutine asked it to.
 func (s *Store) committed() {
 	c := s.ckpt
 	var written int

@@ -129,3 +129,20 @@ func TestWriterCheckpointsWhenTheWALOutgrowsItsLimit(t *testing.T) {
 		probe(t, s)
 	}
 }
+
+// TestWriterCheckpointsWhenTheGoroutineCannot: a checkpoint that fails for
+// any reason but another checkpoint running hands the next one to the
+// writer, so that the WAL stays bounded whatever broke.
+func TestWriterCheckpointsWhenTheGoroutineCannot(t *testing.T) {
+	s, _ := openForCheckpoints(t, 4)
+	s.ckpt.db.Close() // its checkpoints now fail: "database is closed"
+	for i := 0; s.ckpt.inlineRuns.Load() == 0; i++ {
+		if i == 5000 {
+			t.Fatal("after 5,000 probes the writer never checkpointed in place of the goroutine")
+		}
+		probe(t, s)
+	}
+	if n := s.ckpt.runs.Load(); n != 0 {
+		t.Errorf("the goroutine counted %d checkpoints on a closed connection", n)
+	}
+}
