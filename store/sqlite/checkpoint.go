@@ -20,16 +20,16 @@ import (
 // of the writer's time (docs/performance.md).
 //
 // So the writer's connection has automatic checkpoints off. It counts the
-// pages its commits write and, every thousand of them, wakes a
-// goroutine with a connection of its own, which runs a PASSIVE checkpoint:
-// it copies what no reader still needs while the writer goes on committing.
+// pages its commits write and, every thousand of them, wakes a goroutine
+// with a connection of its own, which runs a PASSIVE checkpoint: it copies
+// what no reader still needs while the writer goes on committing.
 //
 // The WAL starts over only at a write that finds every frame copied, and a
 // checkpoint that runs beside a busy writer may never leave it so (more
-// frames have been appended by the time it ends). When a checkpoint finds the
-// WAL longer than eight thousand pages, the writer runs the next one itself, between
-// two batches, as SQLite would have: the WAL then starts over at its next
-// write, and its file stays bounded.
+// frames have been appended by the time it ends). When a checkpoint finds
+// the WAL eight thousand pages long or longer, the writer runs the next one
+// itself, between two batches, as SQLite would have: the WAL then starts
+// over at its next write, and its file stays bounded.
 
 // checkpointPages is how many pages the writer commits between two
 // checkpoints: SQLite's own default (wal_autocheckpoint). The WAL may grow to
