@@ -2,9 +2,8 @@
 // number of processes (the console, `tether serve`, the CLI) side by side.
 //
 // Writes go through one goroutine that owns the single writer connection and
-// commits concurrent requests together (group commit): each request runs in its
-// own savepoint, so one failure rolls back only itself, and a batch of
-// requests pays for one commit. Reads use a separate pool of read-only
+// commits concurrent requests together (group commit): a batch of requests
+// pays for one commit, and one request's failure is its own (writer.go). Reads use a separate pool of read-only
 // connections, which WAL lets run alongside the writer, and a goroutine of
 // its own copies the WAL back into the database file (checkpoint.go).
 package sqlite
