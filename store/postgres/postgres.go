@@ -501,10 +501,11 @@ func signal(ch chan<- struct{}) {
 
 // NotifyChanges signals ch after every write through this Store at once and
 // after every round of its sequencer that positioned feed rows, and after
-// other processes' rounds as PostgreSQL delivers their notifications: it holds a connection of its own that LISTENs on
-// tether_changes. If that connection drops, it reconnects with backoff, and
-// meanwhile polls ChangesLatest every PollInterval. It returns when ctx is
-// done or the store closes.
+// other processes' rounds as PostgreSQL delivers their notifications: it
+// holds a connection of its own that LISTENs on tether_changes. If that
+// connection drops, it reconnects with backoff, and meanwhile polls
+// ChangesLatest every PollInterval. It returns when ctx is done or the store
+// closes.
 func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
 	s.listenMu.Lock()
 	if s.closed.Load() {
