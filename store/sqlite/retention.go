@@ -50,10 +50,16 @@ func (s *Store) JobsPrune(ctx context.Context, p registry.JobsPruneParams) (int,
 	return n, err
 }
 
+// AuditPrune always keeps the newest entry, however old: audit's id is a
+// rowid without AUTOINCREMENT, which SQLite takes as the largest plus one, so
+// deleting the newest would hand its id out again, and a follower asking for
+// the entries after the last id it saw (?afterId=, tether audit --follow)
+// would miss the new ones.
 func (s *Store) AuditPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
 	err := s.write(ctx, func(t *txn) error {
-		res, err := t.exec("DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY id LIMIT ?)", col.MS(before), limit)
+		res, err := t.exec(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? AND id < (SELECT MAX(id) FROM audit)
+			ORDER BY id LIMIT ?)`, col.MS(before), limit)
 		if err != nil {
 			return err
 		}

@@ -201,3 +201,33 @@ func testSignatures(t *testing.T, newStore NewStore) {
 		t.Fatalf("%d of %d concurrent records of one signature were new, want 1", wins, racers)
 	}
 }
+
+// testAuditIDsAfterPrune: retention that deletes every audit entry (a quiet
+// registry past a short --retain-audit) never makes the store hand out an id
+// again: followers (tether audit --follow, the console, ?afterId=) ask for
+// the entries after the last id they saw, and would never see the new ones.
+func testAuditIDsAfterPrune(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	e.cluster("before", nil)
+	seen := e.auditFor("")
+	if len(seen) == 0 {
+		t.Fatal("creating a cluster wrote no audit entry")
+	}
+	last := seen[0].ID // newest first
+	e.clock.Advance(2 * time.Hour)
+	_, err := registry.NewRetention(e.reg, registry.RetentionConfig{Jobs: -1, Audit: time.Hour}).RunOnce(e.ctx)
+	wantNoErr(t, err)
+
+	e.cluster("after", nil)
+	after, err := e.reg.ListAudit(e.ctx, registry.AuditListParams{AfterID: last, Limit: 100})
+	wantNoErr(t, err)
+	if len(after) == 0 {
+		all := e.auditFor("")
+		t.Fatalf("a follower past audit entry %d sees none of the entries written after retention ran: %+v", last, all)
+	}
+	for _, entry := range e.auditFor("") {
+		if entry.ID <= last && entry.Action == registry.AuditClusterCreate && entry.At.Equal(e.clock.Now()) {
+			t.Fatalf("a new audit entry took id %d, at or below the last one seen before retention (%d)", entry.ID, last)
+		}
+	}
+}

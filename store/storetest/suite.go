@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("SealedSecrets", func(t *testing.T) { testSealedSecrets(t, newStore) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, newStore) })
 	t.Run("RetentionConcurrent", func(t *testing.T) { testRetentionConcurrent(t, newStore) })
+	t.Run("AuditIDsAfterPrune", func(t *testing.T) { testAuditIDsAfterPrune(t, newStore) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newStore) })
 	t.Run("AgentText", func(t *testing.T) { testAgentText(t, newStore) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newStore) })
