@@ -408,6 +408,14 @@ func (s *Store) wrap(err error, doing string) error {
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return &registry.Error{Code: registry.CodeConflict, Message: "the change conflicts with an existing record (" + pe.ConstraintName + ")", Err: err}
 	}
+	if errors.As(err, &pe) && pe.Code == "22021" {
+		// character_not_in_repertoire: a parameter holds a NUL character
+		// or bytes that are not UTF-8, which text cannot hold (SQLite
+		// stores or finds nothing by such text). It came with the request:
+		// the caller's mistake, not the server's failure.
+		return &registry.Error{Code: registry.CodeInvalid,
+			Message: "the request holds text with a NUL character (\\u0000) or bytes that are not UTF-8, which tether cannot store or look up; remove them", Err: err}
+	}
 	if u := unavailable(err); u != "" {
 		return &registry.Error{Code: registry.CodeUnavailable, Message: u, Err: err}
 	}

@@ -52,3 +52,43 @@ func testAgentText(t *testing.T, newStore NewStore) {
 		t.Fatalf("stored events %+v", events)
 	}
 }
+
+// testAdminBadText: an admin's text with a NUL character or bytes that are
+// not UTF-8 (a path segment %00, a query parameter %FF, a JSON \u0000) is
+// the caller's mistake on every store: a lookup finds nothing or the request
+// is refused as invalid, never a server failure (PostgreSQL's text cannot
+// hold either, and said so with an error the server answered 500).
+func testAdminBadText(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("prod", registry.CapabilityLease)
+	j := e.submit(a.Cluster.ID, nil)
+	_, tok, err := e.reg.CreateCluster(e.ctx, registry.ClusterSpec{Name: "staging", AllowedNamespaces: []string{"team-a"}}, 0)
+	wantNoErr(t, err)
+	for _, bad := range []string{"x\x00y", "x\xffy"} {
+		calls := map[string]func() error{
+			"GetCluster": func() error { _, err := e.reg.GetCluster(e.ctx, bad); return err },
+			"GetJob":     func() error { _, err := e.reg.GetJob(e.ctx, bad); return err },
+			"GetRollout": func() error { _, err := e.reg.GetRollout(e.ctx, bad); return err },
+			"ListJobs":   func() error { _, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: bad}); return err },
+			"ListAudit": func() error {
+				_, err := e.reg.ListAudit(e.ctx, registry.AuditListParams{Action: bad, ClusterID: bad})
+				return err
+			},
+			"RevokeToken": func() error { _, err := e.reg.RevokeToken(e.ctx, bad, ""); return err },
+			"PauseReason": func() error {
+				_, err := e.reg.SetClusterPaused(e.ctx, a.Cluster.ID, true, bad)
+				if err == nil {
+					_, err = e.reg.SetClusterPaused(e.ctx, a.Cluster.ID, false, "")
+				}
+				return err
+			},
+			"CancelReason":      func() error { _, err := e.reg.CancelJob(e.ctx, j.ID, bad); return err },
+			"RevokeTokenReason": func() error { _, err := e.reg.RevokeToken(e.ctx, tok.Token.ID, bad); return err },
+		}
+		for name, call := range calls {
+			if err := call(); registry.ErrorCode(err) == registry.CodeInternal {
+				t.Errorf("%s(%q): %v, want a lookup that finds nothing or a refusal", name, bad, err)
+			}
+		}
+	}
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("AuditIDsAfterPrune", func(t *testing.T) { testAuditIDsAfterPrune(t, newStore) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newStore) })
 	t.Run("AgentText", func(t *testing.T) { testAgentText(t, newStore) })
+	t.Run("AdminBadText", func(t *testing.T) { testAdminBadText(t, newStore) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newStore) })
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newStore) })
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
