@@ -116,6 +116,19 @@ func testAdminTokens(t *testing.T, newStore NewStore) {
 		wantCode(t, err, registry.CodeNotFound)
 	})
 
+	t.Run("ExpiredTokenKeepsItsNameUntilRevoked", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		_, err := e.reg.CreateAdminToken(e.ctx, "nightly", registry.RoleViewer, "", time.Hour)
+		wantNoErr(t, err)
+		e.clock.Advance(2 * time.Hour)
+		_, err = e.reg.CreateAdminToken(e.ctx, "nightly", registry.RoleViewer, "", time.Hour)
+		wantCode(t, err, registry.CodeConflict) // as docs/admin-api.md says
+		_, err = e.reg.RevokeAdminToken(e.ctx, "nightly", "expired")
+		wantNoErr(t, err)
+		_, err = e.reg.CreateAdminToken(e.ctx, "nightly", registry.RoleViewer, "", time.Hour)
+		wantNoErr(t, err)
+	})
+
 	t.Run("ConcurrentRevokesOneWins", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		_, err := e.reg.CreateAdminToken(e.ctx, "racy", registry.RoleViewer, "", 0)
