@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -126,6 +127,12 @@ func (s *Server) adminPatchCluster(c *call) error {
 		return err
 	}
 	spec := cur.ClusterSpec
+	if patchHas(c.body, "labels") {
+		// Decoding into the current map would add the patch's labels to
+		// the current ones, and a label left out (the console and the CLI's
+		// --remove-label send every label the cluster keeps) would stay.
+		spec.Labels = nil
+	}
 	if err := decodeAdmin(c, &spec, true); err != nil {
 		return err
 	}
@@ -135,6 +142,21 @@ func (s *Server) adminPatchCluster(c *call) error {
 	}
 	setVersion(c.w, cl.Version)
 	return writeJSON(c.w, http.StatusOK, cl)
+}
+
+// patchHas reports whether a JSON object body has the field name (matched
+// without regard to case, as encoding/json matches it).
+func patchHas(body []byte, name string) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return false // decodeAdmin says what is wrong with it
+	}
+	for k := range fields {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func setVersion(w http.ResponseWriter, v int64) {
