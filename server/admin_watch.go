@@ -75,11 +75,24 @@ func (s *Server) adminWatch(c *call) error {
 	_ = rc.Flush()
 	beat := time.NewTicker(watchHeartbeat)
 	defer beat.Stop()
+	// The token was checked when the stream opened; a token revoked (or
+	// expired) since must not go on receiving changes. It is checked again
+	// before every event and keepalive (through the registry's cache, which
+	// a revocation evicts before the feed delivers anything after it), and
+	// the stream ends when it no longer works: the client's reconnection
+	// is then refused with 401.
+	stillValid := func() bool {
+		_, err := offStack(func() (registry.Actor, error) { return s.reg.AuthenticateAdmin(c.ctx, bearerOf(c.r)) })
+		return err == nil
+	}
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return nil // the client went away, or the registry closed
+			}
+			if !stillValid() {
+				return nil
 			}
 			if err := writeWatchEvent(c.w, ev); err != nil {
 				return nil
@@ -91,6 +104,9 @@ func (s *Server) adminWatch(c *call) error {
 				}
 			}
 		case <-beat.C:
+			if !stillValid() {
+				return nil
+			}
 			if _, err := fmt.Fprint(c.w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}

@@ -207,3 +207,59 @@ func TestAdminWatchManyWatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A watch stream opened with an admin token stops once the token is revoked
+// or expires: the next change is not sent to it, and the stream ends (a
+// reconnection is then refused with 401).
+func TestAdminWatchEndsWhenTokenStopsWorking(t *testing.T) {
+	e := newEnv(t)
+	e.cluster("first")
+
+	// streamEnds waits for the stream to end, failing if it delivers the
+	// cluster named name first.
+	streamEnds := func(w *watchStream, name string) {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-w.ch:
+				if !ok {
+					return
+				}
+				if ev.data.Kind == "cluster" && strings.Contains(string(ev.data.Object), `"name":"`+name+`"`) {
+					t.Fatalf("the stream of a token that no longer works delivered cluster %s", name)
+				}
+			case <-time.After(patience):
+				t.Fatal("the stream of a token that no longer works is still open")
+			}
+		}
+	}
+
+	revoked := e.adminToken("revoked", registry.RoleViewer, "")
+	w := e.watch(t, revoked, "?kinds=clusters", "")
+	w.untilSnapshotEnd(t)
+	if _, err := e.reg.RevokeAdminToken(adminCtx(), "revoked", "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster("after-revoke")
+	streamEnds(w, "after-revoke")
+	wantAPIError(t, e.api("GET", "/watch?kinds=clusters", revoked, nil), 401, "unauthorized")
+
+	issued, err := e.reg.CreateAdminToken(adminCtx(), "expiring", registry.RoleViewer, "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = e.watch(t, issued.Secret.Reveal(), "?kinds=clusters", "")
+	w.untilSnapshotEnd(t)
+	e.clock.Advance(2 * time.Hour)
+	e.cluster("after-expiry")
+	streamEnds(w, "after-expiry")
+
+	// A token that still works keeps its stream.
+	live := e.adminToken("live", registry.RoleViewer, "")
+	w = e.watch(t, live, "?kinds=clusters", "")
+	w.untilSnapshotEnd(t)
+	e.cluster("seen")
+	if ev := w.next(t); !strings.Contains(string(ev.data.Object), `"name":"seen"`) {
+		t.Fatalf("live token's stream: %+v", ev)
+	}
+}
