@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tetherhq/tether/registry"
@@ -56,6 +58,12 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		}
 		sst, err := sqlite.Open(ctx, g.db, sqlite.Options{})
 		if err != nil {
+			var re *registry.Error
+			if errors.As(err, &re) && re.Code == registry.CodeInternal {
+				if why := sqlitePathProblem(g.db); why != nil {
+					return nil, why
+				}
+			}
 			return nil, err
 		}
 		st = sst
@@ -125,6 +133,64 @@ func createsDatabase(command string) bool {
 		}
 	}
 	return command == ""
+}
+
+// sqliteMagic starts every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// sqlitePathProblem says what keeps the SQLite database at path from being
+// opened, in words an operator can act on, or nil when the file and its
+// directory look usable (the store's own error then stands). It runs only
+// after the store failed to open: SQLite's own words for these cases
+// ("unable to open database file", "attempt to write a readonly database")
+// say neither which file nor why.
+func sqlitePathProblem(path string) error {
+	dir := filepath.Dir(path)
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return failf("%s is a directory, not a database file: point --db (or $TETHER_DB) at the file, e.g. %s", path, filepath.Join(path, defaultDB))
+	case err == nil:
+		// tether writes to the database even to read it (the schema, the
+		// write-ahead log), so read-only access is not enough.
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return failf("cannot open the database %s for reading and writing (%v); every command needs both: run tether as the user that owns the file, or give that user access", path, pathErrorCause(err))
+		}
+		header := make([]byte, len(sqliteMagic))
+		n, _ := io.ReadFull(f, header)
+		f.Close()
+		if n > 0 && string(header[:n]) != sqliteMagic {
+			return failf("%s is not a SQLite database: point --db (or $TETHER_DB) at tether's database file", path)
+		}
+		for _, companion := range []string{path + "-wal", path + "-shm"} {
+			if f, err := os.OpenFile(companion, os.O_RDWR, 0); err == nil {
+				f.Close()
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return failf("cannot open %s, which SQLite keeps beside the database (%v): run tether as the user that owns the database, or give that user access", companion, pathErrorCause(err))
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return failf("cannot use the database %s: %v", path, pathErrorCause(err))
+	}
+	// SQLite creates the database and its -wal and -shm files in dir.
+	probe, err := os.CreateTemp(dir, ".tether-write-check-*")
+	if err != nil {
+		return failf("cannot create files in %s (%v), where SQLite keeps the database's -wal and -shm files: run tether as the user that owns the directory, or give that user access", dir, pathErrorCause(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// pathErrorCause is an *fs.PathError's cause alone ("permission denied"):
+// the messages around it name the file already.
+func pathErrorCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func keyFileMissing(path string) bool {

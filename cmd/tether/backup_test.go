@@ -81,6 +81,39 @@ func TestDatabaseFilesAreNotCreatedByMistake(t *testing.T) {
 	}
 }
 
+// TestUnusableDatabaseSaysWhy: a --db that is a directory, a file that is not
+// a SQLite database, or a database the user may not write is named with what
+// is wrong and what to do, not "internal error: cannot open database".
+func TestUnusableDatabaseSaysWhy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wantError(t, cli(t, dir, "cluster", "list"), exitError, dir+" is a directory", filepath.Join(dir, "tether.db"))
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte("these are not the rows you are looking for\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"cluster", "list"}, {"cluster", "create", "--name", "prod"}, {"backup", "--to", filepath.Join(dir, "b.db")}} {
+		wantError(t, cli(t, notDB, args...), exitError, notDB+" is not a SQLite database")
+	}
+
+	if os.Geteuid() == 0 {
+		t.Log("running as root, which every permission lets through: the permission-denied case is not checked")
+		return
+	}
+	db := newDB(t)
+	createCluster(t, db, "prod")
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cli(t, db, "cluster", "list"), exitError, "cannot open the database "+db+" for reading and writing (permission denied)")
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o700) })
+	wantError(t, cli(t, filepath.Join(ro, "tether.db"), "cluster", "create", "--name", "prod"), exitError, "cannot create files in "+ro+" (permission denied)")
+}
+
 // TestKeyFileIsNeverReplacedSilently: a registry holding secrets sealed with
 // a key file that went missing refuses to serve (instead of making a new key
 // that cannot open them); keys init creates a key file and never replaces
