@@ -61,6 +61,48 @@ func TestBackupAndRestore(t *testing.T) {
 	wantError(t, cli(t, filepath.Join(dir, "missing.db"), "backup", "--to", filepath.Join(dir, "x.db")), exitError, "no database at")
 }
 
+// TestBackupAndRestoreSayWhatFailed: a backup destination that cannot be
+// created, or a restore that cannot write its copy, says which file and why
+// (not "the database file cannot be opened; try again" or "internal error"),
+// and a failed restore leaves the database in place; -o json uses the same
+// field names as every other document.
+func TestBackupAndRestoreSayWhatFailed(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod")
+	dir := t.TempDir()
+
+	wantError(t, cli(t, db, "backup", "--to", filepath.Join(dir, "no-such-dir", "b.db")), exitError,
+		"cannot create the backup file "+filepath.Join(dir, "no-such-dir", "b.db"), "no such file or directory")
+	backup := filepath.Join(dir, "b.db")
+	info := okJSON[map[string]any](t, db, "backup", "--to", backup)
+	for _, k := range []string{"path", "bytes", "schemaVersion", "clusters", "jobs", "auditEntries"} {
+		if _, ok := info[k]; !ok {
+			t.Errorf("backup -o json lacks %q: %v", k, info)
+		}
+	}
+
+	// The restored copy cannot be written beside the database (here its
+	// temporary name is taken by a directory): the database stays.
+	if err := os.Mkdir(db+".restoring", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cli(t, db, "restore", "--from", backup), exitError, "cannot write the restored database beside "+db, "the database was not changed")
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("a failed restore moved the database away: %v", err)
+	}
+	ok(t, db, "cluster", "get", "prod")
+	os.Remove(db + ".restoring")
+	res := ok(t, db, "restore", "--from", backup, "-o", "json")
+	restored := decode[struct {
+		Restored map[string]any `json:"restored"`
+		Previous string         `json:"previous"`
+	}](t, res)
+	if restored.Restored["schemaVersion"] == nil || !strings.Contains(restored.Previous, "before-restore") {
+		t.Fatalf("restore -o json: %s", res.stdout)
+	}
+}
+
 // TestDatabaseFilesAreNotCreatedByMistake: a read-only command at a
 // mistyped path says no database is there and creates none; a database
 // tether creates is readable by its owner only.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,13 +16,14 @@ import (
 
 // BackupInfo describes a database file: what tether needs to know before it
 // trusts or restores it.
+// Its JSON is what tether backup and restore print with -o json.
 type BackupInfo struct {
-	Path          string
-	Bytes         int64
-	SchemaVersion int
-	Clusters      int
-	Jobs          int
-	AuditEntries  int
+	Path          string `json:"path"`
+	Bytes         int64  `json:"bytes"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Clusters      int    `json:"clusters"`
+	Jobs          int    `json:"jobs"`
+	AuditEntries  int    `json:"auditEntries"`
 }
 
 // Backup writes a consistent copy of the live database to dst (VACUUM INTO:
@@ -31,9 +31,19 @@ type BackupInfo struct {
 // copy's integrity and returns what it holds. dst must not exist. The copy is
 // created with mode 0600.
 func (s *Store) Backup(ctx context.Context, dst string) (*BackupInfo, error) {
-	if _, err := os.Stat(dst); err == nil {
+	// The file is created here, empty and with mode 0600, rather than by
+	// VACUUM INTO (which takes an empty file): VACUUM INTO would create it
+	// with the umask's mode, readable by others until the chmod below, and
+	// a destination that cannot be created would surface as SQLite's "cannot
+	// open" of the database itself.
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
 		return nil, registry.Errorf(registry.CodeConflict, "%s already exists; choose a new file (a backup never overwrites one)", dst)
+	case err != nil:
+		return nil, registry.Errorf(registry.CodeInvalid, "cannot create the backup file %s: %v", dst, pathCause(err))
 	}
+	f.Close()
 	// A connection of its own: the store's readers are read-only (which
 	// VACUUM INTO refuses) and its writer must not wait on a backup. In WAL
 	// mode this read transaction blocks no writer.
@@ -41,15 +51,13 @@ func (s *Store) Backup(ctx context.Context, dst string) (*BackupInfo, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	db, err := sql.Open("sqlite", "file:"+s.path+"?"+q.Encode())
 	if err != nil {
+		os.Remove(dst)
 		return nil, err
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
 		os.Remove(dst)
 		return nil, s.wrap(err, "write the backup")
-	}
-	if err := os.Chmod(dst, 0o600); err != nil {
-		return nil, err
 	}
 	info, err := Inspect(ctx, dst)
 	if err != nil {
@@ -112,26 +120,49 @@ func Restore(ctx context.Context, from, path string) (info *BackupInfo, kept str
 		return nil, "", registry.Errorf(registry.CodeInvalid,
 			"the backup has schema version %d, but this tether knows only up to version %d: restore it with the tether that wrote it, or a newer one", info.SchemaVersion, SchemaVersion())
 	}
-	if _, err := os.Stat(path); err == nil {
+	_, err = os.Stat(path)
+	exists := err == nil
+	if exists {
 		if err := ensureUnused(ctx, path); err != nil {
 			return nil, "", err
 		}
+	}
+	// The copy is made beside the database before the database is moved
+	// aside, so that a copy that fails (no space, no permission) leaves the
+	// database where it was.
+	tmp := path + ".restoring"
+	if err := copyFile(from, tmp); err != nil {
+		os.Remove(tmp)
+		return nil, "", registry.Errorf(registry.CodeUnavailable, "cannot write the restored database beside %s: %v (the database was not changed)", path, pathCause(err))
+	}
+	if exists {
 		kept = path + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
 		if err := os.Rename(path, kept); err != nil {
-			return nil, "", fmt.Errorf("keep the current database aside: %w", err)
+			os.Remove(tmp)
+			return nil, "", registry.Errorf(registry.CodeUnavailable, "cannot move the database %s aside: %v (the database was not changed)", path, pathCause(err))
 		}
 		for _, ext := range []string{"-wal", "-shm"} {
 			_ = os.Rename(path+ext, kept+ext)
 		}
 	}
-	tmp := path + ".restoring"
-	if err := copyFile(from, tmp); err != nil {
-		return nil, kept, err
-	}
 	if err := os.Rename(tmp, path); err != nil {
-		return nil, kept, err
+		return nil, kept, registry.Errorf(registry.CodeUnavailable, "cannot put the restored database in place at %s: %v (it is at %s; the database it replaces is kept as %s)", path, pathCause(err), tmp, kept)
 	}
 	return info, kept, nil
+}
+
+// pathCause is an *fs.PathError's or *os.LinkError's cause alone
+// ("permission denied"): the messages around it name the file already.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // ensureUnused refuses a database another process has open: it takes the
@@ -169,7 +200,7 @@ func copyFile(from, to string) error {
 	defer in.Close()
 	out, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(to), err)
+		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
