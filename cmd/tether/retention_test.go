@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,12 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	raw.Close()
 
 	wantError(t, cli(t, db, "serve", "--retain-jobs-state", "queued=1d"), exitUsage, "finished state")
+	// A usage error changes nothing: no database is created for it.
+	fresh := newDB(t)
+	wantError(t, cli(t, fresh, "serve", "--retain-jobs-state", "failed=soon"), exitUsage, "failed=soon")
+	if _, err := os.Stat(fresh); err == nil {
+		t.Fatal("serve created a database before refusing its --retain-jobs-state")
+	}
 	srv, _, _ := startServe(t, db, "--retain-finished-jobs", "30d", "--retain-audit", "365d")
 	line := srv.waitLine(t, "retention deleted")
 	srv.stop(t)

@@ -123,6 +123,9 @@ certificates are verified against --tls-client-ca and tether's own CA
 			if _, err := server.ParseTrustedProxies(opts.trustedProxies); err != nil {
 				return usagef("--trusted-proxies: %v", err)
 			}
+			if _, err := retentionConfig(opts); err != nil {
+				return err
+			}
 			if rate < 0 || opts.burst < 0 {
 				return usagef("--rate and --burst must not be negative")
 			}
