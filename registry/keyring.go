@@ -141,7 +141,24 @@ func CreateKeyFile(path string) error {
 		return Errorf(CodeConflict, "the key file %s already exists; tether never replaces a key file (the secrets sealed with it would be lost); to change the key, run tether keys rotate", path)
 	}
 	_, err := loadOrCreateKey(path)
-	return err
+	return keyFileErr(err)
+}
+
+// keyFileErr turns a failure to read or write the key file (unreadable, of
+// the wrong mode, malformed, a directory that cannot be written) into an
+// internal error that keeps its message: the CLI shows it to the admin
+// (ErrorMessage), the server keeps it to its log. As a plain error it read
+// "internal error" and nothing more.
+func keyFileErr(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "key file") {
+		msg = "key file: " + msg
+	}
+	return &Error{Code: CodeInternal, Message: msg}
 }
 
 // KeyFilePath is where the key of the database at dbPath lives: next to it.
@@ -180,7 +197,7 @@ func (k *KeyFile) load(force bool) (*keyRing, error) {
 				"restore it from your backup; tether will not make a new key that cannot open them", k.path)
 		}
 		if _, err := loadOrCreateKey(k.path); err != nil {
-			return nil, err
+			return nil, keyFileErr(err)
 		}
 		stamp = fileStamp(k.path)
 	}
@@ -189,7 +206,7 @@ func (k *KeyFile) load(force bool) (*keyRing, error) {
 		if k.ring != nil {
 			return k.ring, nil
 		}
-		return nil, err
+		return nil, keyFileErr(err)
 	}
 	k.ring, k.stamp = ring, stamp
 	return ring, nil
@@ -382,7 +399,7 @@ func (k *KeyFile) write(keys []ringKey) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(k.path), ".tether-key-*")
 	if err != nil {
-		return fmt.Errorf("write key file next to %s: %w", k.path, err)
+		return keyFileErr(fmt.Errorf("write key file next to %s: %w", k.path, err))
 	}
 	defer os.Remove(tmp.Name())
 	_, werr := tmp.WriteString(b.String())
@@ -399,7 +416,7 @@ func (k *KeyFile) write(keys []ringKey) error {
 		werr = os.Rename(tmp.Name(), k.path)
 	}
 	if werr != nil {
-		return fmt.Errorf("write key file %s: %w", k.path, werr)
+		return keyFileErr(fmt.Errorf("write key file %s: %w", k.path, werr))
 	}
 	_, err = k.load(true)
 	return err

@@ -186,5 +186,21 @@ func TestKeyFileIsNeverReplacedSilently(t *testing.T) {
 		t.Fatalf("key file: %v %v", st, err)
 	}
 	wantError(t, cli(t, fresh, "keys", "init"), exitError, "already exists", "never replaces")
+
+	// A key file others may read, or one that is not a key file, is
+	// refused saying so, not as a bare "internal error".
+	createCluster(t, fresh, "prod")
+	if err := os.Chmod(fresh+".key", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cli(t, fresh, "keys", "list"), exitError, "readable by other users", "chmod 600 "+fresh+".key")
+	wantError(t, cli(t, fresh, "serve", "--listen", "127.0.0.1:0"), exitError, "readable by other users")
+	if err := os.WriteFile(fresh+".key", []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fresh+".key", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cli(t, fresh, "serve", "--listen", "127.0.0.1:0"), exitError, "is not a tether key file")
 	wantError(t, cli(t, "postgres://tether@db.example/tether", "serve"), exitUsage, "--key-file", "keys init")
 }
