@@ -187,6 +187,14 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 	for _, add := range commandGroups {
 		root.AddCommand(add(g))
 	}
+	// cobra adds the completion command only as it runs; added now, it
+	// gets the groups' handling of a mistyped shell (a usage error, not
+	// its help and exit code 0).
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = groupCommand(comp.Use, comp.Short).RunE
+	}
 	addCompletions(root, g)
 	addExamples(root)
 	return root

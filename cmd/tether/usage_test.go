@@ -51,6 +51,7 @@ func TestUsageErrors(t *testing.T) {
 		{"extend-lease without --by", []string{"job", "extend-lease", j.ID}, "--by"},
 		{"bad events --limit", []string{"events", "--limit", "-5"}, "--limit -5"},
 		{"audit with an argument", []string{"audit", "everything"}, `unknown command "everything"`},
+		{"completion for an unknown shell", []string{"completion", "tcsh"}, `unknown command "tcsh" for "tether completion"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
