@@ -69,19 +69,28 @@ func (r *Registry) Watch(ctx context.Context, p WatchParams) (<-chan WatchEvent,
 	if p.Buffer <= 0 {
 		p.Buffer = 256
 	}
+	org := orgScope(ctx)
+	// What an organization-scoped actor may see changes with the clusters'
+	// organizations, so its watch follows the clusters even when it asked
+	// for none of them (scopeWatch then keeps them to itself).
+	withClusters := len(p.Kinds) == 0 || slices.Contains(p.Kinds, EntityCluster)
+	if org != "" && !withClusters {
+		p.Kinds = append(slices.Clip(p.Kinds), EntityCluster)
+	}
 	out := make(chan WatchEvent, p.Buffer)
 	go func() {
 		defer close(out)
 		_ = r.watch(ctx, p, out)
 	}()
-	if org := orgScope(ctx); org != "" {
-		return r.scopeWatch(ctx, org, out), nil
+	if org != "" {
+		return r.scopeWatch(ctx, org, withClusters, out), nil
 	}
 	return out, nil
 }
 
-// scopeWatch passes on the events an actor confined to org may see.
-func (r *Registry) scopeWatch(ctx context.Context, org string, in <-chan WatchEvent) <-chan WatchEvent {
+// scopeWatch passes on the events an actor confined to org may see; cluster
+// events only when clusters is set (the actor watches them).
+func (r *Registry) scopeWatch(ctx context.Context, org string, clusters bool, in <-chan WatchEvent) <-chan WatchEvent {
 	out := make(chan WatchEvent, cap(in))
 	go func() {
 		defer close(out)
@@ -115,6 +124,9 @@ func (r *Registry) scopeWatch(ctx context.Context, org string, in <-chan WatchEv
 				keep = ev.Rollout != nil && ev.Rollout.Organization == org
 			case ev.ClusterID != "":
 				keep = inOrg(ev.ClusterID)
+			}
+			if ev.Kind == EntityCluster && !clusters {
+				keep = false // followed for the scope, not asked for
 			}
 			if !keep {
 				continue

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -417,6 +418,61 @@ func testWatch(t *testing.T, newStore NewStore) {
 		}
 		if !found {
 			t.Fatalf("the forced rotation's entry was pruned from the middle of the feed: %+v", changes)
+		}
+	})
+
+	t.Run("ScopedFollowsClustersMovingOrganization", func(t *testing.T) {
+		// An organization-scoped watcher of jobs alone stops seeing a
+		// cluster's jobs once the cluster moves to another organization, and
+		// sees them once it moves in: it watches no clusters, yet what it
+		// may see changes with them.
+		e := newEnv(t, newStore)
+		moving, _ := e.cluster("moving", func(s *registry.ClusterSpec) { s.Organization = "acme" })
+		marker, _ := e.cluster("marker", func(s *registry.ClusterSpec) { s.Organization = "acme" })
+		acme := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdminToken, Name: "acme-viewer", Role: registry.RoleViewer, Org: "acme"})
+		ch, err := e.reg.Watch(acme, registry.WatchParams{Kinds: []registry.EntityKind{registry.EntityJob}})
+		wantNoErr(t, err)
+		// jobsUntil returns the jobs seen up to the marker job, which it
+		// submits.
+		jobsUntil := func() []string {
+			t.Helper()
+			m := e.submit(marker.ID, nil)
+			var seen []string
+			for {
+				ev := next(t, ch)
+				if ev.Kind == registry.EntityCluster {
+					t.Fatalf("a watcher of jobs got %+v", ev)
+				}
+				if ev.Job == nil {
+					continue
+				}
+				if ev.Job.ID == m.ID {
+					return seen
+				}
+				seen = append(seen, ev.Job.ID)
+			}
+		}
+		if ev := next(t, ch); ev.Type != registry.WatchEndOfSnapshot {
+			t.Fatalf("snapshot of no job: %+v", ev)
+		}
+		before := e.submit(moving.ID, nil)
+		if got := jobsUntil(); len(got) != 1 || got[0] != before.ID {
+			t.Fatalf("acme saw %v, want its own job %s", got, before.ID)
+		}
+		move := func(org string) {
+			t.Helper()
+			_, err := e.reg.ModifyCluster(e.ctx, moving.ID, func(s *registry.ClusterSpec) error { s.Organization = org; return nil })
+			wantNoErr(t, err)
+		}
+		move("globex")
+		e.submit(moving.ID, nil)
+		if got := jobsUntil(); len(got) != 0 {
+			t.Fatalf("acme saw jobs %v of a cluster that moved to globex", got)
+		}
+		move("acme")
+		back := e.submit(moving.ID, nil)
+		if got := jobsUntil(); len(got) != 1 || got[0] != back.ID {
+			t.Fatalf("acme saw %v, want the job %s of a cluster that moved back in", got, back.ID)
 		}
 	})
 
