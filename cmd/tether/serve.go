@@ -141,6 +141,11 @@ certificates are verified against --tls-client-ca and tether's own CA
 					*n = -1 // as for --rate: the flag's 0 is "no cap"
 				}
 			}
+			if opts.visibility == 0 {
+				// A window of 0 hides nothing; the registry's 0 means
+				// "the default" (30 s).
+				opts.visibility = -1
+			}
 			if isPostgresURL(g.db) && g.keyFile == "" {
 				return usagef("serve on PostgreSQL needs --key-file (or $TETHER_KEY_FILE): every replica must seal and open secrets with the same key. Create one with: tether keys init --key-file FILE, and give each replica a copy")
 			}
@@ -183,7 +188,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 	f.Var(newDuration(&opts.retainJobs, registry.DefaultJobRetention), "retain-jobs", "delete finished jobs (and their history) this long after they finished; 0 keeps them forever")
 	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat for more)")
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
-	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (-1s: every poll sees every queued job)")
+	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (0: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
 	f.IntVar(&opts.pollsPerAddress, "max-polls-per-address", server.DefaultMaxPollsPerAddress, "long-polls one client address may hold at once, all credentials together; raise it for a fleet behind one NAT (0: no cap)")

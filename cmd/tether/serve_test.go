@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/apiclient"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -373,5 +374,40 @@ func TestServeDiagListen(t *testing.T) {
 	}
 	if code, log := p.stop(t); code != 0 {
 		t.Errorf("exit %d\n%s", code, log)
+	}
+}
+
+// TestServeVisibilityWindowZeroHidesNothing: --visibility-window 0 turns the
+// window off, as -1s does: a queued job handed to one poll is offered to the
+// next poll too. (The registry's zero is its 30 s default, which the flag's
+// 0 used to become.)
+func TestServeVisibilityWindowZeroHidesNothing(t *testing.T) {
+	t.Parallel()
+	for _, window := range []string{"0", "0s", "-1s"} {
+		t.Run(window, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			c := createCluster(t, db, "prod", "--namespaces", "apps")
+			p, addr, _ := startServe(t, db, "--visibility-window", window)
+			ctx := context.Background()
+			cred, err := apiclient.Register(ctx, "http://"+addr, c.RegistrationToken, apiclient.RegisterOptions{Retry: apiclient.RetryPolicy{MaxAttempts: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			client, err := apiclient.New(apiclient.Config{BaseURL: "http://" + addr, Credential: cred, Retry: apiclient.RetryPolicy{MaxAttempts: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := submit(t, db, "prod", "apply", configMap("apps", "one"))
+			for _, poll := range []string{"first", "second"} {
+				jobs, err := client.Poll(ctx, 0, 10)
+				if err != nil {
+					t.Fatalf("%s poll: %v\n%s", poll, err, p.log())
+				}
+				if len(jobs) != 1 || jobs[0].ID != j.ID {
+					t.Fatalf("%s poll with --visibility-window %s: got %d jobs, want %s", poll, window, len(jobs), j.ID)
+				}
+			}
+		})
 	}
 }
