@@ -12,7 +12,7 @@ import (
 )
 
 // keyRing opens the app and its key file for keys rotate/retire/list: the
-// file must exist (there is nothing to rotate otherwise).
+// file must exist (there is nothing to rotate, retire or list otherwise).
 func keyRingApp(cmd *cobra.Command, g *globals) (*app, *registry.KeyFile, error) {
 	path := g.keyFile
 	if path == "" {
@@ -22,7 +22,7 @@ func keyRingApp(cmd *cobra.Command, g *globals) (*app, *registry.KeyFile, error)
 		path = registry.KeyFilePath(g.db)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, failf("there is no key file at %s: nothing to rotate (tether keys init creates one; --key-file names another)", path)
+		return nil, nil, failf("there is no key file at %s: nothing to %s (tether keys init creates one; --key-file names another)", path, cmd.Name())
 	}
 	kf := registry.ExistingKeyFile(path)
 	a, err := openApp(cmd.Context(), g, registry.Config{Keyring: kf})

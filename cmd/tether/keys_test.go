@@ -67,7 +67,8 @@ func TestKeysRotateRetireCLI(t *testing.T) {
 	if b2, _ := os.ReadFile(other + ".key"); strings.HasPrefix(string(b2), "# tether key ring") {
 		t.Fatal("a refused rotation changed the key file")
 	}
-	wantError(t, cli(t, db, "--key-file", db+".nope", "keys", "rotate"), exitError, "no key file at", "keys init")
+	wantError(t, cli(t, db, "--key-file", db+".nope", "keys", "rotate"), exitError, "no key file at", "nothing to rotate", "keys init")
+	wantError(t, cli(t, db, "--key-file", db+".nope", "keys", "list"), exitError, "no key file at", "nothing to list", "keys init")
 }
 
 // The real binaries: an agent signs writes (hmac) to a running tether serve
