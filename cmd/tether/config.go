@@ -55,9 +55,61 @@ func applyEnvironment(cmd *cobra.Command, lookup func(string) (string, bool)) er
 		}
 		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
 			err = usagef("$%s (for --%s): %v", name, f.Name, serr)
+			return
 		}
+		setSource(cmd.Flags(), f.Name, "$"+name)
 	})
 	return err
+}
+
+// sourceAnnotation records where a flag's value came from when it was not
+// the command line ("$TETHER_LOG_FORMAT", "config file serve.yaml line 3"),
+// so that a value the command refuses later, once every flag is known
+// (--log-format json|text, --retain-jobs-state), is reported with its
+// origin too (withFlagSources).
+const sourceAnnotation = "tether-value-source"
+
+func setSource(fs *pflag.FlagSet, name, source string) {
+	_ = fs.SetAnnotation(name, sourceAnnotation, []string{source})
+}
+
+// namesFlag reports whether msg mentions --name itself, not a longer flag
+// that starts with it (--tls-key in --tls-key-file).
+func namesFlag(msg, name string) bool {
+	flag := "--" + name
+	for i := strings.Index(msg, flag); i >= 0; {
+		end := i + len(flag)
+		if end == len(msg) || !(msg[end] == '-' || msg[end] >= 'a' && msg[end] <= 'z') {
+			return true
+		}
+		next := strings.Index(msg[end:], flag)
+		if next < 0 {
+			return false
+		}
+		i = end + next
+	}
+	return false
+}
+
+// withFlagSources adds to a usage message that names flags of cmd whose
+// values came from the environment or the config file where each came
+// from, unless the message says so already.
+func withFlagSources(cmd *cobra.Command, msg string) string {
+	if cmd == nil {
+		return msg
+	}
+	var from []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		src := f.Annotations[sourceAnnotation]
+		if len(src) == 0 || !namesFlag(msg, f.Name) || strings.Contains(msg, src[0]) {
+			return
+		}
+		from = append(from, fmt.Sprintf("--%s is from %s", f.Name, src[0]))
+	})
+	if len(from) == 0 {
+		return msg
+	}
+	return strings.TrimSuffix(strings.TrimSpace(msg), ".") + " (" + strings.Join(from, "; ") + ")"
 }
 
 // configFlag is the flag naming the YAML file a command reads its other
@@ -122,6 +174,7 @@ func applyConfig(fs *pflag.FlagSet, path string, data []byte) error {
 			if err := fs.Set(f.Name, v.Value); err != nil {
 				return usagef("%s: %v", at(v), err)
 			}
+			setSource(fs, f.Name, fmt.Sprintf("config file %s line %d", path, v.Line))
 		case yaml.SequenceNode:
 			sv, ok := f.Value.(pflag.SliceValue)
 			if !ok {
@@ -138,6 +191,7 @@ func applyConfig(fs *pflag.FlagSet, path string, data []byte) error {
 				return usagef("%s: %v", at(v), err)
 			}
 			f.Changed = true
+			setSource(fs, f.Name, fmt.Sprintf("config file %s line %d", path, v.Line))
 		default:
 			return usagef("%s takes a value or a list, not a mapping", at(v))
 		}

@@ -174,7 +174,60 @@ func TestEveryFlagFromEnvironment(t *testing.T) {
 	cmd = command(ctx, db, "cluster", "list")
 	cmd.Env = append(cmd.Env, "TETHER_OUTPUT=xml")
 	out, _ = cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != exitUsage || !strings.Contains(string(out), "xml") {
-		t.Errorf("TETHER_OUTPUT=xml: got exit %d %q, want a usage error", cmd.ProcessState.ExitCode(), out)
+	if cmd.ProcessState.ExitCode() != exitUsage || !strings.Contains(string(out), "xml") || !strings.Contains(string(out), "$TETHER_OUTPUT") {
+		t.Errorf("TETHER_OUTPUT=xml: got exit %d %q, want a usage error naming the variable", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// A value the command refuses only once every flag is known (serve's
+// --log-format, --retain-jobs-state, --tls-cert without --tls-key) is
+// reported with where it came from when that was not the command line: the
+// variable, or the config file and its line.
+func TestRefusedValueNamesItsSource(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	run := func(env []string, args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+		defer cancel()
+		cmd := command(ctx, db, args...)
+		cmd.Env = append(cmd.Env, env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return result{args: args, stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	}
+	wantError(t, run([]string{"TETHER_LOG_FORMAT=JSON"}, "serve"), exitUsage, `--log-format "JSON"`, "--log-format is from $TETHER_LOG_FORMAT")
+	wantError(t, run([]string{"TETHER_TLS_CERT=cert.pem"}, "serve"), exitUsage, "--tls-cert and --tls-key go together", "--tls-cert is from $TETHER_TLS_CERT")
+	cfg := filepath.Join(t.TempDir(), "serve.yaml")
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\nretain-jobs-state:\n  - failed=soon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(nil, "serve", "--config", cfg), exitUsage, `"failed=soon"`, "--retain-jobs-state is from config file "+cfg+" line 3")
+	// Typed on the command line: nothing to add.
+	res := run(nil, "serve", "--log-format", "JSON")
+	wantError(t, res, exitUsage, `--log-format "JSON"`)
+	if strings.Contains(res.stderr, " is from ") {
+		t.Errorf("a flag typed on the command line is said to come from elsewhere: %s", res.stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a refused setting created the database")
+	}
+}
+
+func TestNamesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		msg, flag string
+		want      bool
+	}{
+		{"--tls-key needs --tls-cert", "tls-key", true},
+		{"--tls-key-file is wrong", "tls-key", false},
+		{"--tls-key-file and --tls-key", "tls-key", true},
+		{"bad --rate.", "rate", true},
+		{"--diag-listen: bad", "listen", false},
+	} {
+		if got := namesFlag(tc.msg, tc.flag); got != tc.want {
+			t.Errorf("namesFlag(%q, %q) = %v, want %v", tc.msg, tc.flag, got, tc.want)
+		}
 	}
 }

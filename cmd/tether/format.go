@@ -76,7 +76,7 @@ func setupOutput(g *globals) error {
 		g.output = "json"
 		return g.convertStdout(func(w io.Writer, doc []byte) error { return tmpl.execute(w, doc) })
 	}
-	return usagef("output format %q is not one of table, wide, json, yaml, jsonpath=TEMPLATE", raw)
+	return usagef("output format %q (--output) is not one of table, wide, json, yaml, jsonpath=TEMPLATE", raw)
 }
 
 // convertStdout puts a converter between the commands and standard output:

@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if g.finishOutput != nil {
 		if ferr := g.finishOutput(); ferr != nil && err == nil {
 			err = &exitCodeError{code: exitError, msg: sentence(ferr.Error())}
@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ce.code
 	case errors.As(err, &ue), isCobraUsageError(err):
-		fmt.Fprintln(stderr, "tether: "+sentence(err.Error()))
+		fmt.Fprintln(stderr, "tether: "+sentence(withFlagSources(cmd, err.Error())))
 		fmt.Fprintln(stderr, "Run 'tether --help' (or add --help to the command) for usage.")
 		return exitUsage
 	case errors.Is(err, context.Canceled):
