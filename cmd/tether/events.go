@@ -80,7 +80,7 @@ is then one line of JSON.`,
 				return printEvents(g.stdout, names, page, true)
 			}
 			pr := &eventPrinter{g: g, names: names, p: p}
-			if err := pr.print(page); err != nil {
+			if err := pr.printList(page); err != nil {
 				return err
 			}
 			return tail(ctx, api, seq, registry.EntityEvent,
@@ -88,7 +88,7 @@ is then one line of JSON.`,
 					if ev.Event == nil {
 						return nil
 					}
-					return pr.print([]registry.Event{*ev.Event})
+					return pr.print([]registry.Event{*ev.Event}, false)
 				},
 				func() error {
 					missed, err := catchUp(func(before int64) ([]registry.Event, error) {
@@ -97,7 +97,7 @@ is then one line of JSON.`,
 					if err != nil {
 						return err
 					}
-					return pr.print(missed)
+					return pr.printList(missed)
 				})
 		},
 	}
@@ -125,20 +125,34 @@ func resolveClusterFilter(ctx context.Context, reg adminAPI, ref string) (string
 // eventPrinter prints events in follow mode, each once and only those the
 // filters admit (the watch carries every cluster's events).
 type eventPrinter struct {
-	g      *globals
-	names  map[string]string
-	p      registry.EventListParams
-	last   int64
+	g     *globals
+	names map[string]string
+	p     registry.EventListParams
+	last  int64 // the highest id printed
+	// listed is the ids of the last list printed: the feed that follows it
+	// brings again what was written while it was read. The feed is in commit
+	// order, which on PostgreSQL is not id order (writes run side by side):
+	// an id below last may still be new.
+	listed map[int64]bool
 	headed bool
 }
 
-func (pr *eventPrinter) print(events []registry.Event) error {
+// printList prints a page read from the store, oldest first.
+func (pr *eventPrinter) printList(events []registry.Event) error {
+	pr.listed = map[int64]bool{}
+	for _, e := range events {
+		pr.listed[e.ID] = true
+	}
+	return pr.print(events, true)
+}
+
+func (pr *eventPrinter) print(events []registry.Event, listed bool) error {
 	var out []registry.Event
 	for _, e := range events {
-		if e.ID <= pr.last {
+		if !listed && pr.listed[e.ID] {
 			continue
 		}
-		pr.last = e.ID
+		pr.last = max(pr.last, e.ID)
 		if pr.p.ClusterID != "" && e.ClusterID != pr.p.ClusterID {
 			continue
 		}
@@ -300,7 +314,7 @@ then one line of JSON.`,
 				return printAudit(g.stdout, names, page, true)
 			}
 			pr := &auditPrinter{g: g, names: names, p: p}
-			if err := pr.print(page); err != nil {
+			if err := pr.printList(page); err != nil {
 				return err
 			}
 			return tail(ctx, api, seq, registry.EntityAudit,
@@ -308,7 +322,7 @@ then one line of JSON.`,
 					if ev.Audit == nil {
 						return nil
 					}
-					return pr.print([]registry.AuditEntry{*ev.Audit})
+					return pr.print([]registry.AuditEntry{*ev.Audit}, false)
 				},
 				func() error {
 					missed, err := catchUp(func(before int64) ([]registry.AuditEntry, error) {
@@ -317,7 +331,7 @@ then one line of JSON.`,
 					if err != nil {
 						return err
 					}
-					return pr.print(missed)
+					return pr.printList(missed)
 				})
 		},
 	}
@@ -329,21 +343,31 @@ then one line of JSON.`,
 	return cmd
 }
 
+// auditPrinter is eventPrinter for audit entries.
 type auditPrinter struct {
 	g      *globals
 	names  map[string]string
 	p      registry.AuditListParams
 	last   int64
+	listed map[int64]bool
 	headed bool
 }
 
-func (pr *auditPrinter) print(entries []registry.AuditEntry) error {
+func (pr *auditPrinter) printList(entries []registry.AuditEntry) error {
+	pr.listed = map[int64]bool{}
+	for _, e := range entries {
+		pr.listed[e.ID] = true
+	}
+	return pr.print(entries, true)
+}
+
+func (pr *auditPrinter) print(entries []registry.AuditEntry, listed bool) error {
 	var out []registry.AuditEntry
 	for _, e := range entries {
-		if e.ID <= pr.last {
+		if !listed && pr.listed[e.ID] {
 			continue
 		}
-		pr.last = e.ID
+		pr.last = max(pr.last, e.ID)
 		if pr.p.ClusterID != "" && e.ClusterID != pr.p.ClusterID {
 			continue
 		}
