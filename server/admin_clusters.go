@@ -1,9 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +37,15 @@ func (s *Server) adminListClusters(c *call) error {
 	if err != nil {
 		return err
 	}
-	// Clusters come ordered by name; the cursor is the last one a page held.
+	// Pages follow the name order compareCluster defines, which the cursor
+	// (the last cluster a page held) is compared in. The stores' orders
+	// differ from it and from each other past ASCII (SQLite's NOCASE folds
+	// only ASCII letters, PostgreSQL's lower() follows the database's
+	// locale): a page cut in one order and resumed in another skipped
+	// clusters.
+	slices.SortStableFunc(clusters, func(a, b registry.Cluster) int {
+		return compareCluster(&a, clusterCursor{b.Name, b.ID})
+	})
 	if cursor != "" {
 		var after clusterCursor
 		if err := decodeCursor(cursor, &after); err != nil {
@@ -55,11 +65,28 @@ func (s *Server) adminListClusters(c *call) error {
 	return writeJSON(c.w, http.StatusOK, out)
 }
 
+// compareCluster orders clusters by name without regard to ASCII case, as
+// SQLite's NOCASE does (other bytes compare as they are), then by id.
 func compareCluster(c *registry.Cluster, pos clusterCursor) int {
-	if a, b := strings.ToLower(c.Name), strings.ToLower(pos.Name); a != b {
-		return strings.Compare(a, b)
+	if n := compareFoldASCII(c.Name, pos.Name); n != 0 {
+		return n
 	}
 	return strings.Compare(c.ID, pos.ID)
+}
+
+func compareFoldASCII(a, b string) int {
+	lower := func(c byte) byte {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if x, y := lower(a[i]), lower(b[i]); x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // clusterCreateBody is a cluster spec, and the lifetime of its first
