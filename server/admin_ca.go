@@ -48,7 +48,7 @@ func (s *Server) adminInitCA(c *call) error {
 	var body struct {
 		Replace bool `json:"replace"`
 	}
-	if err := decodeJSON(c.body, &body, false); err != nil {
+	if err := decodeAdmin(c, &body, false); err != nil {
 		return err
 	}
 	ca, err := s.reg.InitCA(c.ctx, body.Replace)

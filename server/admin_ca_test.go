@@ -48,6 +48,12 @@ func TestCAOverHTTP(t *testing.T) {
 	if r := e.api("POST", "/ca", viewer, nil); r.status != 403 {
 		t.Fatalf("a viewer created the CA: %d %s", r.status, r.body)
 	}
+	// A misspelt field or a body that is not JSON creates nothing.
+	wantAPIError(t, e.api("POST", "/ca", root, map[string]bool{"replce": true}), 400, "invalid", `unknown field "replce"`)
+	wantAPIError(t, e.api("POST", "/ca", root, nil, withBody(`{}`), withHeader("Content-Type", "text/plain")), 415, "unsupported_media_type")
+	if r := e.api("GET", "/ca", viewer, nil); !strings.Contains(string(r.body), `"items":[]`) {
+		t.Fatalf("a refused POST /ca created a CA: %s", r.body)
+	}
 	e.api("POST", "/ca", root, nil).want(t, 201)
 	if r := e.api("POST", "/ca", root, nil); r.status != 409 || !strings.Contains(string(r.body), "--replace") {
 		t.Fatalf("second ca init: %d %s", r.status, r.body)
