@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -347,6 +348,11 @@ func parseDurationField(field, v string) (time.Duration, error) {
 	}
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			if n > math.MaxInt64/int(24*time.Hour) {
+				// time.Duration(n) * 24h would wrap around, to a negative
+				// or an arbitrary duration.
+				return 0, errf(registry.CodeInvalid, "%s %q is longer than any duration a time can be moved by (about 290 years)", field, v)
+			}
 			return time.Duration(n) * 24 * time.Hour, nil
 		}
 	}
