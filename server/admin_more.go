@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,21 +14,64 @@ import (
 
 // The admin API's rollouts, events, audit trail, statistics and admin tokens.
 
+// rolloutCursor is the last rollout a page held: rollouts are listed
+// newest first.
+type rolloutCursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"i"`
+}
+
 func (s *Server) adminListRollouts(c *call) error {
 	q := c.r.URL.Query()
-	limit, _, err := pageParams(q)
+	limit, cursor, err := pageParams(q)
 	if err != nil {
 		return err
 	}
-	p := registry.RolloutListParams{Limit: limit}
+	var p registry.RolloutListParams
 	for _, st := range splitList(q["state"]) {
-		p.States = append(p.States, registry.RolloutState(st))
+		state := registry.RolloutState(st)
+		if !slices.Contains(registry.RolloutStates, state) {
+			return errf(registry.CodeInvalid, "state %q is not a rollout state (running, paused, halted, completed, aborted)", truncate(st, 100))
+		}
+		p.States = append(p.States, state)
+	}
+	var after *rolloutCursor
+	if cursor != "" {
+		after = &rolloutCursor{}
+		if err := decodeCursor(cursor, after); err != nil {
+			return err
+		}
+	} else {
+		p.Limit = limit + 1 // one more tells whether there is a next page
 	}
 	rollouts, err := s.reg.ListRollouts(c.ctx, p)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c.w, http.StatusOK, list[registry.Rollout]{Items: rollouts})
+	if after != nil {
+		// The store pages by count only: skip what the earlier pages held
+		// (every rollout not older than the cursor's).
+		i := 0
+		for i < len(rollouts) && !olderRollout(&rollouts[i], after) {
+			i++
+		}
+		rollouts = rollouts[i:]
+	}
+	out := list[registry.Rollout]{Items: rollouts}
+	if len(rollouts) > limit {
+		last := &rollouts[limit-1]
+		out.Items, out.NextCursor = rollouts[:limit], encodeCursor(rolloutCursor{last.CreatedAt, last.ID})
+	}
+	return writeJSON(c.w, http.StatusOK, out)
+}
+
+// olderRollout reports whether ro comes after pos in the list's order
+// (created_at, then id, both descending).
+func olderRollout(ro *registry.Rollout, pos *rolloutCursor) bool {
+	if !ro.CreatedAt.Equal(pos.CreatedAt) {
+		return ro.CreatedAt.Before(pos.CreatedAt)
+	}
+	return ro.ID < pos.ID
 }
 
 // rolloutBody is a rollout's creation.

@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -49,4 +51,46 @@ func clusterPagesKeepEveryCluster(t *testing.T, e *env) {
 			t.Errorf("pages of %d held %s; want each of %s once", limit, strings.Join(got, ","), strings.Join(names, ","))
 		}
 	}
+}
+
+// TestAdminAPIRolloutPages: GET /rollouts pages like every list (a
+// nextCursor while rollouts remain, each rollout once), and an unknown
+// state is refused rather than matching nothing.
+func TestAdminAPIRolloutPages(t *testing.T) {
+	e := newEnv(t)
+	tok := e.adminToken("root", registry.RoleViewer, "")
+	e.cluster("prod", func(s *registry.ClusterSpec) { s.Labels = registry.Labels{"env": "prod"} })
+	var want []string
+	for i := range 7 {
+		if i%3 == 0 {
+			e.clock.Advance(time.Second) // some created at the same instant, some not
+		}
+		ro, err := e.reg.CreateRollout(adminCtx(), registry.RolloutSpec{Name: fmt.Sprintf("r%d", i), Selector: "env=prod", Kind: registry.KindApply,
+			Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"apps"}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ro.Name)
+	}
+	slices.Sort(want)
+	for _, limit := range []int{1, 2, 3, 7} {
+		var got []string
+		cursor := ""
+		for pages := 0; pages <= len(want); pages++ {
+			p := decodeAs[page[registry.Rollout]](t, e.api("GET", fmt.Sprintf("/rollouts?limit=%d&cursor=%s", limit, cursor), tok, nil))
+			for _, ro := range p.Items {
+				got = append(got, ro.Name)
+			}
+			if cursor = p.NextCursor; cursor == "" {
+				break
+			}
+		}
+		sorted := slices.Clone(got)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, want) {
+			t.Errorf("pages of %d held %s; want each of %s once", limit, strings.Join(got, ","), strings.Join(want, ","))
+		}
+	}
+	wantAPIError(t, e.api("GET", "/rollouts?state=runing", tok, nil), 400, "invalid", `"runing"`)
+	wantAPIError(t, e.api("GET", "/rollouts?cursor=nonsense", tok, nil), 400, "invalid", "cursor")
 }
