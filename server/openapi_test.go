@@ -413,3 +413,34 @@ func TestOpenAPIServed(t *testing.T) {
 	// Not served anywhere without a token (docs/admin-api.md says why).
 	e.do("GET", "/openapi.json").wantError(t, 404, "not_found")
 }
+
+// TestOpenAPIListsEveryJobFilter: the query parameters GET /jobs and
+// GET /jobs/count read (admin-api.md's filters) are all in the document, so
+// that a generated client can send them.
+func TestOpenAPIListsEveryJobFilter(t *testing.T) {
+	c := loadContract(t)
+	filters := []string{"cluster", "exceptCluster", "state", "kind", "search", "error", "leaseExpiredBefore", "leaseLiveAt",
+		"noLease", "activityBefore", "finishedAfter", "order"}
+	for path, own := range map[string][]string{
+		"/api/admin/v1/jobs":       {"stuck", "offset", "limit", "cursor"},
+		"/api/admin/v1/jobs/count": {"after"},
+	} {
+		documented := map[string]bool{}
+		op := c.doc["paths"].(map[string]any)[path].(map[string]any)["get"].(map[string]any)
+		for _, p := range op["parameters"].([]any) {
+			p := p.(map[string]any)
+			if ref, ok := p["$ref"].(string); ok {
+				name := strings.TrimPrefix(ref, "#/components/parameters/")
+				p = c.doc["components"].(map[string]any)["parameters"].(map[string]any)[name].(map[string]any)
+			}
+			if p["in"] == "query" {
+				documented[p["name"].(string)] = true
+			}
+		}
+		for _, name := range append(slices.Clone(filters), own...) {
+			if !documented[name] {
+				t.Errorf("GET %s reads ?%s=, which server/openapi.json does not list", path, name)
+			}
+		}
+	}
+}
