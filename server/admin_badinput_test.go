@@ -22,3 +22,25 @@ func TestAdminAPIDurationsDoNotWrap(t *testing.T) {
 	wantAPIError(t, e.api("POST", "/clusters/prod/signing-keys/rotate", tok, map[string]any{"overlap": "99999999999d"}),
 		400, "invalid", `overlap "99999999999d"`)
 }
+
+// TestAdminAPITypeErrorsNameTheField: a value of the wrong type is refused
+// naming the field as the body spells it (never a Go type's name) and what
+// it takes.
+func TestAdminAPITypeErrorsNameTheField(t *testing.T) {
+	e := newEnv(t)
+	tok := e.adminToken("root", registry.RoleAdmin, "")
+	for _, c := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"name": 5}, "field name must be a string, not a JSON number"},
+		{map[string]any{"name": "x", "policy": map[string]any{"leaseSeconds": 1.5}}, "field policy.leaseSeconds must be a whole number, not 1.5"},
+		{map[string]any{"name": "x", "policy": map[string]any{"maxAttempts": 1e40}}, "field policy.maxAttempts is out of range: 1e+40"},
+		{map[string]any{"name": "x", "policy": "strict"}, "field policy must be an object, not a JSON string"},
+	} {
+		wantAPIError(t, e.api("POST", "/clusters", tok, c.body), 400, "invalid", c.want)
+	}
+	e.cluster("prod")
+	wantAPIError(t, e.api("PATCH", "/clusters/prod", tok, map[string]any{"policy": map[string]any{"leaseSeconds": "60"}}, withHeader("If-Match", `"1"`)),
+		400, "invalid", "field policy.leaseSeconds must be a whole number, not a JSON string")
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -189,13 +191,66 @@ func decodeJSON(body []byte, v any, required bool) error {
 		if te.Field == "" {
 			return errf(registry.CodeInvalid, "request body must be a JSON object, not a JSON %s", te.Value)
 		}
-		return errf(registry.CodeInvalid, "field %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return errf(registry.CodeInvalid, "field %s %s", wireField(te.Field, reflect.TypeOf(v)), typeMismatch(te))
 	case errors.As(err, &se):
 		return errf(registry.CodeInvalid, "request body is malformed JSON at byte %d: %v", se.Offset, se)
 	}
 	// A field's own decoder refused its value (wireTime), or the body ended
 	// early ("unexpected end of JSON input").
 	return errf(registry.CodeInvalid, "request body is not valid: %v", err)
+}
+
+// typeMismatch says what a field of te's type takes, and what it got.
+func typeMismatch(te *json.UnmarshalTypeError) string {
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			if f, err := strconv.ParseFloat(n, 64); err == nil && f == math.Trunc(f) {
+				return fmt.Sprintf("is out of range: %s", truncate(n, 32))
+			}
+			return fmt.Sprintf("must be a whole number, not %s", truncate(n, 32))
+		}
+		return fmt.Sprintf("must be a whole number, not a JSON %s", te.Value)
+	}
+	return fmt.Sprintf("must be %s, not a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+}
+
+// wireField is a decode error's field path as the body spells it:
+// encoding/json names the Go type of an embedded struct in the path
+// (ClusterSpec.policy.leaseSeconds), which no request has.
+func wireField(path string, t reflect.Type) string {
+	embedded := map[string]bool{}
+	embeddedNames(t, map[reflect.Type]bool{}, embedded)
+	parts := strings.Split(path, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !embedded[p] {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return path
+	}
+	return strings.Join(kept, ".")
+}
+
+// embeddedNames collects the names of the embedded structs within t.
+func embeddedNames(t reflect.Type, seen map[reflect.Type]bool, out map[string]bool) {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			out[f.Name] = true
+		}
+		embeddedNames(f.Type, seen, out)
+	}
 }
 
 func jsonKind(goKind string) string {
@@ -278,7 +333,7 @@ func decodeEvents(body []byte) (string, []registry.Event, error) {
 		if err := json.Unmarshal(raw, &e); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field != "" {
-				return "", nil, errf(registry.CodeInvalid, "events[%d].%s must be %s, not a JSON %s", i, te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+				return "", nil, errf(registry.CodeInvalid, "events[%d].%s %s", i, te.Field, typeMismatch(te))
 			}
 			return "", nil, errf(registry.CodeInvalid, "events[%d] is not valid: %v", i, err)
 		}
