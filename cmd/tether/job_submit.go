@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -174,11 +175,12 @@ func waitJob(ctx context.Context, g *globals, reg adminAPI, j *registry.Job, cre
 	return &exitCodeError{code: exitJobUnsuccessful, msg: sentence(fmt.Sprintf("job %s ended %s", final.ID, describeEnd(final)))}
 }
 
-// describeEnd says how a finished job ended, with the error that ended it.
+// describeEnd says how a finished job ended, with the error that ended it
+// (the agent's text, shown escaped: it reaches the admin's terminal).
 func describeEnd(j *registry.Job) string {
 	s := string(j.State)
 	if j.Error != "" && j.Error != string(j.State) {
-		s += ": " + oneLine(j.Error, 300)
+		s += ": " + display.Safe(oneLine(j.Error, 300))
 	}
 	return s
 }

@@ -339,6 +339,34 @@ func TestJobSubmitWait(t *testing.T) {
 		}
 	})
 
+	// The agent's error reaches the terminal escaped, on standard output
+	// and in the error sentence alike.
+	t.Run("failed with control codes in the error", func(t *testing.T) {
+		p, id := submitWait(t, db, reg, "waiter", "hostile-job")
+		claim, err := reg.AckJob(ctx, agent, id)
+		if err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+		hostile := "boom \x1b]0;PWNED\x07 \x1b[31mred\x1b[0m \u202eevil"
+		if _, err := reg.ReportResult(ctx, agent, id, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile}); err != nil {
+			t.Fatalf("result: %v", err)
+		}
+		res := p.wait(t)
+		if res.code != exitJobUnsuccessful {
+			t.Fatalf("got exit %d, want 3\n%s", res.code, res)
+		}
+		for _, out := range []string{res.stdout, res.stderr} {
+			for _, raw := range []string{"\x1b", "\x07", "\u202e"} {
+				if strings.Contains(out, raw) {
+					t.Errorf("%q reaches the terminal raw:\n%s", raw, res)
+				}
+			}
+			if !strings.Contains(out, `\x1b[31mred`) {
+				t.Errorf("the error is not shown escaped:\n%s", out)
+			}
+		}
+	})
+
 	// Another process (a second invocation of the binary) ends the job.
 	t.Run("canceled by another process", func(t *testing.T) {
 		p, id := submitWait(t, db, reg, "waiter", "doomed-job", "-o", "json")
