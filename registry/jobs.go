@@ -201,10 +201,24 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 			return nil, Errorf(CodeInvalid, "job state %q is not one of %v", s, JobStates)
 		}
 	}
+	if err := checkSearch(p.Search); err != nil {
+		return nil, err
+	}
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
 	return r.store.JobList(ctx, p)
+}
+
+// MaxSearchWords bounds a job search: each word is a condition of the
+// store's query, and SQLite refuses a query of a thousand or so.
+const MaxSearchWords = 32
+
+func checkSearch(search string) error {
+	if n := len(strings.Fields(search)); n > MaxSearchWords {
+		return Errorf(CodeInvalid, "search has %d words; at most %d", n, MaxSearchWords)
+	}
+	return nil
 }
 
 // CountJobs counts jobs matching p.
@@ -217,6 +231,9 @@ func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) 
 		return 0, err
 	}
 	p.ClusterIDs = ids
+	if err := checkSearch(p.Search); err != nil {
+		return 0, err
+	}
 	return r.store.JobCount(ctx, p)
 }
 

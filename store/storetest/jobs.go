@@ -496,6 +496,18 @@ func testJobs(t *testing.T, newStore NewStore) {
 				t.Errorf("search %q: listed %d, counted %d, want %d", c.search, len(found), n, c.want)
 			}
 		}
+		// A search of too many words is refused, not a store failure
+		// (SQLite refused the query of a thousand words as too deep).
+		many := strings.Repeat("team-b ", 1000)
+		_, err = e.reg.ListJobs(e.ctx, registry.JobListParams{Search: many})
+		wantCode(t, err, registry.CodeInvalid)
+		_, err = e.reg.CountJobs(e.ctx, registry.JobListParams{Search: many})
+		wantCode(t, err, registry.CodeInvalid)
+		found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: strings.Repeat("team-b ", registry.MaxSearchWords)})
+		wantNoErr(t, err)
+		if len(found) != 2 {
+			t.Errorf("a search of %d words found %d jobs, want 2", registry.MaxSearchWords, len(found))
+		}
 	})
 
 	// A search word also matches the CLUSTER and KIND columns: the
