@@ -187,6 +187,16 @@ func (s *Server) authenticateAdmin(c *call) error {
 	return nil
 }
 
+// tokenStillWorks checks again, on a request that has been held (a watch
+// stream, a ?wait= on a job), the admin token it was authenticated with: a
+// token revoked or expired since must not go on receiving changes. It goes
+// through the registry's cache, which a revocation evicts before the feed
+// delivers anything after it.
+func (s *Server) tokenStillWorks(c *call) error {
+	_, err := offStack(func() (registry.Actor, error) { return s.reg.AuthenticateAdmin(c.ctx, bearerOf(c.r)) })
+	return err
+}
+
 // decodeAdmin decodes a JSON request body, refusing unknown fields so that a
 // misspelt field is an error rather than silently ignored.
 func decodeAdmin(c *call, v any, required bool) error {

@@ -312,6 +312,11 @@ func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail 
 		default:
 			return err
 		}
+		// The token may have been revoked (or have expired) while the
+		// request waited: the job's outcome is no longer the token's to read.
+		if err := s.tokenStillWorks(c); err != nil {
+			return err
+		}
 	}
 	status := http.StatusOK
 	if !j.State.Terminal() && (wait > 0 || !detail) {

@@ -469,3 +469,31 @@ func TestAdminAPIRevokeTokenAndRotateSigningKey(t *testing.T) {
 	}
 	wantAPIError(t, e.api("POST", "/clusters/prod/signing-keys/rotate", root, map[string]any{"overlap": "soon"}), 400, "invalid", "overlap")
 }
+
+// A request held by ?wait= is answered 401 when its token was revoked while
+// it waited: the job's outcome is no longer the token's to read.
+func TestAdminAPIWaitRefusedAfterRevocation(t *testing.T) {
+	e := newEnv(t)
+	e.cluster("prod")
+	producer := e.adminToken("producer", registry.RoleOperator, "")
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"apps"}}`)
+
+	done := make(chan *response, 1)
+	go func() {
+		done <- e.api("POST", "/jobs?wait=60", producer, map[string]any{"cluster": "prod", "kind": "apply", "payload": payload})
+	}()
+	// Once the job exists, the submission is past its authentication.
+	var id string
+	for id == "" {
+		jobs := decodeAs[page[registry.Job]](t, e.api("GET", "/jobs?search=held", root, nil))
+		if len(jobs.Items) == 1 {
+			id = jobs.Items[0].ID
+		}
+	}
+	if _, err := e.reg.RevokeAdminToken(adminCtx(), "producer", "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	e.api("POST", "/jobs/"+id+"/cancel", root, nil).want(t, 200)
+	wantAPIError(t, <-done, 401, "unauthorized")
+}

@@ -75,16 +75,10 @@ func (s *Server) adminWatch(c *call) error {
 	_ = rc.Flush()
 	beat := time.NewTicker(watchHeartbeat)
 	defer beat.Stop()
-	// The token was checked when the stream opened; a token revoked (or
-	// expired) since must not go on receiving changes. It is checked again
-	// before every event and keepalive (through the registry's cache, which
-	// a revocation evicts before the feed delivers anything after it), and
-	// the stream ends when it no longer works: the client's reconnection
-	// is then refused with 401.
-	stillValid := func() bool {
-		_, err := offStack(func() (registry.Actor, error) { return s.reg.AuthenticateAdmin(c.ctx, bearerOf(c.r)) })
-		return err == nil
-	}
+	// The token was checked when the stream opened; it is checked again
+	// before every event and keepalive, and the stream ends when it no
+	// longer works: the client's reconnection is then refused with 401.
+	stillValid := func() bool { return s.tokenStillWorks(c) == nil }
 	for {
 		select {
 		case ev, ok := <-events:
