@@ -64,3 +64,30 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	}
 	ok(t, db, "job", "get", recent.ID)
 }
+
+// TestRetainJobsStateFromOneVariable: --retain-jobs-state takes several
+// states comma-separated, as every list flag does, so that one variable
+// ($TETHER_RETAIN_JOBS_STATE) can set them.
+func TestRetainJobsStateFromOneVariable(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	old := submit(t, db, "prod", "apply", configMap("apps", "old"))
+	ok(t, db, "job", "cancel", old.ID, "--reason", "obsolete")
+	raw := openRawSQLite(t, db)
+	weeksAgo := time.Now().Add(-14 * 24 * time.Hour).UnixMilli()
+	if _, err := raw.Exec("UPDATE jobs SET created_at = ?, finished_at = ? WHERE id = ?", weeksAgo, weeksAgo, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	// Jobs are kept for ever but for canceled ones (7 days) and failed ones.
+	srv, _, _ := startServeEnv(t, db, []string{"TETHER_RETAIN_JOBS_STATE=failed=90d, canceled=7d"}, "--listen", "127.0.0.1:0", "--retain-jobs", "0")
+	line := srv.waitLine(t, "retention deleted")
+	srv.stop(t)
+	if !strings.Contains(line, "jobs=1") {
+		t.Fatalf("retention log line: %s", line)
+	}
+	wantError(t, cli(t, db, "job", "get", old.ID), exitError, old.ID)
+	wantError(t, cli(t, db, "serve", "--retain-jobs-state", "failed=90d,queued=1d"), exitUsage, `"queued=1d"`, "finished state")
+}

@@ -186,7 +186,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
 	f.Var(newDuration(&opts.retainJobs, registry.DefaultJobRetention), "retain-jobs", "delete finished jobs (and their history) this long after they finished; 0 keeps them forever")
-	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat for more)")
+	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat, or separate with commas, for more)")
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
 	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (0: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
@@ -443,7 +443,17 @@ func retentionConfig(opts serveOptions) (registry.RetentionConfig, error) {
 		return d
 	}
 	cfg := registry.RetentionConfig{Jobs: forever(opts.retainJobs), Audit: forever(opts.retainAudit), ByState: map[registry.JobState]time.Duration{}}
-	for _, kv := range opts.retainByState {
+	var pairs []string
+	for _, v := range opts.retainByState {
+		// Comma-separated too, as every list flag takes it: one variable
+		// ($TETHER_RETAIN_JOBS_STATE) or config string can then hold several.
+		for _, kv := range strings.Split(v, ",") {
+			if kv = strings.TrimSpace(kv); kv != "" {
+				pairs = append(pairs, kv)
+			}
+		}
+	}
+	for _, kv := range pairs {
 		k, v, ok := strings.Cut(kv, "=")
 		state := registry.JobState(strings.TrimSpace(k))
 		if !ok || !state.Valid() || !state.Terminal() {
