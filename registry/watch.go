@@ -54,7 +54,9 @@ type WatchParams struct {
 
 // Watch streams changes: a snapshot when p.Since is zero, EndOfSnapshot with
 // the feed position, then upserts and deletes as they are committed, by this
-// process or another. The channel closes when ctx ends or the registry closes.
+// process or another. A p.Since past the retention, or past the feed's end
+// (a database restored from an older backup), gets Reset and a snapshot. The
+// channel closes when ctx ends or the registry closes.
 //
 // An organization-scoped actor sees only its organization's clusters, what
 // they own and its rollouts; a cluster moved out of the organization is sent
@@ -159,6 +161,22 @@ func (r *Registry) watch(ctx context.Context, p WatchParams, out chan<- WatchEve
 	}
 	cursor := p.Since
 	needSnapshot := cursor == 0
+	if !needSnapshot {
+		latest, _, err := r.store.ChangesLatest(ctx)
+		if err != nil {
+			return err
+		}
+		if cursor > latest {
+			// A position this feed never reached (the database was restored
+			// from an older backup, or the client watched another tether):
+			// following from it would skip every change up to it without a
+			// word. Start over, as for a position past retention.
+			if !send(WatchEvent{Type: WatchReset, Seq: cursor}) {
+				return ctx.Err()
+			}
+			needSnapshot = true
+		}
+	}
 	if !needSnapshot && !send(WatchEvent{Type: WatchEndOfSnapshot, Seq: cursor}) {
 		return ctx.Err()
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -261,5 +263,43 @@ func TestAdminWatchEndsWhenTokenStopsWorking(t *testing.T) {
 	e.cluster("seen")
 	if ev := w.next(t); !strings.Contains(string(ev.data.Object), `"name":"seen"`) {
 		t.Fatalf("live token's stream: %+v", ev)
+	}
+}
+
+// TestAdminWatchResumeAheadOfTheFeed: a Last-Event-ID the feed never
+// reached (a database restored from an older backup, another tether's
+// position) gets a reset and a fresh snapshot, then the changes that
+// follow, rather than waiting silently for the feed to pass it. On both
+// stores.
+func TestAdminWatchResumeAheadOfTheFeed(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) { watchResumeAheadOfTheFeed(t, newEnv(t)) })
+	t.Run("PostgreSQL", func(t *testing.T) {
+		dsn := os.Getenv("TETHER_TEST_POSTGRES_DSN")
+		if dsn == "" {
+			t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
+		}
+		watchResumeAheadOfTheFeed(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t, dsn) }, registry.Config{}))
+	})
+}
+
+func watchResumeAheadOfTheFeed(t *testing.T, e *env) {
+	c, _ := e.cluster("prod")
+	open := e.submit(c.ID)
+	root := e.adminToken("root", registry.RoleViewer, "")
+	seq, err := e.reg.LatestSeq(adminCtx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.watch(t, root, "?kinds=jobs", strconv.FormatInt(seq+1000, 10))
+	if ev := w.next(t); ev.event != "reset" {
+		t.Fatalf("a resume past the feed's end began with %+v, want a reset", ev)
+	}
+	ids, end := w.untilSnapshotEnd(t)
+	if strings.Join(ids, ",") != open || end.id != strconv.FormatInt(seq, 10) {
+		t.Fatalf("after the reset: snapshot %v ending at %s; want [%s] ending at %d", ids, end.id, open, seq)
+	}
+	next := e.submit(c.ID)
+	if ev := w.next(t); ev.event != "upsert" || ev.data.ID != next {
+		t.Fatalf("the change after the snapshot = %+v, want the upsert of %s", ev, next)
 	}
 }
