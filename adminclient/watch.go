@@ -15,8 +15,8 @@ import (
 
 // WatchEvent is one event of GET /watch: an upsert or delete of one
 // object, "end_of_snapshot" once the current state has been sent, or
-// "reset" when the watch fell behind the feed's retention (a new snapshot
-// follows). Object is the JSON of the cluster, job, event, audit entry,
+// "reset" when the watch fell behind the feed's retention, or resumed from
+// a position the feed never reached (a new snapshot follows). Object is the JSON of the cluster, job, event, audit entry,
 // rollout, token or credential, as the API's other answers show it.
 type WatchEvent struct {
 	Type      string          `json:"type"`
