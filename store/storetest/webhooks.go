@@ -46,6 +46,39 @@ func testWebhooks(t *testing.T, newStore NewStore) {
 		wantCode(t, err, registry.CodeNotFound)
 	})
 
+	t.Run("DeliveryIDsAreNeverReused", func(t *testing.T) {
+		// Receivers de-duplicate on the delivery's id (X-Tether-Delivery):
+		// a subscription deleted and created again (to change its URL or
+		// its secret) must not hand them ids they already processed.
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		cancel := func() {
+			t.Helper()
+			_, err := e.reg.CancelJob(e.ctx, e.submit(a.Cluster.ID, nil).ID, "")
+			wantNoErr(t, err)
+		}
+		_, _, err := e.reg.CreateWebhook(e.ctx, "billing", "https://billing.example.com", []string{registry.WebhookJobFinished}, "")
+		wantNoErr(t, err)
+		cancel()
+		cancel()
+		var seen int64
+		for _, d := range e.deliveries("billing") {
+			seen = max(seen, d.ID)
+		}
+		_, err = e.reg.DeleteWebhook(e.ctx, "billing")
+		wantNoErr(t, err)
+		_, _, err = e.reg.CreateWebhook(e.ctx, "billing", "https://billing.example.com", []string{registry.WebhookJobFinished}, "")
+		wantNoErr(t, err)
+		cancel()
+		ds := e.deliveries("billing")
+		if len(ds) != 1 {
+			t.Fatalf("%d deliveries of one finished job, want 1", len(ds))
+		}
+		if ds[0].ID <= seen {
+			t.Fatalf("after the subscription was created again, its delivery took id %d, at or below %d, which the receiver already processed", ds[0].ID, seen)
+		}
+	})
+
 	t.Run("OutboxRowsCommitWithTheirChange", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		_, _, err := e.reg.CreateWebhook(e.ctx, "jobs", "https://a.example.com", []string{registry.WebhookJobFinished}, "")
