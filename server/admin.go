@@ -275,3 +275,16 @@ func readReason(c *call) (string, error) {
 	err := decodeAdmin(c, &b, false)
 	return b.Reason, err
 }
+
+// queryOrBodyReason is a DELETE's reason: ?reason= (what the CLI and the
+// console send), else the optional {"reason"} body other actions take.
+func queryOrBodyReason(c *call) (string, error) {
+	reason, err := readReason(c)
+	if err != nil {
+		return "", err
+	}
+	if q := c.r.URL.Query().Get("reason"); q != "" {
+		reason = q
+	}
+	return reason, nil
+}

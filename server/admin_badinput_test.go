@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/registry"
@@ -43,4 +44,33 @@ func TestAdminAPITypeErrorsNameTheField(t *testing.T) {
 	e.cluster("prod")
 	wantAPIError(t, e.api("PATCH", "/clusters/prod", tok, map[string]any{"policy": map[string]any{"leaseSeconds": "60"}}, withHeader("If-Match", `"1"`)),
 		400, "invalid", "field policy.leaseSeconds must be a whole number, not a JSON string")
+}
+
+// TestAdminAPIDeleteReasonInABody: DELETE /clusters and DELETE
+// /admin-tokens take the reason in a {"reason"} body as well as ?reason=
+// (as DELETE /jobs and every action do): it reaches the audit trail, and a
+// misspelt field is refused before anything is deleted.
+func TestAdminAPIDeleteReasonInABody(t *testing.T) {
+	e := newEnv(t)
+	tok := e.adminToken("root", registry.RoleAdmin, "")
+	e.adminToken("ci", registry.RoleViewer, "")
+	e.cluster("prod")
+	wantAPIError(t, e.api("DELETE", "/clusters/prod", tok, map[string]string{"reson": "typo"}), 400, "invalid", `unknown field "reson"`)
+	e.api("GET", "/clusters/prod", tok, nil).want(t, 200)
+	e.api("DELETE", "/clusters/prod", tok, map[string]string{"reason": "decommissioned"}).want(t, 200)
+	e.api("DELETE", "/admin-tokens/ci", tok, map[string]string{"reason": "leaked"}).want(t, 200)
+	audit := decodeAs[page[registry.AuditEntry]](t, e.api("GET", "/audit", tok, nil))
+	found := map[string]bool{}
+	for _, a := range audit.Items {
+		found[a.Reason] = true
+	}
+	for _, why := range []string{"decommissioned", "leaked"} {
+		ok := false
+		for d := range found {
+			ok = ok || strings.Contains(d, why)
+		}
+		if !ok {
+			t.Errorf("no audit entry gives the reason %q: %+v", why, audit.Items)
+		}
+	}
 }

@@ -191,8 +191,14 @@ func setVersion(w http.ResponseWriter, v int64) {
 	w.Header().Set("ETag", `"`+strconv.FormatInt(v, 10)+`"`)
 }
 
+// adminDeleteCluster deletes a cluster and everything it owns. The reason
+// comes as ?reason= or in a JSON body, as a job's delete takes it.
 func (s *Server) adminDeleteCluster(c *call) error {
-	cl, err := s.reg.DeleteCluster(c.ctx, c.params["c"], c.r.URL.Query().Get("reason"))
+	reason, err := queryOrBodyReason(c)
+	if err != nil {
+		return err
+	}
+	cl, err := s.reg.DeleteCluster(c.ctx, c.params["c"], reason)
 	if err != nil {
 		return err
 	}

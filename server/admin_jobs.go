@@ -373,12 +373,9 @@ func (s *Server) adminRetryJob(c *call) error {
 // adminDeleteJob deletes a finished job and answers it as it was. The
 // reason comes as ?reason= (like a cluster's delete) or in a JSON body.
 func (s *Server) adminDeleteJob(c *call) error {
-	reason, err := readReason(c)
+	reason, err := queryOrBodyReason(c)
 	if err != nil {
 		return err
-	}
-	if q := c.r.URL.Query().Get("reason"); q != "" {
-		reason = q
 	}
 	j, err := s.reg.DeleteJob(c.ctx, c.params["id"], reason)
 	if err != nil {

@@ -303,7 +303,11 @@ func (s *Server) adminCreateAdminToken(c *call) error {
 }
 
 func (s *Server) adminRevokeAdminToken(c *call) error {
-	t, err := s.reg.RevokeAdminToken(c.ctx, c.params["name"], c.r.URL.Query().Get("reason"))
+	reason, err := queryOrBodyReason(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.reg.RevokeAdminToken(c.ctx, c.params["name"], reason)
 	if err != nil {
 		return err
 	}
