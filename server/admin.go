@@ -120,21 +120,12 @@ func (s *Server) buildAdminRoutes() {
 
 // matchAdmin finds the routes of an admin API path and its parameters.
 // Literal segments win over parameters ("/jobs/stats" would not be a job).
-// escapedPath is the path as sent (URL.EscapedPath): a name holding "/" or
-// "%" arrives escaped in one segment, and each segment is unescaped once
-// (unescaping URL.Path again turned /clusters/a%2541 into cluster "aA", and
-// /clusters/team%2Fa into no endpoint at all).
-func (s *Server) matchAdmin(escapedPath string) ([]*route, map[string]string) {
-	rest, ok := strings.CutPrefix(escapedPath, adminPrefix+"/")
+func (s *Server) matchAdmin(path string) ([]*route, map[string]string) {
+	rest, ok := strings.CutPrefix(path, adminPrefix+"/")
 	if !ok {
 		return nil, nil
 	}
 	segs := strings.Split(rest, "/")
-	for i, seg := range segs {
-		if v, err := url.PathUnescape(seg); err == nil {
-			segs[i] = v
-		}
-	}
 	var best *adminRoute
 	bestLiterals := -1
 	for _, ar := range s.admin {
@@ -162,7 +153,11 @@ func (s *Server) matchAdmin(escapedPath string) ([]*route, map[string]string) {
 	params := map[string]string{}
 	for i, seg := range best.segs {
 		if name, ok := strings.CutPrefix(seg, "{"); ok {
-			params[strings.TrimSuffix(name, "}")] = segs[i]
+			v, err := url.PathUnescape(segs[i])
+			if err != nil {
+				v = segs[i]
+			}
+			params[strings.TrimSuffix(name, "}")] = v
 		}
 	}
 	return best.routes, params

@@ -411,7 +411,7 @@ func (s *Server) admit(c *call) bool {
 	r := c.r
 	routes, jobID := s.match(r.URL.Path)
 	if len(routes) == 0 {
-		routes, c.params = s.matchAdmin(r.URL.EscapedPath())
+		routes, c.params = s.matchAdmin(r.URL.Path)
 	}
 	if len(routes) == 0 {
 		c.err = errf(registry.CodeNotFound, "no such endpoint: %s %s", r.Method, truncate(r.URL.Path, 200))
