@@ -106,9 +106,17 @@ DB.before-restore-<time>.`,
 			if isPostgresURL(g.db) {
 				return failf("tether does not restore a PostgreSQL database itself; use pg_restore with the pg_dump file")
 			}
+			// The restored file keeps the owner of the one it replaces: a
+			// restore run as root (the systemd unit's state directory is
+			// root's only) must not leave a database the service's own
+			// user cannot open.
+			was := fileOwner(g.db)
 			info, kept, err := sqlite.Restore(cmd.Context(), from, g.db)
 			if err != nil {
 				return err
+			}
+			if err := was.give(g.db); err != nil {
+				return failf("restored %s, but could not give it the owner of the database it replaced (%v): change its owner to tether's user before starting tether", g.db, err)
 			}
 			if g.output == "json" {
 				return printJSON(g.stdout, map[string]any{"restored": info, "previous": kept})

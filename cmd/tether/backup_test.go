@@ -204,3 +204,25 @@ func TestKeyFileIsNeverReplacedSilently(t *testing.T) {
 	wantError(t, cli(t, fresh, "serve", "--listen", "127.0.0.1:0"), exitError, "is not a tether key file")
 	wantError(t, cli(t, "postgres://tether@db.example/tether", "serve"), exitUsage, "--key-file", "keys init")
 }
+
+// TestRestoreKeepsTheOwner: restore, run as root next to a database another
+// user owns (the systemd unit's dynamic user), leaves the restored file to
+// that user, who could not open a root-owned file of mode 0600.
+func TestRestoreKeepsTheOwner(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another user")
+	}
+	db := newDB(t)
+	createCluster(t, db, "prod")
+	backup := filepath.Join(t.TempDir(), "b.db")
+	ok(t, db, "backup", "--to", backup)
+	const uid, gid = 65534, 65534
+	if err := os.Chown(db, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, db, "restore", "--from", backup)
+	if o := fileOwner(db); o == nil || o.uid != uid || o.gid != gid {
+		t.Fatalf("the restored database is owned by %+v, want %d:%d, the owner of the one it replaced", o, uid, gid)
+	}
+}
