@@ -32,6 +32,18 @@ func keyRingApp(cmd *cobra.Command, g *globals) (*app, *registry.KeyFile, error)
 	return a, kf, nil
 }
 
+// keepKeyFileOwner gives the key file, which rotate and retire write anew,
+// back to the user who owned it: run as root next to the systemd unit's
+// database, they would otherwise leave a file of mode 0600 that the
+// service's own user cannot read, and serve would go on with the old keys
+// while the database holds values sealed with the new one.
+func keepKeyFileOwner(was *owner, kf *registry.KeyFile) error {
+	if err := was.give(kf.Path()); err != nil {
+		return failf("the key file %s was rewritten, but could not be given back to its owner (%v): change its owner to tether's user, then run tether keys retire", kf.Path(), err)
+	}
+	return nil
+}
+
 func newKeysRotateCmd(g *globals) *cobra.Command {
 	var stage bool
 	var batch int
@@ -68,8 +80,12 @@ With several replicas (PostgreSQL), each has its own copy of the file:
 			if _, err := a.reg.CheckKeyring(ctx); err != nil {
 				return err
 			}
+			was := fileOwner(kf.Path())
 			k, err := kf.Rotate(stage)
 			if err != nil {
+				return err
+			}
+			if err := keepKeyFileOwner(was, kf); err != nil {
 				return err
 			}
 			if stage {
@@ -134,8 +150,12 @@ an old key still seals something.`,
 			if err != nil {
 				return err
 			}
+			was := fileOwner(kf.Path())
 			removed, err := kf.Retire(usage)
 			if err != nil {
+				return err
+			}
+			if err := keepKeyFileOwner(was, kf); err != nil {
 				return err
 			}
 			if g.output == "json" {

@@ -110,3 +110,26 @@ func TestKeysRotateWhileServeRuns(t *testing.T) {
 		signed(fmt.Sprintf("after retire (%d)", i))
 	}
 }
+
+// TestKeysRotateKeepsTheOwner: keys rotate and retire, run as root next to
+// a key file another user owns (the systemd unit's dynamic user), leave the
+// rewritten file to that user, who could not read a root-owned one.
+func TestKeysRotateKeepsTheOwner(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another user")
+	}
+	db := newDB(t)
+	c := createCluster(t, db, "prod")
+	registerAgent(t, openRegistry(t, db), c.RegistrationToken, "hmac") // seals with db.key
+	const uid, gid = 65534, 65534
+	if err := os.Chown(db+".key", uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range [][]string{{"keys", "rotate"}, {"keys", "retire"}} {
+		ok(t, db, step...)
+		if o := fileOwner(db + ".key"); o == nil || o.uid != uid || o.gid != gid {
+			t.Fatalf("after tether %s the key file is owned by %+v, want %d:%d", strings.Join(step, " "), o, uid, gid)
+		}
+	}
+}
