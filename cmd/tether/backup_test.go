@@ -130,6 +130,11 @@ func TestUnusableDatabaseSaysWhy(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	wantError(t, cli(t, dir, "cluster", "list"), exitError, dir+" is a directory", filepath.Join(dir, "tether.db"))
+	// An empty --db (an unset shell variable) would be SQLite's temporary
+	// database, gone at exit.
+	for _, args := range [][]string{{"cluster", "list"}, {"cluster", "create", "--name", "prod"}, {"backup", "--to", filepath.Join(dir, "b.db")}} {
+		wantError(t, cli(t, "", args...), exitUsage, "--db is empty")
+	}
 	notDB := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notDB, []byte("these are not the rows you are looking for\n"), 0o600); err != nil {
 		t.Fatal(err)
