@@ -43,6 +43,9 @@ func isPostgresURL(db string) bool {
 func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error) {
 	var st appStore
 	keyFile := g.keyFile
+	if err := checkDBNamed(g); err != nil {
+		return nil, err
+	}
 	if isPostgresURL(g.db) {
 		pst, err := postgres.Open(ctx, g.db, postgres.Options{})
 		if err != nil {
@@ -101,6 +104,17 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		}
 	}
 	return &app{store: st, reg: registry.New(st, cfg)}, nil
+}
+
+// checkDBNamed refuses an empty --db (--db "$DB" with DB unset) where the
+// database is used: SQLite would open a private temporary database for an
+// empty name, and all done in it be lost. Over --server or a saved context
+// --db is not used, and may be empty.
+func checkDBNamed(g *globals) error {
+	if strings.TrimSpace(g.db) == "" {
+		return usagef("--db is empty: give the SQLite database file or a postgres:// URL (default %s)", defaultDB)
+	}
+	return nil
 }
 
 // noKeyFile is the keyring of a PostgreSQL database opened without

@@ -54,6 +54,9 @@ For PostgreSQL use pg_dump: tether says how.`,
 			if to == "" {
 				return usagef("backup needs --to FILE, where to write the copy")
 			}
+			if err := checkDBNamed(g); err != nil {
+				return err
+			}
 			if isPostgresURL(g.db) {
 				return failf("tether does not copy a PostgreSQL database itself; use PostgreSQL's own tool, for example: pg_dump --format=custom --file=tether.dump 'postgres://USER@HOST/DB' (and pg_restore to restore it). %s", keyFileWarning(g))
 			}
@@ -102,6 +105,9 @@ DB.before-restore-<time>.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
 				return usagef("restore needs --from FILE, the backup to restore")
+			}
+			if err := checkDBNamed(g); err != nil {
+				return err
 			}
 			if isPostgresURL(g.db) {
 				return failf("tether does not restore a PostgreSQL database itself; use pg_restore with the pg_dump file")

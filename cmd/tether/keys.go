@@ -33,6 +33,9 @@ sealed secrets. tether never replaces an existing key file.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := g.keyFile
 			if path == "" {
+				if err := checkDBNamed(g); err != nil {
+					return err
+				}
 				if isPostgresURL(g.db) {
 					return usagef("keys init for PostgreSQL needs --key-file FILE: where to write the key every replica will share")
 				}

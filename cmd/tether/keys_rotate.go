@@ -16,6 +16,9 @@ import (
 func keyRingApp(cmd *cobra.Command, g *globals) (*app, *registry.KeyFile, error) {
 	path := g.keyFile
 	if path == "" {
+		if err := checkDBNamed(g); err != nil {
+			return nil, nil, err
+		}
 		if isPostgresURL(g.db) {
 			return nil, nil, usagef("%s for PostgreSQL needs --key-file FILE: the key file every replica shares", cmd.CommandPath())
 		}

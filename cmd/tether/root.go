@@ -163,11 +163,6 @@ TETHER_DB, --key-file TETHER_KEY_FILE. A flag on the command line wins.`,
 			if err := applyConfigFile(cmd); err != nil {
 				return err
 			}
-			if f := cmd.Flags().Lookup("db"); f != nil && f.Changed && strings.TrimSpace(g.db) == "" {
-				// An unset shell variable (--db "$DB"): SQLite would open a
-				// private temporary database, and all done in it be lost.
-				return usagef("--db is empty: give the SQLite database file or a postgres:// URL (default %s)", defaultDB)
-			}
 			if why := refusesServer(g.command); g.server != "" && why != "" {
 				return usagef("%s does not run over --server: %s", g.command, why)
 			}
