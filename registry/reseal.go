@@ -26,6 +26,43 @@ func (r *Registry) rotatingKeyring() (RotatingKeyring, error) {
 	return k, nil
 }
 
+// CheckKeyFileOpensStore refuses a key file that opens none of the secrets
+// the store holds sealed: the wrong file (another database's, or one made by
+// keys init next to a database copied from elsewhere) would, like a missing
+// one, seal new secrets that the right file cannot open, and fail every
+// agent whose HMAC key the right one sealed. It tries the first value of
+// each kind, so a key retired too early for a few values does not stop a
+// process that opens the rest.
+func (r *Registry) CheckKeyFileOpensStore(ctx context.Context) error {
+	var refused error
+	for _, kind := range SealedKinds {
+		page, err := r.store.SealedPage(ctx, kind, "", 1)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			continue
+		}
+		_, err = r.cfg.Keyring.Open(page[0].Sealed, []byte(page[0].ID))
+		if err == nil {
+			return nil
+		}
+		if refused == nil {
+			why := "does not open"
+			if rk, ok := r.cfg.Keyring.(RotatingKeyring); ok && rk.SealedKeyID(page[0].Sealed) != "" {
+				why = "is sealed with key " + rk.SealedKeyID(page[0].Sealed) + ", which the key file does not hold"
+			}
+			file := "the key file"
+			if kf, ok := r.cfg.Keyring.(interface{ Path() string }); ok {
+				file += " " + kf.Path()
+			}
+			refused = Errorf(CodeUnavailable, "%s opens none of the secrets the database holds (%s %s %s): is it this database's key file? "+
+				"Give this process the one that sealed them (with PostgreSQL, every replica needs a copy of the same file)", file, kind, page[0].ID, why)
+		}
+	}
+	return refused
+}
+
 // ResealReport says what Reseal did, per kind of value.
 type ResealReport struct {
 	PrimaryKeyID string             `json:"primaryKeyId"`

@@ -231,3 +231,19 @@ func TestRestoreKeepsTheOwner(t *testing.T) {
 		t.Fatalf("the restored database is owned by %+v, want %d:%d, the owner of the one it replaced", o, uid, gid)
 	}
 }
+
+// TestServeRefusesAnotherKeyFile: a key file that opens none of the secrets
+// the database holds (another database's, or one made by keys init beside a
+// copied database) stops serve, as a missing one does, instead of sealing
+// new secrets that the right file cannot open.
+func TestServeRefusesAnotherKeyFile(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod")
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, c.RegistrationToken, "hmac") // seals an HMAC key with db.key
+	other := filepath.Join(t.TempDir(), "other.key")
+	ok(t, db, "keys", "init", "--key-file", other)
+	wantError(t, cli(t, db, "--key-file", other, "serve", "--listen", "127.0.0.1:0"), exitError,
+		"key file "+other+" opens none of the secrets the database holds", "credential_hmac_key", "is it this database's key file?")
+}

@@ -157,9 +157,13 @@ certificates are verified against --tls-client-ca and tether's own CA
 			}
 			defer a.Close()
 			// A key file that cannot be used (missing while secrets sealed
-			// with it exist, unreadable, malformed) stops serve now rather
-			// than fail every agent that signs.
+			// with it exist, unreadable, malformed, or another one that
+			// opens none of them) stops serve now rather than fail every
+			// agent that signs.
 			if _, err := a.reg.Config().Keyring.Seal([]byte("probe"), []byte("serve")); err != nil {
+				return err
+			}
+			if err := a.reg.CheckKeyFileOpensStore(ctx); err != nil {
 				return err
 			}
 			opts.reloadOnHangup = true
