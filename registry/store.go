@@ -134,7 +134,8 @@ type Store interface {
 	JobDelete(ctx context.Context, p JobDeleteParams) (job *Job, deleted bool, err error)
 	// JobsReclaim handles in_progress jobs whose lease expired before p.Now, at
 	// most p.Limit of them: a job below its cluster's max attempts goes back to
-	// queued with attempt+1 and no claim; the others end failed with error
+	// queued with attempt+1 and no claim, visible to the next poll at once
+	// (whatever window its last delivery hid it for); the others end failed with error
 	// lease_expired. Each gets a history entry and an audit entry by p.Actor.
 	JobsReclaim(ctx context.Context, p JobsReclaimParams) (ReclaimCounts, error)
 	// JobsExpire ends queued jobs whose expiresAt is before p.Now as expired,

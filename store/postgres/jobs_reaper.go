@@ -75,7 +75,7 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 					error = CASE WHEN picked.retry THEN '' ELSE 'lease_expired' END,
 					finished_at = CASE WHEN picked.retry THEN NULL ELSE ` + now + ` END,
 					claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0,
-					last_activity_at = NULL, phase = '', updated_at = ` + now + `
+					last_activity_at = NULL, phase = '', visible_after = NULL, updated_at = ` + now + `
 				FROM picked WHERE jobs.id = picked.id
 				RETURNING jobs.id, jobs.cluster_id, jobs.state, jobs.attempt),
 			` + reaperRecord(&a, p.Now, p.Actor, false) + `

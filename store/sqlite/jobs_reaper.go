@@ -48,9 +48,11 @@ func (s *Store) JobsReclaim(ctx context.Context, p registry.JobsReclaimParams) (
 				counts.ByCluster[clusterOf[id]] = c
 			}
 		}
+		// Back in the queue, visible at once (as a requeue makes it): the
+		// window its last poll hid it for is no reason to wait.
 		if counts.Requeued, err = t.endBatch(retry, `state = 'queued', attempt = attempt + 1,
 				claim_id = NULL, claimed_at = NULL, claimed_by = NULL, lease_seconds = 0,
-				last_activity_at = NULL, phase = '', updated_at = ?`, []any{now},
+				last_activity_at = NULL, phase = '', visible_after = NULL, updated_at = ?`, []any{now},
 			registry.HistoryReclaimed, `'lease expired: back in the queue as attempt ' || attempt`, p.Now, p.Actor); err != nil {
 			return err
 		}

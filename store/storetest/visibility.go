@@ -3,6 +3,7 @@ package storetest
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -77,5 +78,28 @@ func testVisibility(t *testing.T, newStore NewStore) {
 	wantNoErr(t, err)
 	if len(jobs) != 1 || jobs[0].ID != ids[0] {
 		t.Fatalf("after a requeue: %v, want the requeued job", jobIDs(jobs))
+	}
+
+	// So is a job the reaper put back in the queue when its lease ran out
+	// inside the window: its agent is gone, and nobody else may wait for
+	// the rest of the window.
+	_, tok := e.cluster("short-lease", func(s *registry.ClusterSpec) { s.Policy.LeaseSeconds = registry.MinLeaseSeconds })
+	b, _ := e.register(tok, registry.CapabilityLease)
+	j := e.submit(b.Cluster.ID, nil)
+	if jobs, _ := e.reg.PollJobs(e.ctx, b, b.Cluster.ID, 10); len(jobs) != 1 {
+		t.Fatalf("first poll: %v", jobIDs(jobs))
+	}
+	_, err = e.reg.AckJob(e.ctx, b, j.ID)
+	wantNoErr(t, err)
+	e.clock.Advance(registry.MinLeaseSeconds*time.Second + time.Second)
+	rep, err := registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.Requeued != 1 {
+		t.Fatalf("reaper: %+v, want the job back in the queue", rep)
+	}
+	jobs, err = e.reg.PollJobs(e.ctx, b, b.Cluster.ID, 10)
+	wantNoErr(t, err)
+	if len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Fatalf("a poll right after the reaper requeued a job: %v, want the job", jobIDs(jobs))
 	}
 }
