@@ -42,13 +42,15 @@ func (s *Server) adminListJobs(c *call) error {
 	default:
 		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
 	}
-	if stuck := q.Get("stuck"); stuck == "true" || stuck == "1" {
+	stuck, err := stuckParam(q)
+	if err != nil {
+		return err
+	}
+	if stuck {
 		if cursor != "" {
 			return errf(registry.CodeInvalid, "stuck jobs page with offset, not cursor")
 		}
 		return s.adminListStuck(c, p, limit)
-	} else if stuck != "" && stuck != "false" && stuck != "0" {
-		return errf(registry.CodeInvalid, "stuck %q is not true or false", stuck)
 	}
 	if cursor != "" {
 		var after jobCursor
@@ -145,6 +147,10 @@ func (s *Server) adminCountJobs(c *call) error {
 	default:
 		return errf(registry.CodeInvalid, "order %q is not newest or oldest", o)
 	}
+	stuck, err := stuckParam(q)
+	if err != nil {
+		return err
+	}
 	if id := q.Get("after"); id != "" {
 		j, err := s.reg.GetJob(c.ctx, id)
 		if err != nil {
@@ -152,11 +158,53 @@ func (s *Server) adminCountJobs(c *call) error {
 		}
 		p.After = &registry.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID}
 	}
+	if stuck {
+		// The stuck jobs are a handful (what on-call reads), listed as
+		// GET /jobs?stuck=true lists them, and counted here.
+		after := p.After
+		p.After = nil
+		jobs, err := s.reg.ListStuckJobs(c.ctx, p)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for i := range jobs {
+			if after == nil || jobComesAfter(&jobs[i], after, p.OldestFirst) {
+				n++
+			}
+		}
+		return writeJSON(c.w, http.StatusOK, map[string]int{"count": n})
+	}
 	n, err := s.reg.CountJobs(c.ctx, p)
 	if err != nil {
 		return err
 	}
 	return writeJSON(c.w, http.StatusOK, map[string]int{"count": n})
+}
+
+// stuckParam reads ?stuck=true|false.
+func stuckParam(q url.Values) (bool, error) {
+	switch v := q.Get("stuck"); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, errf(registry.CodeInvalid, "stuck %q is not true or false", truncate(v, 100))
+	}
+}
+
+// jobComesAfter reports whether j comes after pos in a job list's order
+// (registry.SortJobs): newest first, or oldest first.
+func jobComesAfter(j *registry.Job, pos *registry.JobCursor, oldestFirst bool) bool {
+	c := j.CreatedAt.Compare(pos.CreatedAt)
+	if c == 0 {
+		c = strings.Compare(j.ID, pos.ID)
+	}
+	if oldestFirst {
+		return c > 0
+	}
+	return c < 0
 }
 
 // intParam reads an optional whole-number query parameter in [lo, hi].

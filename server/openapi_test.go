@@ -423,7 +423,7 @@ func TestOpenAPIListsEveryJobFilter(t *testing.T) {
 		"noLease", "activityBefore", "finishedAfter", "order"}
 	for path, own := range map[string][]string{
 		"/api/admin/v1/jobs":       {"stuck", "offset", "limit", "cursor"},
-		"/api/admin/v1/jobs/count": {"after"},
+		"/api/admin/v1/jobs/count": {"after", "stuck"},
 	} {
 		documented := map[string]bool{}
 		op := c.doc["paths"].(map[string]any)[path].(map[string]any)["get"].(map[string]any)
