@@ -52,7 +52,9 @@ FROM gcr.io/distroless/static-debian12:nonroot AS server
 COPY --from=build /out/tether /usr/local/bin/tether
 COPY --from=build --chown=65532:65532 /out/data /var/lib/tether
 # The database (and its sealing key, unless --key-file names another) live
-# on the volume. Every flag can be set as TETHER_<FLAG>.
+# on the volume. Every flag can be set as TETHER_<FLAG>, except --listen:
+# the flag on CMD wins over TETHER_LISTEN; give the command instead
+# (docker run ... tether serve --listen 0.0.0.0:8080).
 ENV TETHER_DB=/var/lib/tether/tether.db
 VOLUME ["/var/lib/tether"]
 # 7070: the agent API, /healthz, /readyz and /metrics.
