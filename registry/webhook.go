@@ -85,7 +85,11 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 	}
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return nil, "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", rawURL)
+		shown := rawURL
+		if err == nil {
+			shown = u.Redacted() // the refusal must not repeat a password
+		}
+		return nil, "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", shown)
 	}
 	if len(events) == 0 {
 		return nil, "", Errorf(CodeInvalid, "a webhook needs at least one event type: %s", strings.Join(WebhookEvents, ", "))

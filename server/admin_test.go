@@ -497,3 +497,15 @@ func TestAdminAPIWaitRefusedAfterRevocation(t *testing.T) {
 	e.api("POST", "/jobs/"+id+"/cancel", root, nil).want(t, 200)
 	wantAPIError(t, <-done, 401, "unauthorized")
 }
+
+// A webhook URL with credentials in it is refused without repeating the
+// password: the refusal reaches terminals and CI logs.
+func TestAdminAPIWebhookURLWithCredentialsNotEchoed(t *testing.T) {
+	e := newEnv(t)
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	r := e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://deploy:hunter2-s3cret@hooks.example.com/t", "events": []string{"job.finished"}})
+	wantAPIError(t, r, 400, "invalid", "without credentials", "deploy:xxxxx@hooks.example.com")
+	if strings.Contains(string(r.body), "hunter2-s3cret") {
+		t.Fatalf("the refusal repeats the password: %s", r.body)
+	}
+}
