@@ -68,6 +68,19 @@ func authorize(ctx context.Context, perm Permission) error {
 	return Errorf(CodeForbidden, "%s has the %s role; this needs the %s role", a, a.effectiveRole(), perm.Role())
 }
 
+// authorizeFleet is authorize(PermAdmin) for what serves every organization
+// (tether's CA, the key file's seals): an admin confined to one organization
+// may not change it or count what other organizations keep under it.
+func authorizeFleet(ctx context.Context, what string) error {
+	if err := authorize(ctx, PermAdmin); err != nil {
+		return err
+	}
+	if org := orgScope(ctx); org != "" {
+		return Errorf(CodeForbidden, "%s is confined to organization %q, and %s serves every organization: an admin token without an organization manages it", ActorFrom(ctx), org, what)
+	}
+	return nil
+}
+
 // orgScope returns the organization the actor of ctx is confined to, or ""
 // when it sees every cluster.
 func orgScope(ctx context.Context) string {

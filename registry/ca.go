@@ -52,7 +52,7 @@ func newCAID() string { return "ca-" + newULID() }
 // (the credential lifetime), so agents keep working until their next
 // rotation gives them a certificate from the new one. Admin only, audited.
 func (r *Registry) InitCA(ctx context.Context, replace bool) (*CertificateAuthority, error) {
-	if err := authorize(ctx, PermAdmin); err != nil {
+	if err := authorizeFleet(ctx, "tether's CA"); err != nil {
 		return nil, err
 	}
 	if r.cfg.Keyring == nil {

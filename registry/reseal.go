@@ -74,7 +74,7 @@ type ResealReport struct {
 // key, batch values per transaction (0: DefaultResealBatch). Admin only;
 // audited when it changed anything.
 func (r *Registry) Reseal(ctx context.Context, batch int) (*ResealReport, error) {
-	if err := authorize(ctx, PermAdmin); err != nil {
+	if err := authorizeFleet(ctx, "the key file"); err != nil {
 		return nil, err
 	}
 	keys, err := r.rotatingKeyring()
@@ -157,7 +157,7 @@ func (r *Registry) CheckKeyring(ctx context.Context) (map[string]int, error) {
 }
 
 func (r *Registry) sealedKeyUsage(ctx context.Context, open bool) (map[string]int, error) {
-	if err := authorize(ctx, PermAdmin); err != nil {
+	if err := authorizeFleet(ctx, "the key file"); err != nil {
 		return nil, err
 	}
 	keys, err := r.rotatingKeyring()

@@ -126,4 +126,31 @@ func testAuthz(t *testing.T, newStore NewStore) {
 		_, err = e.reg.ModifyCluster(acme, mine.ID, func(s *registry.ClusterSpec) error { s.Organization = "globex"; return nil })
 		wantCode(t, err, registry.CodeForbidden)
 	})
+
+	// tether's CA and the key file's seals serve every organization: an
+	// admin confined to one may not replace the CA every agent's
+	// certificate chains to, nor re-seal or count other organizations'
+	// secrets.
+	t.Run("FleetWideNeedsAnUnscopedAdmin", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		acme := as(registry.RoleAdmin, "acme")
+		_, err := e.reg.InitCA(e.ctx, false)
+		wantNoErr(t, err)
+		before, err := e.reg.CAs(e.ctx)
+		wantNoErr(t, err)
+		_, err = e.reg.InitCA(acme, true)
+		wantCode(t, err, registry.CodeForbidden)
+		after, err := e.reg.CAs(e.ctx)
+		wantNoErr(t, err)
+		if len(after) != 1 || after[0].ID != before[0].ID {
+			t.Fatalf("an org-scoped admin replaced the CA: %+v", after)
+		}
+		_, err = e.reg.Reseal(acme, 0)
+		wantCode(t, err, registry.CodeForbidden)
+		_, err = e.reg.SealedKeyUsage(acme)
+		wantCode(t, err, registry.CodeForbidden)
+		// An admin of every organization may.
+		_, err = e.reg.InitCA(as(registry.RoleAdmin, ""), true)
+		wantNoErr(t, err)
+	})
 }
