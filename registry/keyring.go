@@ -461,6 +461,9 @@ func readRing(path string) (*keyRing, error) {
 	if err != nil {
 		return nil, err
 	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("key file %s is a directory: point --key-file (or $TETHER_KEY_FILE) at the key file itself", path)
+	}
 	if info.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("key file %s is readable by other users (mode %04o); run: chmod 600 %s", path, info.Mode().Perm(), path)
 	}

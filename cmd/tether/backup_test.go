@@ -207,6 +207,8 @@ func TestKeyFileIsNeverReplacedSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantError(t, cli(t, fresh, "serve", "--listen", "127.0.0.1:0"), exitError, "is not a tether key file")
+	dir := t.TempDir()
+	wantError(t, cli(t, fresh, "--key-file", dir, "keys", "list"), exitError, "key file "+dir+" is a directory")
 	wantError(t, cli(t, "postgres://tether@db.example/tether", "serve"), exitUsage, "--key-file", "keys init")
 }
 
