@@ -114,6 +114,9 @@ itself and renews it at every credential rotation. --client-cert and
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "tether's address, e.g. http://127.0.0.1:7070")
 	f.StringVar(&token, "token", "", "one-time registration token (- reads it from stdin)")
+	// Its variable is $TETHER_REGISTRATION_TOKEN (read above), not the
+	// generic $TETHER_TOKEN.
+	_ = f.SetAnnotation("token", ownEnvAnnotation, []string{"true"})
 	f.StringVar(&stateDir, "state-dir", "", "directory for the credential (created with mode 0700)")
 	f.StringSliceVar(&caps, "capabilities", nil, "capabilities to negotiate: hmac (signed writes), lease (leases and fencing)")
 	f.StringVar(&tlsFiles.CAFile, "ca-file", "", "PEM bundle tether's server certificate must chain to (default: the system's roots)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -88,4 +89,25 @@ func TestAgentRegisterUnreachable(t *testing.T) {
 	res := cliIn(t, newDB(t), "tether_reg_01m7yb88dgj37z87j21jv895nr_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
 		"agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", filepath.Join(t.TempDir(), "agent"))
 	wantError(t, res, exitError, "cannot reach tether at http://"+addr, "check --server")
+}
+
+// TestAgentRegisterTokenVariable: without --token, the token comes from
+// $TETHER_REGISTRATION_TOKEN, as documented; $TETHER_TOKEN (what the generic
+// TETHER_<FLAG> rule would read) is not a source and cannot override it.
+func TestAgentRegisterTokenVariable(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve, addr, _ := startServe(t, db)
+	defer serve.stop(t)
+	c := createCluster(t, db, "prod")
+	state := filepath.Join(t.TempDir(), "agent")
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := command(ctx, db, "agent", "register", "--server", "http://"+addr, "--state-dir", state)
+	cmd.Env = append(cmd.Env, "TETHER_TOKEN=tether_reg_01m7yb88dgj37z87j21jv895nr_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		"TETHER_REGISTRATION_TOKEN="+c.RegistrationToken)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), c.ClusterID) {
+		t.Fatalf("agent register with $TETHER_REGISTRATION_TOKEN (and an unrelated $TETHER_TOKEN): %v\n%s", err, out)
+	}
 }
