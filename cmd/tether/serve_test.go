@@ -372,6 +372,11 @@ func TestServeDiagListen(t *testing.T) {
 			t.Errorf("GET %s on --diag-listen: %d, want 200 with %q", path, code, want)
 		}
 	}
+	// The command line may hold a database password (--db postgres://...):
+	// the profiler does not serve it.
+	if code, body := httpGet(t, "http://"+m[1]+"/debug/pprof/cmdline"); code == http.StatusOK || strings.Contains(string(body), "--db") {
+		t.Errorf("GET /debug/pprof/cmdline on --diag-listen: %d %q, want it refused without the command line", code, body)
+	}
 	if code, log := p.stop(t); code != 0 {
 		t.Errorf("exit %d\n%s", code, log)
 	}
