@@ -15,6 +15,7 @@ func TestOpenAPIRefusalsAreDeclared(t *testing.T) {
 	vt := validating(t, e, c)
 	root := e.adminToken("root", registry.RoleAdmin, "")
 	viewer := e.adminToken("viewer", registry.RoleViewer, "")
+	scoped := e.adminToken("scoped", registry.RoleViewer, "org")
 	e.cluster("prod", func(s *registry.ClusterSpec) {
 		s.Labels = registry.Labels{"env": "prod"}
 		s.AllowedNamespaces = []string{"apps"}
@@ -59,6 +60,9 @@ func TestOpenAPIRefusalsAreDeclared(t *testing.T) {
 		{"POST", "/clusters/prod/disable", root, nil, 200, nil},
 		{"POST", "/jobs", root, map[string]any{"cluster": "prod", "kind": "apply", "payload": manifest("apps")}, 403, nil},
 		{"POST", "/clusters/prod/registration-tokens", root, nil, 0, nil},
+		{"GET", "/events", scoped, nil, 403, nil}, // an org-scoped token lists one cluster's at a time
+		{"GET", "/audit", scoped, nil, 403, nil},
+		{"GET", "/audit?cluster=prod", scoped, nil, 200, nil},
 		{"DELETE", "/clusters/nope", root, nil, 404, nil},
 		{"POST", "/clusters/nope/enable", root, nil, 404, nil},
 		{"POST", "/clusters/nope/resume", root, nil, 404, nil},
