@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -126,7 +127,7 @@ func (v *auditView) open(a *registry.AuditEntry) tea.Cmd {
 	st := v.ctx.Styles
 	var b strings.Builder
 	field := func(label, value string) {
-		b.WriteString(st.Render(themes.Muted, pad(label, 9)) + st.Render(themes.Plain, value) + "\n")
+		b.WriteString(st.Render(themes.Muted, pad(label, 9)) + st.Render(themes.Plain, display.Safe(value)) + "\n") // as the table shows them
 	}
 	field("at", stamp(a.At))
 	field("actor", a.Actor)

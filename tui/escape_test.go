@@ -45,3 +45,55 @@ func TestConsoleEscapesAgentText(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleEscapesAgentEventFields: an event's kind and key, and the body
+// the agent sent (JSON, which carries DEL, C1 controls such as CSI and bidi
+// overrides unescaped), are the agent's text too: the cluster detail's recent
+// events and the event's own view show them escaped, on one line each. So
+// does an audit entry's view its reason (typed by whoever acted, perhaps
+// over the admin API), as the audit table does.
+func TestConsoleEscapesAgentEventFields(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.cluster(t, registry.ClusterSpec{Name: "prod", Organization: "acme", AllowedNamespaces: []string{"apps"}})
+	a := e.agent(t, tok)
+	ctx := context.Background()
+	hostile := "k\x1b[31mALERT\u202eevil\rnext\u009b2J"
+	must(e.reg.AppendEvents(ctx, a, "", []registry.Event{{Kind: "Kind" + hostile, EventKey: "key" + hostile,
+		ResourceRef: registry.ResourceRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x"},
+		Body:        []byte(`{"kind":"Kind","message":"body` + "\u009b2J\u202eevil\x7f" + `"}`)}}))
+	must(e.reg.SetClusterPaused(e.admin, c.ID, true, "why"+hostile))
+
+	m := newModel(t, e, false)
+	load(t, m, e)
+	for _, keys := range [][]string{{"2", "enter", "G"}, {"4", "enter"}} {
+		for _, k := range keys {
+			do(m, k)
+			m.View() // a detail lays out its document when drawn: G then scrolls it
+		}
+		view := m.View().Content
+		for _, bad := range []string{"\x1b[31mALERT", "\u202e", "\r", "\u009b", "\x7f"} {
+			if strings.Contains(view, bad) {
+				t.Errorf("after %v the console shows %q raw:\n%s", keys, bad, view)
+			}
+		}
+		if !strings.Contains(view, `Kindk\x1b[31m`) { // the detail cuts it at 20 cells
+			t.Errorf("after %v the event's kind is not shown escaped:\n%s", keys, view)
+		}
+	}
+	view := m.View().Content // the event's view
+	for _, want := range []string{`keyk\x1b[31mALERT\u202eevil\rnext\x9b2J`, `body\x9b2J\u202eevil\x7f`} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the event's view does not show %q:\n%s", want, view)
+		}
+	}
+	do(m, "esc", "5", "enter") // the pause's audit entry
+	view = m.View().Content
+	for _, bad := range []string{"\x1b[31mALERT", "\u202e", "\r", "\u009b"} {
+		if strings.Contains(view, bad) {
+			t.Errorf("the audit entry's view shows %q raw:\n%s", bad, view)
+		}
+	}
+	if want := `whyk\x1b[31mALERT\u202eevil\rnext\x9b2J`; !strings.Contains(view, want) {
+		t.Errorf("the audit entry's view does not show %q:\n%s", want, view)
+	}
+}

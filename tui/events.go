@@ -230,7 +230,7 @@ func eventSummary(e *registry.Event) cell {
 	if e.Kind == registry.EventBufferOverflow {
 		kind = themes.Warning
 	}
-	out := cell{{pad(e.Kind, 20), kind}}
+	out := cell{{pad(display.Safe(e.Kind), 20), kind}} // the agent's text
 	if r := resourceText(e.ResourceRef); r != "" && e.Kind != registry.EventClusterHeartbeat {
 		out = append(out, seg{r + " ", themes.Muted})
 	}
@@ -257,6 +257,18 @@ func (v *eventsView) Actions() []key.Binding { return nil }
 
 func (v *eventsView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
 
+// safeLines makes each line of a document (an agent's JSON, kept as it
+// sent it) safe for the terminal, keeping its line breaks: JSON escapes
+// C0 controls but lets DEL, C1 controls (CSI) and bidi overrides through
+// as they are.
+func safeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = display.Safe(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // docModal shows a document (an event as the agent sent it, an audit entry),
 // scrollable.
 type docModal struct {
@@ -273,8 +285,8 @@ func newDocModal(ctx *Context, title, body string) *docModal {
 func newEventModal(ctx *Context, e *registry.Event) *docModal {
 	st := ctx.Styles
 	var b strings.Builder
-	field := func(label, value string) {
-		b.WriteString(st.Render(themes.Muted, pad(label, 11)) + st.Render(themes.Plain, value) + "\n")
+	field := func(label, value string) { // values are data, some the agent's
+		b.WriteString(st.Render(themes.Muted, pad(label, 11)) + st.Render(themes.Plain, display.Safe(value)) + "\n")
 	}
 	field("cluster", ctx.Fleet.clusterName(e.ClusterID)+" ("+e.ClusterID+")")
 	field("received", stamp(e.ReceivedAt))
@@ -288,8 +300,8 @@ func newEventModal(ctx *Context, e *registry.Event) *docModal {
 	if len(e.Body) == 0 {
 		body = "(no body kept)"
 	}
-	b.WriteString("\n" + body)
-	return newDocModal(ctx, fmt.Sprintf("Event %d: %s", e.ID, e.Kind), b.String())
+	b.WriteString("\n" + safeLines(body))
+	return newDocModal(ctx, fmt.Sprintf("Event %d: %s", e.ID, display.Safe(e.Kind)), b.String())
 }
 
 func (m *docModal) Update(msg tea.Msg) (modal, tea.Cmd) {
