@@ -86,7 +86,7 @@ func DefaultKeys() *Keys {
 // mutations are the bindings that change something: read-only mode
 // disables them, which also hides them from help.
 func (k *Keys) mutations() []*key.Binding {
-	return []*key.Binding{&k.NewCluster, &k.IssueToken, &k.Edit, &k.Rotate, &k.Revoke, &k.Toggle, &k.Delete,
+	return []*key.Binding{&k.NewCluster, &k.IssueToken, &k.Edit, &k.Rotate, &k.Revoke, &k.Toggle, &k.PauseQueue, &k.Delete,
 		&k.Requeue, &k.Cancel, &k.Retry, &k.ExtendLease, &k.Mark, &k.MarkAll, &k.ClearMarks}
 }
 

@@ -280,13 +280,13 @@ func (v *rolloutsView) Actions() []key.Binding {
 
 func (v *rolloutsView) KeyMap() help.KeyMap {
 	k := v.ctx.Keys
-	short := []key.Binding{k.Enter}
-	if !v.ctx.ReadOnly {
-		short = append(short, v.Actions()...)
+	acts := []key.Binding{k.Enter}
+	if !v.ctx.ReadOnly { // read-only, neither help offers them
+		acts = append(acts, v.Actions()...)
 	}
 	return keyMap{
-		short: append(short, k.Back, k.Help),
-		full: [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, append([]key.Binding{k.Enter}, v.Actions()...),
+		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
+		full: [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts,
 			{k.Sort, k.SortPrev, k.SortReverse}},
 	}
 }
@@ -498,12 +498,12 @@ func (d *rolloutDetail) Actions() []key.Binding {
 
 func (d *rolloutDetail) KeyMap() help.KeyMap {
 	k := d.ctx.Keys
-	short := []key.Binding{k.Enter}
-	if !d.ctx.ReadOnly {
-		short = append(short, d.Actions()...)
+	acts := []key.Binding{k.Enter}
+	if !d.ctx.ReadOnly { // read-only, neither help offers them
+		acts = append(acts, d.Actions()...)
 	}
 	return keyMap{
-		short: append(short, k.Back, k.Help),
-		full:  [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, append([]key.Binding{k.Enter}, d.Actions()...)},
+		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
+		full:  [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -98,6 +100,19 @@ func TestRolloutsReadOnly(t *testing.T) {
 	h := startConsole(t, consoleOpts{readOnly: true})
 	startRollout(h)
 	openRolloutDetail(h)
+	// Neither help offers what the keys refuse, in the detail or the list.
+	var help string
+	h.inspect(func(m *Model) { help = ansi.Strip(m.helpLine() + m.helpModal().View()) })
+	h.keys("esc")
+	h.waitIdle(topIs[*rolloutsView])
+	h.inspect(func(m *Model) { help += ansi.Strip(m.helpLine() + m.helpModal().View()) })
+	for _, word := range []string{"pause", "resume", "abort", "retry failed"} {
+		if strings.Contains(help, word) {
+			t.Errorf("read-only help still offers %q:\n%s", word, help)
+		}
+	}
+	h.keys("enter")
+	h.waitIdle(func(m *Model) bool { d, ok := m.top().(*rolloutDetail); return ok && d.ro != nil })
 	h.keys("P")
 	h.waitIdle(func(m *Model) bool { return m.status != "" })
 	var status string

@@ -113,7 +113,7 @@ func TestReadOnlyHidesAndRefusesMutations(t *testing.T) {
 	load(t, m, e)
 
 	press(m, "2")
-	for _, k := range []string{"n", "t", "e", "r", "x", "d", "D"} {
+	for _, k := range []string{"n", "t", "e", "r", "x", "d", "p", "D"} {
 		m.status = ""
 		do(m, k)
 		if m.modal != nil {
@@ -124,7 +124,7 @@ func TestReadOnlyHidesAndRefusesMutations(t *testing.T) {
 		}
 	}
 	help := m.helpLine() + m.helpModal().View()
-	for _, word := range []string{"new cluster", "issue token", "requeue", "revoke"} {
+	for _, word := range []string{"new cluster", "issue token", "requeue", "revoke", "pause/resume queue"} {
 		if strings.Contains(help, word) {
 			t.Errorf("read-only help still offers %q", word)
 		}
