@@ -480,6 +480,20 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	// A refused action says why and what to do instead; at 80 columns the
+	// message goes on over the help line rather than losing its end.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("requeue_refused_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs"})
+			h.keys(":")
+			h.typeText("jobs failed ImagePullBackOff")
+			h.keys("enter")
+			h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabFailed && m.jobs.loaded && len(m.jobs.rows) > 0 })
+			h.keys("R")
+			h.waitIdle(func(m *Model) bool { return m.status != "" })
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

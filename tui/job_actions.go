@@ -36,10 +36,19 @@ func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 		}
 	}
 	if len(ok) == 0 {
+		// Say what would help: a job that ended can be retried (F), as a new job.
+		retry := slices.ContainsFunc(jobs, func(j registry.Job) bool { return j.Retryable() })
+		what := ""
 		if len(jobs) == 1 {
-			return failed("cannot requeue " + jobs[0].ID + ": it is " + stateLabel(jobs[0].State) + "; only in-progress jobs and jobs that ran out of attempts can be requeued")
+			if retry {
+				what = "; F retries it as a new job"
+			}
+			return failed("cannot requeue " + jobs[0].ID + ": it is " + stateLabel(jobs[0].State) + what + " (only in-progress jobs and jobs that ran out of attempts can be requeued)")
 		}
-		return failed("none of the marked jobs can be requeued: only in-progress jobs and jobs that ran out of attempts can be")
+		if retry {
+			what = "; F retries those that failed, conflicted, expired or were canceled as new jobs"
+		}
+		return failed("none of the marked jobs can be requeued" + what + " (only in-progress jobs and jobs that ran out of attempts can be)")
 	}
 	var title, body string
 	if len(ok) == 1 {

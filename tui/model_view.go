@@ -27,7 +27,11 @@ func (m *Model) View() tea.View {
 	}
 	w, h := m.ctx.Width, m.ctx.Height
 	body := fit(m.top().View(), w, m.ctx.bodyHeight())
-	screen := m.header() + "\n" + body + "\n" + m.statusLine() + "\n" + m.helpLine()
+	bottom := m.statusLine()
+	if !strings.Contains(bottom, "\n") { // a long status takes the help line's row too
+		bottom += "\n" + m.helpLine()
+	}
+	screen := m.header() + "\n" + body + "\n" + bottom
 	if m.modal != nil {
 		box := m.modal.View()
 		bw, bh := lipgloss.Width(box), lipgloss.Height(box)
@@ -210,15 +214,25 @@ func (m *Model) statusLine() string {
 			left += st.Render(themes.Muted, "  esc stops")
 		}
 	} else if m.status != "" {
-		at := st.Render(themes.Muted, clock(m.statusAt)+" ")
+		at := clock(m.statusAt) + " "
+		text, k := m.status, themes.Plain
 		switch m.statusKind {
 		case statusOK:
-			left = at + st.Render(themes.Good, "✓ "+m.status)
+			text, k = "✓ "+m.status, themes.Good
 		case statusErr:
-			left = at + st.Render(themes.Danger, "✗ "+m.status)
-		default:
-			left = at + st.Render(themes.Plain, m.status)
+			text, k = "✗ "+m.status, themes.Danger
 		}
+		// An outcome or an error too long for the line goes on over the
+		// help line's row, which it hides while it shows: cut at 80
+		// columns, an error would lose what it says to do.
+		room := w - 1 - ansi.StringWidth(at)
+		if m.modal == nil && room >= 20 && ansi.StringWidth(text) > room { // a modal's keys stay
+			lines := strings.Split(ansi.Wrap(text, room, ""), "\n")
+			rest := strings.TrimSpace(strings.Join(lines[1:], " "))
+			return pad(" "+st.Render(themes.Muted, at)+st.Render(k, strings.TrimRight(lines[0], " ")), w) + "\n" +
+				pad(" "+strings.Repeat(" ", ansi.StringWidth(at))+st.Render(k, rest), w)
+		}
+		left = st.Render(themes.Muted, at) + st.Render(k, text)
 	}
 	return pad(" "+left, w)
 }
