@@ -37,3 +37,21 @@ func TestHelpShowsEveryKeyAt80Columns(t *testing.T) {
 		do(m, "esc")
 	}
 }
+
+// The events and the audit trail sort by any column (s, <, S): their ? says
+// so, as every view's help shows every key it handles.
+func TestHelpListsTheLiveListsSortKeys(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	for _, screen := range []string{"4", "5"} {
+		do(m, screen)
+		help := ansi.Strip(m.helpModal().View())
+		for _, w := range []string{"s/> sort", "< ", "sort: previous column", "S ", "reverse sort"} {
+			if !strings.Contains(help, w) {
+				t.Errorf("screen %s: the help lacks %q:\n%s", screen, w, help)
+			}
+		}
+	}
+}

@@ -445,6 +445,7 @@ func liveListKeys(k *Keys) keyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Follow, k.Enter, k.Filter, keyOlder},
+			{k.Sort, k.SortPrev, k.SortReverse},
 		},
 	}
 }
