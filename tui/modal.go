@@ -133,7 +133,9 @@ func (c *typedConfirm) Update(msg tea.Msg) (modal, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	c.input, cmd = c.input.Update(msg)
-	c.hint = ""
+	if _, typed := msg.(tea.KeyPressMsg); typed { // not a tick or a feed: the hint stays until a key
+		c.hint = ""
+	}
 	return c, cmd
 }
 
@@ -192,7 +194,9 @@ func (p *prompt) Update(msg tea.Msg) (modal, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	p.input, cmd = p.input.Update(msg)
-	p.err = ""
+	if _, typed := msg.(tea.KeyPressMsg); typed { // not a tick or a feed: the error stays until a key
+		p.err = ""
+	}
 	return p, cmd
 }
 

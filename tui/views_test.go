@@ -600,3 +600,48 @@ func TestJobDetailNamesItsRetries(t *testing.T) {
 		t.Fatalf("the retry's detail does not say what it retries:\n%s", view)
 	}
 }
+
+// What a dialog says is wrong with what was typed (a name that is not the
+// cluster's, a lease extension that is no duration) stays on screen until
+// the next key: the clock's tick every second, or a change in the feed, used
+// to wipe it before anyone could read it.
+func TestDialogRefusalOutlivesTheTick(t *testing.T) {
+	e := newEnv(t)
+	fx := seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	press(m, "2", "j", "j", "D")
+	if !isModal[*typedConfirm](m) {
+		t.Fatalf("D opened %T", m.modal)
+	}
+	for _, r := range "prod" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	press(m, "enter")
+	m.Update(tickMsg{now: e.clock.Now()})
+	if view := ansi.Strip(m.View().Content); !strings.Contains(view, "that is not ") {
+		t.Errorf("after a tick the typed confirmation no longer says the name is wrong:\n%s", view)
+	}
+	press(m, "esc")
+
+	do(m, ":")
+	for _, r := range "job " + fx.leasedJob {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	do(m, "enter", "L")
+	if !isModal[*prompt](m) {
+		t.Fatalf("L opened %T", m.modal)
+	}
+	for _, r := range "soon" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	press(m, "enter")
+	m.Update(tickMsg{now: e.clock.Now()})
+	p, ok := m.modal.(*prompt)
+	if !ok {
+		t.Fatalf("the tick closed the prompt: %T", m.modal)
+	}
+	if view := ansi.Strip(m.modal.View()); p.err == "" || !strings.Contains(view, strings.Fields(p.err)[0]) {
+		t.Errorf("after a tick the prompt no longer says what is wrong (%q):\n%s", p.err, view)
+	}
+}
