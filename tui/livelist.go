@@ -380,7 +380,14 @@ func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, k.Follow):
 			return l.toggleFollow()
 		case key.Matches(msg, keyOlder):
-			if !l.oldest && !l.older && len(l.all) < l.spec.keep {
+			switch {
+			case !l.loaded || l.older: // a read is on its way
+			case l.oldest:
+				return info(fmt.Sprintf("all %s %s are loaded: there are no older ones", thousands(int64(len(l.all))), l.spec.nouns))
+			case len(l.all) >= l.spec.keep:
+				return info(fmt.Sprintf("the console holds at most %s %s: a filter such as /cluster:NAME reads fewer, further back",
+					thousands(int64(l.spec.keep)), l.spec.nouns))
+			default:
 				return l.load(true)
 			}
 		case isSortKey(msg, k):

@@ -126,3 +126,27 @@ func TestJobsPauseLikeTheTails(t *testing.T) {
 		t.Errorf("the selection moved from %s to %s", sel, got)
 	}
 }
+
+// o with every record loaded (or the most the console keeps) says so,
+// rather than do nothing without a word.
+func TestLiveListsOlderSaysWhyNothingLoads(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	for _, screen := range []string{"4", "5"} {
+		m.status = ""
+		do(m, screen, "o")
+		if !strings.Contains(m.status, "are loaded: there are no older ones") {
+			t.Errorf("screen %s: o over everything said %q", screen, m.status)
+		}
+	}
+	v := m.events
+	v.spec.keep = len(v.all) // full: nothing older is read
+	v.oldest = false
+	m.status = ""
+	do(m, "4", "o")
+	if !strings.Contains(m.status, "holds at most") {
+		t.Errorf("o with the events full said %q", m.status)
+	}
+}
