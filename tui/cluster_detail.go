@@ -364,7 +364,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	// longest; cut, a target gives up its kind first, as in the jobs list.
 	targetW := 0
 	for i := range d.jobs {
-		targetW = max(targetW, ansi.StringWidth(d.jobs[i].Target.String()))
+		targetW = max(targetW, ansi.StringWidth(display.Safe(d.jobs[i].Target.String())))
 	}
 	targetW = max(10, min(targetW, w-(2+28+2+7+1+12+4)))
 	for i := range d.jobs {
@@ -375,7 +375,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		if why.Reason != NotStuck {
 			k, extra = themes.Warning, "  ⚠ "+why.Reason.String()
 		}
-		target := dropHead(cell{{j.Target.String(), themes.Plain}}, targetW)[0].text
+		target := dropHead(txt(j.Target.String(), themes.Plain), targetW)[0].text // as the jobs list shows it
 		line("  " + st.Render(themes.Muted, j.ID) + "  " + st.Render(themes.Plain, pad(string(j.Kind), 7)+pad(target, targetW)+" ") +
 			st.Render(k, pad(stateLabel(j.State), 12)) + st.Render(themes.Muted, age(now, j.CreatedAt)) + st.Render(themes.Warning, extra))
 	}

@@ -2,8 +2,11 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -95,5 +98,37 @@ func TestConsoleEscapesAgentEventFields(t *testing.T) {
 	}
 	if want := `whyk\x1b[31mALERT\u202eevil\rnext\x9b2J`; !strings.Contains(view, want) {
 		t.Errorf("the audit entry's view does not show %q:\n%s", want, view)
+	}
+}
+
+// A job's target comes from its payload, whoever submitted it (an operator's
+// token over the admin API, a rollout): the cluster detail's recent jobs and
+// the confirmations that describe the job show it escaped, as the jobs list
+// and the job's detail do.
+func TestConsoleEscapesJobTargets(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.cluster(t, registry.ClusterSpec{Name: "prod", Organization: "acme", AllowedNamespaces: []string{"apps"}})
+	payload := must(json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Config\x1b[31mMap",
+		"metadata": map[string]string{"name": "web\u202eevil\u009b2J", "namespace": "apps"}}))
+	if _, _, err := e.reg.SubmitJob(e.admin, registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindApply, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+
+	m := newModel(t, e, false)
+	load(t, m, e)
+	for _, keys := range [][]string{{"2", "enter", "G"}, {"3", "C"}} {
+		for _, k := range keys {
+			do(m, k)
+			m.View()
+		}
+		view := m.View().Content
+		for _, bad := range []string{"\x1b[31mMap", "\u202e", "\u009b"} {
+			if strings.Contains(view, bad) {
+				t.Errorf("after %v the console shows %q raw:\n%s", keys, bad, view)
+			}
+		}
+		if !strings.Contains(ansi.Strip(view), `Config\x1b[31mMap`) {
+			t.Errorf("after %v the target is not shown escaped:\n%s", keys, view)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -19,7 +20,7 @@ import (
 func canRequeue(j *registry.Job) bool { return j.Requeueable() }
 
 func describeJob(ctx *Context, j *registry.Job) string {
-	s := string(j.Kind) + " " + j.Target.String() + " on " + ctx.Fleet.clusterName(j.ClusterID) + ", attempt " + fmt.Sprint(j.Attempt) + ", " + stateLabel(j.State)
+	s := string(j.Kind) + " " + display.Safe(j.Target.String()) + " on " + ctx.Fleet.clusterName(j.ClusterID) + ", attempt " + fmt.Sprint(j.Attempt) + ", " + stateLabel(j.State)
 	if j.State == registry.JobInProgress && !j.ClaimedAt.IsZero() {
 		s += " (claimed " + ago(ctx.Now, j.ClaimedAt) + ")"
 	}
