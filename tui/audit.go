@@ -48,6 +48,9 @@ func parseAuditFilter(f *fleet, s string) auditFilter {
 			found := f.resolve(v)
 			switch len(found) {
 			case 0:
+				if v == "" {
+					out.err = errClusterNameNeeded
+				}
 				// The audit trail outlives clusters: take it as an id.
 				out.cluster = v
 			case 1:

@@ -451,6 +451,12 @@ func TestFilters(t *testing.T) {
 	if jf := parseJobFilter(f, "cluster:nope kind:bogus"); jf.err == "" {
 		t.Error("unknown cluster or kind should say so")
 	}
+	// cluster: with no name says what it needs, in every list that takes it.
+	for _, err := range []string{parseJobFilter(f, "cluster:").err, parseEventFilter(f, "cluster:").err, parseAuditFilter(f, "cluster: alice").err} {
+		if !strings.Contains(err, "cluster: needs a name") {
+			t.Errorf("cluster: without a name said %q, want what it needs", err)
+		}
+	}
 	ef := parseEventFilter(f, "cluster:prod-us-1 kind:heart status:False disk")
 	if ef.cluster != "cl-2" || !slices.Equal(ef.kinds, []string{registry.EventClusterHeartbeat}) || !ef.falseOnly || len(ef.text.terms) != 1 || ef.text.terms[0].sub != "disk" {
 		t.Errorf("event filter: %+v", ef)

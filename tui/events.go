@@ -49,6 +49,9 @@ func parseEventFilter(f *fleet, s string) eventFilter {
 			switch len(found) {
 			case 0:
 				out.err = "no cluster matches " + v
+				if v == "" {
+					out.err = errClusterNameNeeded
+				}
 			case 1:
 				out.cluster = found[0].ID
 			default:

@@ -54,6 +54,9 @@ func (f *fleet) clusterName(id string) string {
 
 // resolve finds clusters by id, exact name, or name prefix
 // (case-insensitive), for filters and commands.
+// errClusterNameNeeded is what a filter's cluster: without a name says.
+const errClusterNameNeeded = "cluster: needs a name, or the start of one (cluster:prod-eu)"
+
 func (f *fleet) resolve(ref string) []*registry.Cluster {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {

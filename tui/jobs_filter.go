@@ -73,7 +73,10 @@ func parseJobFilter(f *fleet, s string) jobFilter {
 		case ok && (k == "cluster" || k == "c"):
 			out.names = append(out.names, v)
 			found := f.resolve(v)
-			if len(found) == 0 {
+			switch {
+			case strings.TrimSpace(v) == "":
+				out.err = errClusterNameNeeded
+			case len(found) == 0:
 				out.err = "no cluster matches " + v
 			}
 			for _, c := range found {
