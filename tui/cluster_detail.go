@@ -411,7 +411,7 @@ func (d *clusterDetail) KeyMap() help.KeyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
 			{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
-			{keyClusterJobs, keyClusterEvents},
+			{keyClusterJobs, keyClusterEvents, k.CopyID},
 		},
 	}
 }

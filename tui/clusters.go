@@ -393,7 +393,7 @@ func (v *clustersView) KeyMap() help.KeyMap {
 			{k.Enter, k.Filter, k.Sort, k.SortPrev, k.SortReverse},
 			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
 			{k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
-			{keyClusterJobs, keyClusterEvents},
+			{keyClusterJobs, keyClusterEvents, k.CopyID},
 		},
 	}
 }
@@ -405,6 +405,8 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 	b := ctx.Backend
 	id, name := c.ID, c.Name
 	switch {
+	case key.Matches(msg, k.CopyID): // the ID column may show a prefix of it
+		return tea.Batch(tea.SetClipboard(id), info("copied "+id+" to the clipboard (OSC 52)"))
 	case key.Matches(msg, k.IssueToken):
 		return ctx.showModal(newConfirm(ctx, "Issue a registration token for "+name+"?",
 			"A new one-time token is issued for "+name+" and shown once. Older unused tokens of this cluster stop working.",

@@ -645,3 +645,31 @@ func TestDialogRefusalOutlivesTheTick(t *testing.T) {
 		t.Errorf("after a tick the prompt no longer says what is wrong (%q):\n%s", p.err, view)
 	}
 }
+
+// y copies the selected cluster's whole id, in the list (whose ID column
+// may show only a prefix of it) and in its detail, as it does a job's; the
+// help lists it.
+func TestClustersCopyID(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	do(m, "2")
+	c := m.clusters.selected()
+	if c == nil {
+		t.Fatal("no cluster selected")
+	}
+	if help := ansi.Strip(m.helpModal().View()); !strings.Contains(help, "copy id") {
+		t.Errorf("the clusters' help lacks y:\n%s", help)
+	}
+	for _, keys := range [][]string{{"y"}, {"enter", "y"}} {
+		m.status = ""
+		do(m, keys...)
+		if want := "copied " + c.ID + " to the clipboard"; !strings.Contains(m.status, want) {
+			t.Errorf("after %v the status is %q, want %q", keys, m.status, want)
+		}
+	}
+	if help := ansi.Strip(m.helpModal().View()); !strings.Contains(help, "copy id") {
+		t.Errorf("the cluster's help lacks y:\n%s", help)
+	}
+}
