@@ -74,3 +74,18 @@ func TestAdminAPIDeleteReasonInABody(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminAPIMalformedQuery: a query parameter that does not unescape is
+// refused, not dropped (which turned a filter off: every cluster's jobs for
+// ?cluster=%zzprod).
+func TestAdminAPIMalformedQuery(t *testing.T) {
+	e := newEnv(t)
+	tok := e.adminToken("root", registry.RoleViewer, "")
+	a, _ := e.cluster("a")
+	b, _ := e.cluster("b")
+	e.submit(a.ID)
+	e.submit(b.ID)
+	wantAPIError(t, e.api("GET", "/jobs?cluster=%zza", tok, nil), 400, "invalid", "query string", `"%zz"`)
+	wantAPIError(t, e.api("GET", "/jobs/count?state=queued&cluster=%zza", tok, nil), 400, "invalid", "query string")
+	e.api("GET", "/jobs?cluster=a&search=100%25", tok, nil).want(t, 200)
+}

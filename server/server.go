@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -483,6 +484,12 @@ func (s *Server) prepare(c *call) error {
 	if rt.auth == authAdmin {
 		if err := s.authenticateAdmin(c); err != nil {
 			return err
+		}
+		// url.Values drops a pair it cannot unescape: ?cluster=%zzprod
+		// would list every cluster's jobs instead of refusing the filter.
+		// (Not on the agent API: see refuseNUL on parsing a poll's query.)
+		if _, err := url.ParseQuery(c.r.URL.RawQuery); err != nil {
+			return errf(registry.CodeInvalid, "the query string is malformed (%v): escape a literal %% as %%25", err)
 		}
 	} else if rt.auth != authNone {
 		purpose := registry.AuthAny
