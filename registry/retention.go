@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// Retention defaults: finished jobs are kept 30 days, the audit trail a year.
+// Retention defaults: finished jobs and webhook deliveries are kept 30 days,
+// the audit trail a year.
 const (
-	DefaultJobRetention   = 30 * 24 * time.Hour
-	DefaultAuditRetention = 365 * 24 * time.Hour
-	DefaultRetentionBatch = 1000
+	DefaultJobRetention             = 30 * 24 * time.Hour
+	DefaultAuditRetention           = 365 * 24 * time.Hour
+	DefaultWebhookDeliveryRetention = 30 * 24 * time.Hour
+	DefaultRetentionBatch           = 1000
 	// DefaultRetentionInterval is how often the retention service looks.
 	DefaultRetentionInterval = 10 * time.Minute
 )
@@ -22,14 +24,18 @@ type RetentionConfig struct {
 	Jobs    time.Duration
 	ByState map[JobState]time.Duration
 	Audit   time.Duration
+	// WebhookDeliveries is how long a delivery that ended (delivered, or
+	// failed for good) is kept after it ended; pending ones are never
+	// deleted.
+	WebhookDeliveries time.Duration
 	// Interval between runs (DefaultRetentionInterval), BatchSize per
 	// transaction (DefaultRetentionBatch).
 	Interval  time.Duration
 	BatchSize int
 }
 
-// Retention deletes finished jobs and audit entries past their retention,
-// batch by batch.
+// Retention deletes finished jobs, audit entries and ended webhook
+// deliveries past their retention, batch by batch.
 type Retention struct {
 	reg *Registry
 	cfg RetentionConfig
@@ -37,8 +43,9 @@ type Retention struct {
 
 // RetentionReport says what one run deleted.
 type RetentionReport struct {
-	Jobs  int
-	Audit int
+	Jobs              int
+	Audit             int
+	WebhookDeliveries int
 }
 
 // NewRetention returns the retention service over reg.
@@ -48,6 +55,9 @@ func NewRetention(reg *Registry, cfg RetentionConfig) *Retention {
 	}
 	if cfg.Audit == 0 {
 		cfg.Audit = DefaultAuditRetention
+	}
+	if cfg.WebhookDeliveries == 0 {
+		cfg.WebhookDeliveries = DefaultWebhookDeliveryRetention
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultRetentionInterval
@@ -74,30 +84,41 @@ func (r *Retention) RunOnce(ctx context.Context) (RetentionReport, error) {
 		if !s.Terminal() || r.keepFor(s) < 0 {
 			continue
 		}
-		for {
-			n, err := r.reg.store.JobsPrune(ctx, JobsPruneParams{State: s, FinishedBefore: now.Add(-r.keepFor(s)), Limit: r.cfg.BatchSize})
-			rep.Jobs += n
-			if err != nil {
-				return rep, err
-			}
-			if n < r.cfg.BatchSize || ctx.Err() != nil {
-				break
-			}
+		n, err := r.batches(ctx, func(limit int) (int, error) {
+			return r.reg.store.JobsPrune(ctx, JobsPruneParams{State: s, FinishedBefore: now.Add(-r.keepFor(s)), Limit: limit})
+		})
+		if rep.Jobs += n; err != nil {
+			return rep, err
 		}
 	}
 	if r.cfg.Audit > 0 {
-		for {
-			n, err := r.reg.store.AuditPrune(ctx, now.Add(-r.cfg.Audit), r.cfg.BatchSize)
-			rep.Audit += n
-			if err != nil {
-				return rep, err
-			}
-			if n < r.cfg.BatchSize || ctx.Err() != nil {
-				break
-			}
+		n, err := r.batches(ctx, func(limit int) (int, error) { return r.reg.store.AuditPrune(ctx, now.Add(-r.cfg.Audit), limit) })
+		if rep.Audit = n; err != nil {
+			return rep, err
+		}
+	}
+	if r.cfg.WebhookDeliveries > 0 {
+		n, err := r.batches(ctx, func(limit int) (int, error) {
+			return r.reg.store.WebhookDeliveriesPrune(ctx, now.Add(-r.cfg.WebhookDeliveries), limit)
+		})
+		if rep.WebhookDeliveries = n; err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// batches calls prune with the batch size until a batch deletes less than
+// a full one (or ctx ends), and returns how many it deleted in all.
+func (r *Retention) batches(ctx context.Context, prune func(limit int) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := prune(r.cfg.BatchSize)
+		total += n
+		if err != nil || n < r.cfg.BatchSize || ctx.Err() != nil {
+			return total, err
+		}
+	}
 }
 
 // Run calls RunOnce every interval until ctx ends, reporting each run.

@@ -30,6 +30,10 @@ type WebhookStore interface {
 	// p.ClaimedUntil): a sender whose claim ran out and was taken over, or
 	// that records twice, changes nothing.
 	WebhookDeliveryRecord(ctx context.Context, p WebhookRecordParams) error
+	// WebhookDeliveriesPrune deletes up to limit deliveries that ended
+	// (delivered or failed) before before, oldest first, and says how many.
+	// Pending deliveries are never deleted.
+	WebhookDeliveriesPrune(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 type WebhookCreateParams struct {

@@ -8,13 +8,17 @@ import (
 )
 
 // TestServeDeletesWhatIsKeptNoLonger: serve's retention service deletes a
-// job that finished past --retain-finished-jobs (with its timeline) and audit
-// entries past --retain-audit at start, and keeps the recent ones; a bad
+// job that finished past --retain-finished-jobs (with its timeline), audit
+// entries past --retain-audit and webhook deliveries that ended past
+// --retain-webhook-deliveries at start, and keeps the recent ones; a bad
 // per-state flag is a usage error.
 func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	createCluster(t, db, "prod", "--namespaces", "apps")
+	// Each job's end is a delivery; nothing listens at the address, so the
+	// recent one stays pending while serve runs.
+	ok(t, db, "webhook", "create", "--name", "outcomes", "--url", "http://127.0.0.1:1/hook", "--events", "job.finished")
 	old := submit(t, db, "prod", "apply", configMap("apps", "old"))
 	recent := submit(t, db, "prod", "apply", configMap("apps", "recent"))
 	ok(t, db, "job", "cancel", old.ID, "--reason", "obsolete")
@@ -31,6 +35,9 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	if _, err := raw.Exec("UPDATE audit SET at = ? WHERE id = (SELECT min(id) FROM audit)", yearsAgo); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := raw.Exec("UPDATE webhook_deliveries SET state = 'delivered', created_at = ?, finished_at = ? WHERE subject_id = ?", monthsAgo, monthsAgo, old.ID); err != nil {
+		t.Fatal(err)
+	}
 	raw.Close()
 
 	wantError(t, cli(t, db, "serve", "--retain-jobs-state", "queued=1d"), exitUsage, "finished state")
@@ -40,11 +47,14 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	if _, err := os.Stat(fresh); err == nil {
 		t.Fatal("serve created a database before refusing its --retain-jobs-state")
 	}
-	srv, _, _ := startServe(t, db, "--retain-finished-jobs", "30d", "--retain-audit", "365d")
+	srv, _, _ := startServe(t, db, "--retain-finished-jobs", "30d", "--retain-audit", "365d", "--retain-webhook-deliveries", "30d")
 	line := srv.waitLine(t, "retention deleted")
 	srv.stop(t)
-	if !strings.Contains(line, "jobs=1") || !strings.Contains(line, "audit_entries=1") {
+	if !strings.Contains(line, "jobs=1") || !strings.Contains(line, "audit_entries=1") || !strings.Contains(line, "webhook_deliveries=1") {
 		t.Fatalf("retention log line: %s", line)
+	}
+	if out := ok(t, db, "webhook", "deliveries", "outcomes", "-o", "json").stdout; strings.Contains(out, old.ID) || !strings.Contains(out, recent.ID) {
+		t.Fatalf("deliveries after retention: the old job's should be gone and the recent job's pending one kept:\n%s", out)
 	}
 	wantError(t, cli(t, db, "job", "get", old.ID), exitError, old.ID)
 	if out := ok(t, db, "job", "get", recent.ID).stdout; !strings.Contains(out, recent.ID) {

@@ -65,7 +65,7 @@ type serveOptions struct {
 	visibility time.Duration
 	// retention of finished jobs (overall and per state) and of the audit
 	// trail; zero keeps forever.
-	retainJobs, retainAudit time.Duration
+	retainJobs, retainAudit, retainDeliveries time.Duration
 	retainByState           []string
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
@@ -192,6 +192,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 	f.Var(newDuration(&opts.retainJobs, registry.DefaultJobRetention), "retain-jobs", "delete finished jobs (and their history) this long after they finished; 0 keeps them forever")
 	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat, or separate with commas, for more)")
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
+	f.Var(newDuration(&opts.retainDeliveries, registry.DefaultWebhookDeliveryRetention), "retain-webhook-deliveries", "delete webhook deliveries this long after they were delivered or failed for good (pending ones stay); 0 keeps them forever")
 	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (0: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
@@ -365,8 +366,8 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			switch {
 			case err != nil:
 				log.Warn("retention failed; retrying at the next run", "err", registry.ErrorMessage(err))
-			case rep.Jobs+rep.Audit > 0:
-				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit)
+			case rep.Jobs+rep.Audit+rep.WebhookDeliveries > 0:
+				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit, "webhook_deliveries", rep.WebhookDeliveries)
 			}
 		})
 	}()
@@ -446,7 +447,8 @@ func retentionConfig(opts serveOptions) (registry.RetentionConfig, error) {
 		}
 		return d
 	}
-	cfg := registry.RetentionConfig{Jobs: forever(opts.retainJobs), Audit: forever(opts.retainAudit), ByState: map[registry.JobState]time.Duration{}}
+	cfg := registry.RetentionConfig{Jobs: forever(opts.retainJobs), Audit: forever(opts.retainAudit), WebhookDeliveries: forever(opts.retainDeliveries),
+		ByState: map[registry.JobState]time.Duration{}}
 	var pairs []string
 	for _, v := range opts.retainByState {
 		// Comma-separated too, as every list flag takes it: one variable

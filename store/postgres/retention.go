@@ -37,3 +37,16 @@ func (s *Store) AuditPrune(ctx context.Context, before time.Time, limit int) (in
 	})
 	return n, err
 }
+
+// WebhookDeliveriesPrune deletes ended deliveries only; nothing changes a
+// delivery once it ended, so there is nothing to lock against.
+func (s *Store) WebhookDeliveriesPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.stmt(ctx, "delete webhook deliveries past their retention", func(ctx context.Context, q db) error {
+		tag, err := q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+			WHERE state <> 'pending' AND finished_at < $1 ORDER BY finished_at LIMIT $2)`, col.MS(before), limit)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}

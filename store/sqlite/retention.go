@@ -68,3 +68,19 @@ func (s *Store) AuditPrune(ctx context.Context, before time.Time, limit int) (in
 	})
 	return int(n), err
 }
+
+// WebhookDeliveriesPrune deletes ended deliveries only: a delivery's id is
+// never handed out again (AUTOINCREMENT, migration 0018), whatever is deleted.
+func (s *Store) WebhookDeliveriesPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *txn) error {
+		res, err := t.exec(`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries INDEXED BY webhook_deliveries_finished
+			WHERE state <> 'pending' AND finished_at < ? ORDER BY finished_at LIMIT ?)`, col.MS(before), limit)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}

@@ -231,3 +231,68 @@ func testAuditIDsAfterPrune(t *testing.T, newStore NewStore) {
 		}
 	}
 }
+
+// testWebhookDeliveryRetention: deliveries that ended (delivered, or failed
+// for good) go once older than their retention, batch by batch; pending
+// ones stay however old, since they are still to be sent.
+func testWebhookDeliveryRetention(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("prod")
+	_, _, err := e.reg.CreateWebhook(e.ctx, "billing", "https://billing.example.com", []string{registry.WebhookJobFinished}, "")
+	wantNoErr(t, err)
+	finish := func(n int) {
+		t.Helper()
+		for range n {
+			_, err := e.reg.CancelJob(e.ctx, e.submit(a.Cluster.ID, nil).ID, "")
+			wantNoErr(t, err)
+		}
+	}
+	// answer sends every due delivery once: a 2xx delivers it, anything
+	// else leaves it pending or, past WebhookRetryFor, fails it for good.
+	answer := func(status int) {
+		t.Helper()
+		due, err := e.reg.ClaimWebhookDeliveries(e.ctx, 100, time.Minute)
+		wantNoErr(t, err)
+		for i := range due {
+			wantNoErr(t, e.reg.RecordWebhookAttempt(e.ctx, &due[i], status, ""))
+		}
+	}
+	states := func() map[registry.DeliveryState]int {
+		t.Helper()
+		n := map[registry.DeliveryState]int{}
+		for _, d := range e.deliveries("billing") {
+			n[d.State]++
+		}
+		return n
+	}
+
+	finish(5)
+	answer(200) // five delivered
+	finish(3)
+	e.clock.Advance(registry.WebhookRetryFor)
+	answer(503) // three failed for good
+	e.clock.Advance(2 * time.Hour)
+	finish(1)
+	answer(200) // one delivered, two hours before retention runs
+	finish(2)   // two pending, never sent
+	e.clock.Advance(2 * time.Hour)
+	if got := states(); got[registry.DeliveryDelivered] != 6 || got[registry.DeliveryFailed] != 3 || got[registry.DeliveryPending] != 2 {
+		t.Fatalf("deliveries before retention: %v, want 6 delivered, 3 failed and 2 pending", got)
+	}
+
+	rep, err := registry.NewRetention(e.reg, registry.RetentionConfig{Jobs: -1, Audit: -1, WebhookDeliveries: 3 * time.Hour, BatchSize: 2}).RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.WebhookDeliveries != 8 {
+		t.Fatalf("retention deleted %d webhook deliveries, want the 5 delivered and 3 failed over 3 hours ago", rep.WebhookDeliveries)
+	}
+	if got := states(); got[registry.DeliveryDelivered] != 1 || got[registry.DeliveryFailed] != 0 || got[registry.DeliveryPending] != 2 {
+		t.Fatalf("deliveries after retention: %v, want the one delivered 2 hours ago and the 2 pending", got)
+	}
+
+	e.clock.Advance(1000 * time.Hour)
+	rep, err = registry.NewRetention(e.reg, registry.RetentionConfig{Jobs: -1, Audit: -1, WebhookDeliveries: -1}).RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.WebhookDeliveries != 0 {
+		t.Fatalf("a negative retention deleted %d webhook deliveries", rep.WebhookDeliveries)
+	}
+}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, newStore) })
 	t.Run("RetentionConcurrent", func(t *testing.T) { testRetentionConcurrent(t, newStore) })
 	t.Run("AuditIDsAfterPrune", func(t *testing.T) { testAuditIDsAfterPrune(t, newStore) })
+	t.Run("WebhookDeliveryRetention", func(t *testing.T) { testWebhookDeliveryRetention(t, newStore) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newStore) })
 	t.Run("AgentText", func(t *testing.T) { testAgentText(t, newStore) })
 	t.Run("AdminBadText", func(t *testing.T) { testAdminBadText(t, newStore) })
