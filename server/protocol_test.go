@@ -26,11 +26,17 @@ func TestUnknownPathAndWrongMethodHaveTheErrorShape(t *testing.T) {
 		{http.MethodGet, "/api/agent/register", "POST"},
 		{http.MethodDelete, "/api/agent/jobs/j-1/ack", "POST"},
 		{http.MethodPut, "/api/agent/events", "POST"},
-		{http.MethodPost, "/healthz", "GET"},
+		{http.MethodPost, "/healthz", "GET, HEAD"},
+		// A HEAD poll would hand out jobs whose body nobody reads.
+		{http.MethodHead, "/api/agent/jobs", "GET"},
 	}
 	for _, c := range cases {
 		r := a.do(c.method, c.path)
-		r.wantError(t, http.StatusMethodNotAllowed, "method_not_allowed")
+		if c.method == http.MethodHead {
+			r.want(t, http.StatusMethodNotAllowed) // no body to say more
+		} else {
+			r.wantError(t, http.StatusMethodNotAllowed, "method_not_allowed")
+		}
 		if got := r.header.Get("Allow"); got != c.allow {
 			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.path, got, c.allow)
 		}
@@ -638,6 +644,12 @@ func TestHealthReadyMetrics(t *testing.T) {
 	e := newEnv(t)
 	e.do(http.MethodGet, "/healthz").want(t, http.StatusOK)
 	e.do(http.MethodGet, "/readyz").want(t, http.StatusOK)
+	// Some load balancers and uptime checks probe with HEAD.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := e.do(http.MethodHead, path); r.status != http.StatusOK || len(r.body) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes of body, want 200 and none", path, r.status, len(r.body))
+		}
+	}
 
 	a := e.newAgent("c1", "lease")
 	e.do(http.MethodPost, "/api/agent/register", withJSON(map[string]string{"registrationToken": "garbage"})).want(t, http.StatusUnauthorized)

@@ -257,6 +257,10 @@ type route struct {
 	signed   bool     // writes that hmac credentials must sign
 	maxBody  int64    // 0: the body is not read
 	quiet    bool     // log at debug (probes and scrapes)
+	// head: HEAD is answered as GET is, without the body. Only routes that
+	// change nothing (the probes and /metrics): a HEAD poll would hand out
+	// jobs whose body nobody reads.
+	head bool
 	// perAddress limits the route per client address: registration, whose
 	// caller has no cluster yet to be limited by.
 	perAddress bool
@@ -271,9 +275,9 @@ func (s *Server) buildRoutes() {
 		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handlePoll},
 		{pattern: "/api/agent/events", method: http.MethodPost, agentAPI: true, auth: authAgent, signed: true, maxBody: events, serve: s.handleEvents},
 		{pattern: "/api/agent/keys", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handleKeys},
-		{pattern: "/healthz", method: http.MethodGet, quiet: true, serve: s.handleHealth},
-		{pattern: "/readyz", method: http.MethodGet, quiet: true, serve: s.handleReady},
-		{pattern: "/metrics", method: http.MethodGet, quiet: true, serve: s.handleMetrics},
+		{pattern: "/healthz", method: http.MethodGet, quiet: true, head: true, serve: s.handleHealth},
+		{pattern: "/readyz", method: http.MethodGet, quiet: true, head: true, serve: s.handleReady},
+		{pattern: "/metrics", method: http.MethodGet, quiet: true, head: true, serve: s.handleMetrics},
 	}
 	perJob := []*route{
 		{pattern: "/api/agent/jobs/{id}/ack", method: http.MethodPost, serve: s.handleAck},
@@ -421,14 +425,17 @@ func (s *Server) admit(c *call) bool {
 	}
 	c.pattern = routes[0].pattern
 	for _, rt := range routes {
-		if rt.method == r.Method {
+		if rt.method == r.Method || rt.head && r.Method == http.MethodHead {
 			c.route = rt
 		}
 	}
 	if c.route == nil {
-		allowed := make([]string, len(routes))
-		for i, rt := range routes {
-			allowed[i] = rt.method
+		var allowed []string
+		for _, rt := range routes {
+			allowed = append(allowed, rt.method)
+			if rt.head {
+				allowed = append(allowed, http.MethodHead)
+			}
 		}
 		c.raw.Header().Set("Allow", strings.Join(allowed, ", "))
 		c.err = errf(CodeMethodNotAllowed, "%s does not accept %s; use %s", c.pattern, r.Method, strings.Join(allowed, ", "))
