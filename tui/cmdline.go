@@ -240,6 +240,9 @@ func (c *cmdline) View(width int) string {
 	// As wide as what is typed (up to half the line): the rest shows the
 	// commands, all of them on an empty prompt.
 	c.input.SetWidth(min(max(10, width/2), max(10, ansi.StringWidth(c.input.Value())+2)))
+	// The input scrolled for its old width when a completion or the history
+	// set a longer line: place it again, or its start stays hidden.
+	c.input.SetCursor(c.input.Position())
 	line := st.Render(themes.Accent, ":") + c.input.View()
 	var tail string
 	switch {

@@ -61,3 +61,28 @@ func TestEveryCommandIsListed(t *testing.T) {
 		t.Errorf(":ca opened %T", m.top())
 	}
 }
+
+// A completion (tab) or the history (↑) that sets a longer line shows it
+// whole: the prompt used to keep scrolled as for the shorter line, showing
+// ":ers edge-lab" for ":clusters edge-lab".
+func TestCommandLineShowsACompletedLineWhole(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	do(m, ":")
+	for _, r := range "clusters prod-e" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	m.View()
+	do(m, "tab")
+	if line := ansi.Strip(m.statusLine()); !strings.HasPrefix(line, ":clusters prod-eu-1") {
+		t.Errorf("after tab the command line reads %q, want it whole", line)
+	}
+	do(m, "enter", ":") // runs it: it is the history's last line
+	m.View()
+	do(m, "up")
+	if line := ansi.Strip(m.statusLine()); !strings.HasPrefix(line, ":clusters prod-eu-1") {
+		t.Errorf("after ↑ the command line reads %q, want it whole", line)
+	}
+}
