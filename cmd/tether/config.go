@@ -73,6 +73,17 @@ func setSource(fs *pflag.FlagSet, name, source string) {
 	_ = fs.SetAnnotation(name, sourceAnnotation, []string{source})
 }
 
+// typed reports whether the command line itself set the flag, rather than
+// $TETHER_<FLAG> or the config file. A flag that only means something next to
+// another (console --listen without --serve, --timeout without --wait) is a
+// usage error when typed alone; the same value from the environment, which is
+// set for every invocation (TETHER_LISTEN exported for serve), is just not
+// used.
+func typed(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed && len(f.Annotations[sourceAnnotation]) == 0
+}
+
 // namesFlag reports whether msg mentions --name itself, not a longer flag
 // that starts with it (--tls-key in --tls-key-file).
 func namesFlag(msg, name string) bool {

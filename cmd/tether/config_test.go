@@ -231,3 +231,39 @@ func TestNamesFlag(t *testing.T) {
 		}
 	}
 }
+
+// A flag that only means something next to another is refused when typed
+// alone, but the same value from the environment (TETHER_LISTEN exported
+// for serve, TETHER_TIMEOUT for the --wait runs) is simply not used: a plain
+// console or job submit on that host must still work.
+func TestEnvironmentValueTheCommandDoesNotNeed(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "envy", "--namespaces", "apps")
+	run := func(env []string, args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+		defer cancel()
+		cmd := command(ctx, db, args...)
+		cmd.Env = append(cmd.Env, env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return result{args: args, stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	}
+	// Without a terminal the console stops at that, after its usage checks.
+	for _, env := range []string{"TETHER_LISTEN=127.0.0.1:0", "TETHER_TOKEN_FILE=/nonexistent"} {
+		res := run([]string{env}, "console")
+		if !strings.Contains(res.stderr, "needs an interactive terminal") || strings.Contains(res.stderr, "needs --s") {
+			t.Errorf("%s tether console: got %q, want it past the usage checks to the terminal check", env, res.stderr)
+		}
+	}
+	res := run([]string{"TETHER_TIMEOUT=1m"}, "job", "submit", "--cluster", "envy", "--kind", "apply", "--payload", configMap("apps", "a"))
+	if res.code != 0 {
+		t.Errorf("TETHER_TIMEOUT=1m tether job submit (no --wait): got exit %d %q, want the job submitted", res.code, res.stderr)
+	}
+	// Typed on the command line, they are still usage errors.
+	wantError(t, run(nil, "console", "--listen", "127.0.0.1:0"), exitUsage, "--listen needs --serve")
+	wantError(t, run(nil, "console", "--token-file", "/nonexistent"), exitUsage, "--token-file needs --server")
+	wantError(t, run([]string{"TETHER_TIMEOUT=1m"}, "job", "submit", "--cluster", "envy", "--kind", "apply", "--payload", "{}", "--timeout", "2m"), exitUsage, "--timeout applies only with --wait")
+}

@@ -82,7 +82,7 @@ selectedForeground, marked, header, good, warning, danger, info; each
   tether console --read-only --theme high-contrast`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("listen") && !opts.serve {
+			if typed(cmd.Flags(), "listen") && !opts.serve {
 				return usagef("--listen needs --serve")
 			}
 			if g.server != "" && opts.serve {
@@ -264,7 +264,7 @@ func agentURL(addr string) string {
 // for that server), else the current saved context unless a database was
 // named. It returns nil to run over the local database.
 func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*tui.Remote, string, error) {
-	if g.server == "" && cmd.Flags().Changed("token-file") {
+	if g.server == "" && typed(cmd.Flags(), "token-file") {
 		return nil, "", usagef("--token-file needs --server")
 	}
 	if opts.serve {

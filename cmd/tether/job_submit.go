@@ -63,7 +63,7 @@ with a code a script can act on:
 			if fl.Changed("file") == fl.Changed("payload") {
 				return usagef("job submit needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON")
 			}
-			if fl.Changed("timeout") && !wait {
+			if typed(fl, "timeout") && !wait {
 				return usagef("--timeout applies only with --wait")
 			}
 			body := []byte(payload)

@@ -76,7 +76,7 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 			if fl.Changed("file") == fl.Changed("payload") {
 				return usagef("rollout create needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON")
 			}
-			if fl.Changed("timeout") && !wait {
+			if typed(fl, "timeout") && !wait {
 				return usagef("--timeout applies only with --wait")
 			}
 			if wait && spec.DryRun {
