@@ -292,11 +292,21 @@ func (r *remoteAPI) ListRollouts(ctx context.Context, p registry.RolloutListPara
 		}
 		q.Set("state", strings.Join(states, ","))
 	}
-	var page struct {
-		Items []registry.Rollout `json:"items"`
+	out := []registry.Rollout{} // none is [], as over --db
+	for {
+		var page struct {
+			Items      []registry.Rollout `json:"items"`
+			NextCursor string             `json:"nextCursor"`
+		}
+		if err := r.call(ctx, http.MethodGet, "/rollouts", q, nil, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		q.Set("cursor", page.NextCursor)
 	}
-	err := r.call(ctx, http.MethodGet, "/rollouts", q, nil, &page)
-	return page.Items, err
 }
 
 func (r *remoteAPI) PauseRollout(ctx context.Context, ref, reason string) (*registry.Rollout, error) {
