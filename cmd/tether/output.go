@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -176,6 +177,11 @@ func (v durationValue) Set(s string) error {
 		n, err := strconv.Atoi(days)
 		if err != nil {
 			return fmt.Errorf("%q is not a duration: use a whole number of days such as 7d, or a duration such as 90s, 15m or 24h", s)
+		}
+		if n > math.MaxInt64/int(24*time.Hour) {
+			// time.Duration(n) * 24h would wrap around: 106752d to a
+			// negative duration, 213504d to 25 minutes.
+			return fmt.Errorf("%q is longer than any duration tether can hold (about 290 years)", s)
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
