@@ -123,3 +123,23 @@ func TestAuditFollowPostgresConcurrentWriters(t *testing.T) {
 		t.Fatalf("audit --follow printed %d job.submit entries, want %d", submits, want)
 	}
 }
+
+// A --db whose search_path names a schema that does not exist is refused
+// saying so and how to create it, not as "internal error: cannot open
+// database".
+func TestPostgresMissingSchema(t *testing.T) {
+	db := pgDB(t) // skips without PostgreSQL
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	missing := q.Get("search_path") + "_missing" // never created
+	q.Set("search_path", missing)
+	u.RawQuery = q.Encode()
+	res := cli(t, u.String(), "cluster", "list")
+	wantError(t, res, exitError, "schema "+missing+", named by its search_path, does not exist", "CREATE SCHEMA "+missing)
+	if strings.Contains(res.stderr, "internal error") {
+		t.Errorf("a missing schema is reported as an internal error: %s", res.stderr)
+	}
+}

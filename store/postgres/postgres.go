@@ -294,6 +294,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, desc string) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
 		return openError(desc, err)
 	}
+	// A search_path none of whose schemas exists leaves no schema to create
+	// the tables in (current_schema() is NULL): tether creates its tables,
+	// not the schema itself.
+	var schema *string
+	var searchPath string
+	if err := tx.QueryRow(ctx, "SELECT current_schema(), current_setting('search_path')").Scan(&schema, &searchPath); err != nil {
+		return openError(desc, err)
+	}
+	if schema == nil {
+		return registry.Errorf(registry.CodeInvalid,
+			"database %s: schema %s, named by its search_path, does not exist (tether creates its tables, not the schema): create it first with CREATE SCHEMA %s AUTHORIZATION %s, or leave search_path out to use public",
+			desc, searchPath, firstSchema(searchPath), pgx.Identifier{pool.Config().ConnConfig.User}.Sanitize())
+	}
 	// Create the table only when it is missing: CREATE TABLE IF NOT EXISTS
 	// is refused by a read-only database (a standby) even when the table
 	// exists, and a replica that finds its schema current should start, say
@@ -338,6 +351,17 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, desc string) error {
 		return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot commit the migrations of %s", desc), Err: err}
 	}
 	return nil
+}
+
+// firstSchema is the first schema a search_path names, as written in it,
+// other than the user's own ("$user").
+func firstSchema(searchPath string) string {
+	for _, name := range strings.Split(searchPath, ",") {
+		if name = strings.TrimSpace(name); name != "" && name != `"$user"` && name != "$user" {
+			return name
+		}
+	}
+	return "NAME"
 }
 
 // --- running statements ---
