@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
@@ -327,7 +329,28 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 			field("outcome", string(j.Outcome), jobStateKind(j.State))
 		}
 		if j.Error != "" {
-			field("error", j.Error, themes.Danger)
+			// Why the job failed: wrapped under its label rather than cut at
+			// the screen's edge (at 80 columns a Helm error loses its cause),
+			// on about errorLines lines.
+			ew := max(20, w-2-18)
+			text, cut := j.Error, false
+			if n := 4 * ew * errorLines; len(text) > n { // an agent may send a megabyte
+				for n > 0 && !utf8.RuneStart(text[n]) {
+					n--
+				}
+				text, cut = text[:n], true
+			}
+			text = display.Safe(text)
+			if cut || ansi.StringWidth(text) > ew*errorLines {
+				text = ansi.Truncate(text, ew*errorLines-ansi.StringWidth(errorCut), "") + errorCut
+			}
+			for i, l := range strings.Split(ansi.Wrap(text, ew, ""), "\n") {
+				label := ""
+				if i == 0 {
+					label = "error"
+				}
+				line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(themes.Danger, l))
+			}
 		}
 		field("finished", stamp(j.FinishedAt)+" ("+ago(now, j.FinishedAt)+")", themes.Plain)
 		if len(j.Result) > 0 {
@@ -380,6 +403,13 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 
 // prettyJSON indents a JSON document (or returns it as is if it is not
 // one).
+// A job's error is shown in its detail on about errorLines lines; a longer
+// one is cut, ending with errorCut.
+const (
+	errorLines = 12
+	errorCut   = " … (cut: tether job get shows it whole)"
+)
+
 func prettyJSON(raw []byte) string {
 	var out bytes.Buffer
 	if err := json.Indent(&out, raw, "", "  "); err != nil {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"strings"
@@ -671,5 +672,52 @@ func TestClustersCopyID(t *testing.T) {
 	}
 	if help := ansi.Strip(m.helpModal().View()); !strings.Contains(help, "copy id") {
 		t.Errorf("the cluster's help lacks y:\n%s", help)
+	}
+}
+
+// A failed job's error is why it failed: its detail shows it whole, wrapped
+// under its label, not cut at the screen's edge (at 80 columns it lost the
+// cause of a Helm error); one too long for a dozen lines is cut and says so.
+func TestJobDetailShowsTheWholeError(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.cluster(t, registry.ClusterSpec{Name: "prod", Organization: "acme", AllowedNamespaces: []string{"apps"}})
+	a := e.agent(t, tok)
+	ctx := context.Background()
+	fail := func(msg string) string {
+		j := e.submit(t, c.ID, "apps", "web")
+		must(e.reg.AckJob(ctx, a, j.ID))
+		if _, err := e.reg.ReportResult(ctx, a, j.ID, "", registry.ResultReport{Outcome: registry.OutcomeFailed, Error: msg}); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	helm := "HelmReleaseFailed: chart repository unreachable: dial tcp 10.0.0.1:443: i/o timeout (the cause at the end)"
+	short := fail(helm)
+	long := fail(strings.Repeat("x", 5000) + " the end")
+
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	load(t, m, e)
+	open := func(id string) string {
+		do(m, ":")
+		for _, r := range "job " + id {
+			m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		}
+		do(m, "enter")
+		m.View()
+		var doc []string // the whole detail, scrolled through
+		for range 6 {
+			doc = append(doc, ansi.Strip(m.View().Content))
+			do(m, "pgdown")
+		}
+		return strings.Join(doc, "\n")
+	}
+	view := open(short)
+	if !strings.Contains(view, "i/o timeout (the cause at the end)") {
+		t.Errorf("the job's error is cut at 80 columns:\n%s", view)
+	}
+	view = open(long)
+	if !strings.Contains(view, "(cut: tether job get shows it whole)") || strings.Contains(view, "the end") {
+		t.Errorf("a 5,000-character error is not cut, or not said to be:\n%s", view)
 	}
 }
