@@ -12,7 +12,9 @@ import (
 // Safe returns s with everything that could act on a terminal made visible
 // instead: C0 and C1 control characters (escape sequences, carriage
 // returns, backspaces, bells), DEL, Unicode bidirectional overrides and
-// isolates (which reorder what follows them on screen), and invalid UTF-8.
+// isolates (which reorder what follows them on screen), invisible characters
+// that would make one name look like another ("uni\u200bx" is not "unix";
+// the line and paragraph separators), and invalid UTF-8.
 // Tabs and newlines become "\t" and "\n" too: one value stays on one line.
 // Text that came from an agent is data, never terminal input: every view and
 // every table passes it through Safe.
@@ -66,7 +68,9 @@ func isPlainUnicode(s string) bool {
 	return true
 }
 
-// unsafeRune reports control characters and the bidi formatting characters.
+// unsafeRune reports control characters, the bidi formatting characters and
+// the invisible ones. The zero-width joiner and non-joiner stay: scripts
+// such as Persian and Devanagari, and emoji sequences, need them.
 func unsafeRune(r rune) bool {
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f: // C0, DEL, C1
@@ -76,6 +80,14 @@ func unsafeRune(r rune) bool {
 	case r >= 0x2066 && r <= 0x2069: // LRI, RLI, FSI, PDI
 		return true
 	case r == 0x200e || r == 0x200f || r == 0x061c: // LRM, RLM, ALM
+		return true
+	case r == 0x200b, r == 0x2028, r == 0x2029, r == 0xfeff, r == 0x00ad, r == 0x180e:
+		// zero-width space, line and paragraph separators, zero-width
+		// no-break space (BOM), soft hyphen, Mongolian vowel separator
+		return true
+	case r >= 0x2060 && r <= 0x206f, r >= 0xfff9 && r <= 0xfffb:
+		// word joiner, invisible operators, deprecated format characters;
+		// interlinear annotation marks
 		return true
 	}
 	return false

@@ -19,6 +19,10 @@ func TestSafe(t *testing.T) {
 		{"iso\u2066x\u2069", `iso\u2066x\u2069`},
 		{"bad \xff\xfe utf8", `bad \xff\xfe utf8`},
 		{"\u200fmark", `\u200fmark`},
+		{"uni\u200bx", `uni\u200bx`},
+		{"uni\u2028x\u2029", `uni\u2028x\u2029`},
+		{"\ufeffbom\u2060\u00ad", `\ufeffbom\u2060\xad`},
+		{"emoji 👨\u200d👩 and فارسی\u200cها", "emoji 👨\u200d👩 and فارسی\u200cها"},
 	} {
 		got := Safe(tc.in)
 		if got != tc.want {
