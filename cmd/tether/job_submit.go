@@ -132,7 +132,10 @@ func printSubmitted(g *globals, j *registry.Job, created bool) error {
 		_, err := fmt.Fprintf(g.stdout, "Cluster %s already has open job %s with idempotency key %q (%s); no new job was submitted.\n", j.ClusterID, j.ID, j.IdempotencyKey, j.State)
 		return err
 	}
-	_, err := fmt.Fprintf(g.stdout, "Submitted job %s (%s %s) to cluster %s; it is %s.\n", j.ID, describeKind(j), orDash(j.Target.String()), j.ClusterID, j.State)
+	// The kind's intent and the target come from the payload: data, shown
+	// escaped as every table shows it.
+	_, err := fmt.Fprintf(g.stdout, "Submitted job %s (%s %s) to cluster %s; it is %s.\n", j.ID,
+		display.Safe(describeKind(j)), orDash(display.Safe(j.Target.String())), j.ClusterID, j.State)
 	return err
 }
 

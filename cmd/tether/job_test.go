@@ -43,6 +43,13 @@ func TestJobSubmitPayloadSources(t *testing.T) {
 	if !strings.Contains(out, "Submitted job j-") || !strings.Contains(out, "ConfigMap/apps/table") || !strings.Contains(out, "queued") {
 		t.Errorf("got %q, want the job id, its target and its state", out)
 	}
+	// The target comes from the payload: a kind that holds an escape
+	// sequence is shown escaped, not acted on by the terminal.
+	out = ok(t, db, "job", "submit", "--cluster", "src", "--kind", "apply", "--payload",
+		`{"apiVersion":"v1","kind":"Config\u001b[31mMap","metadata":{"name":"red","namespace":"apps"}}`).stdout
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `Config\x1b[31mMap/apps/red`) {
+		t.Errorf("got %q, want the target's escape sequence shown as \\x1b", out)
+	}
 }
 
 func TestJobSubmitRefusesBadInput(t *testing.T) {
