@@ -106,7 +106,7 @@ func all[T any](ctx context.Context, r *Remote, path string, q url.Values) ([]T,
 		q = url.Values{}
 	}
 	q.Set("limit", strconv.Itoa(remotePage))
-	var out []T
+	out := []T{} // an empty list is empty, not null, as the local backend has it
 	for {
 		var page items[T]
 		if err := r.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {
@@ -389,9 +389,7 @@ func (r *Remote) ListAudit(ctx context.Context, p registry.AuditListParams) ([]r
 }
 
 func (r *Remote) ListRollouts(ctx context.Context) ([]registry.Rollout, error) {
-	var page items[registry.Rollout]
-	err := r.call(ctx, http.MethodGet, "/rollouts", url.Values{"limit": {"500"}}, nil, &page)
-	return page.Items, err
+	return all[registry.Rollout](ctx, r, "/rollouts", nil)
 }
 
 func (r *Remote) GetRollout(ctx context.Context, id string) (*registry.Rollout, error) {
