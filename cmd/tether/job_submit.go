@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
@@ -60,14 +61,15 @@ with a code a script can act on:
 				return err
 			}
 			fl := cmd.Flags()
-			if fl.Changed("file") == fl.Changed("payload") {
-				return usagef("job submit needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON")
+			useFile, err := payloadFromFile(fl, "job submit")
+			if err != nil {
+				return err
 			}
 			if typed(fl, "timeout") && !wait {
 				return usagef("--timeout applies only with --wait")
 			}
 			body := []byte(payload)
-			if fl.Changed("file") {
+			if useFile {
 				if body, err = readPayload(g.stdin, file); err != nil {
 					return err
 				}
@@ -122,6 +124,21 @@ func readPayload(stdin io.Reader, file string) ([]byte, error) {
 		return nil, failf("cannot read the payload file: %v", err)
 	}
 	return b, nil
+}
+
+// payloadFromFile says where a command's payload comes from: -f (true) or
+// --payload (false). Exactly one of them is needed; one typed on the command
+// line wins over the other's value from $TETHER_PAYLOAD, $TETHER_FILE or the
+// config file.
+func payloadFromFile(fl *pflag.FlagSet, command string) (bool, error) {
+	useFile, usePayload := fl.Changed("file"), fl.Changed("payload")
+	if useFile && usePayload && typed(fl, "file") != typed(fl, "payload") {
+		useFile, usePayload = typed(fl, "file"), typed(fl, "payload")
+	}
+	if useFile == usePayload {
+		return false, usagef("%s needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON", command)
+	}
+	return useFile, nil
 }
 
 func printSubmitted(g *globals, j *registry.Job, created bool) error {

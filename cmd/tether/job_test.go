@@ -43,6 +43,30 @@ func TestJobSubmitPayloadSources(t *testing.T) {
 	if !strings.Contains(out, "Submitted job j-") || !strings.Contains(out, "ConfigMap/apps/table") || !strings.Contains(out, "queued") {
 		t.Errorf("got %q, want the job id, its target and its state", out)
 	}
+	// A source typed on the command line wins over the other one's value
+	// from the environment; two typed sources are still refused.
+	typedFile := filepath.Join(t.TempDir(), "typed.json")
+	if err := os.WriteFile(typedFile, []byte(configMap("apps", "typed-file")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"TETHER_PAYLOAD=" + configMap("apps", "from-env"), []string{"-f", typedFile}, "typed-file"},
+		{"TETHER_FILE=" + typedFile, []string{"--payload", configMap("apps", "typed-payload")}, "typed-payload"},
+	} {
+		res := cliWithEnv(t, db, []string{tc.env}, append([]string{"job", "submit", "--cluster", "src", "--kind", "apply", "-o", "json"}, tc.args...)...)
+		if res.code != 0 {
+			t.Fatalf("%s with %v: %s", tc.env, tc.args, res)
+		}
+		if j := decode[submittedJob](t, res); j.Target.Name != tc.want {
+			t.Errorf("%s with %v submitted %s, want the typed source's %s", tc.env, tc.args, j.Target.Name, tc.want)
+		}
+	}
+	wantError(t, cli(t, db, "job", "submit", "--cluster", "src", "--kind", "apply", "-f", typedFile, "--payload", configMap("apps", "x")), exitUsage, "exactly one of")
+
 	// The target comes from the payload: a kind that holds an escape
 	// sequence is shown escaped, not acted on by the terminal.
 	out = ok(t, db, "job", "submit", "--cluster", "src", "--kind", "apply", "--payload",

@@ -73,8 +73,9 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 				return err
 			}
 			fl := cmd.Flags()
-			if fl.Changed("file") == fl.Changed("payload") {
-				return usagef("rollout create needs the payload from exactly one of -f FILE, -f - (standard input) or --payload JSON")
+			useFile, err := payloadFromFile(fl, "rollout create")
+			if err != nil {
+				return err
 			}
 			if typed(fl, "timeout") && !wait {
 				return usagef("--timeout applies only with --wait")
@@ -83,7 +84,7 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 				return usagef("--wait and --dry-run cannot be combined: a dry run starts nothing to wait for")
 			}
 			spec.Payload = []byte(payload)
-			if fl.Changed("file") {
+			if useFile {
 				if spec.Payload, err = readPayload(g.stdin, file); err != nil {
 					return err
 				}
