@@ -15,6 +15,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -317,4 +318,128 @@ func (r *Registry) withClientCertificates(ctx context.Context, clusterID string,
 		creds[i].ClientCertificate = byCred[creds[i].ID]
 	}
 	return nil
+}
+
+// CheckClientCertificate applies the registry's rule to the verified client
+// certificate an agent request came with (chains as crypto/tls verified
+// them): a certificate tether's CA issued is good only while the credential
+// it was issued with is: not revoked, not expired, not superseded past its
+// rotation grace. A credential that may only rotate (expired or
+// force-rotated, within RotateUntil, and not superseded) lends its
+// certificate to a rotation only, as it does its token. Refused: CodeUnauthorized, as an invalid
+// credential is. A certificate from another CA (serve --tls-client-ca), or
+// none, is not tether's to revoke: nil.
+//
+// It runs on every agent request, so it is served from the record cache:
+// which roots are tether's CAs and which credential each serial was issued
+// with never change once known, and the credential itself is cached and
+// evicted through the change feed (revocations on any replica reach it).
+func (r *Registry) CheckClientCertificate(ctx context.Context, chains [][]*x509.Certificate, purpose AuthPurpose) error {
+	if len(chains) == 0 || len(chains[0]) == 0 {
+		return nil
+	}
+	ours := false
+	for _, chain := range chains {
+		if len(chain) == 0 {
+			continue
+		}
+		isCA, err := r.isTetherCA(ctx, chain[len(chain)-1])
+		if err != nil {
+			return err
+		}
+		if isCA {
+			ours = true
+			break
+		}
+	}
+	if !ours {
+		return nil
+	}
+	leaf := chains[0][0]
+	rec, err := r.issuedCertificate(ctx, leaf)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return errCertUnauthorized
+	}
+	if err := r.hub.start(); err != nil {
+		return err
+	}
+	cred, err := r.cache.credential(ctx, r.store, rec.CredentialID)
+	if ErrorCode(err) == CodeNotFound {
+		return errCertUnauthorized
+	}
+	if err != nil {
+		return err
+	}
+	switch cred.State(r.Now()) {
+	case CredentialActive, CredentialGrace:
+		return nil
+	case CredentialRotateOnly:
+		// Superseded past its grace, it can never rotate again (409) and
+		// neither can its certificate.
+		if purpose == AuthRotate && cred.SupersededAt.IsZero() {
+			return nil
+		}
+	}
+	return errCertUnauthorized
+}
+
+// errCertUnauthorized refuses a certificate of tether's CA whose credential
+// no longer works: the code an invalid credential gets (401 unauthorized).
+var errCertUnauthorized = Errorf(CodeUnauthorized, "the client certificate was issued with a credential that is unknown, expired or revoked; "+
+	"connect with the certificate issued with the current credential (at its registration or rotation)")
+
+// isTetherCA reports whether root is one of tether's CAs. Known roots are
+// remembered: a CA's certificate is tether's for good, or never.
+func (r *Registry) isTetherCA(ctx context.Context, root *x509.Certificate) (bool, error) {
+	key := string(root.Raw)
+	if ours, known := r.cache.rootKnown(key); known {
+		return ours, nil
+	}
+	cas, err := r.store.CAList(ctx, r.Now())
+	if err != nil {
+		return false, err
+	}
+	ours := false
+	for _, ca := range cas {
+		if bytes.Equal(ca.CertDER, root.Raw) {
+			ours = true
+		}
+	}
+	r.cache.rememberRoot(key, ours)
+	return ours, nil
+}
+
+// issuedCertificate returns the record of a certificate tether's CA issued
+// (nil: there is none, as when its cluster was deleted). The records of the
+// cluster the certificate names are read once and remembered: a serial is
+// issued with one credential for good.
+func (r *Registry) issuedCertificate(ctx context.Context, leaf *x509.Certificate) (*ClientCertificate, error) {
+	serial := hex.EncodeToString(leaf.SerialNumber.Bytes())
+	if rec, ok := r.cache.issuedCert(serial); ok {
+		return &rec, nil
+	}
+	clusterID := ""
+	for _, u := range leaf.URIs {
+		if id, ok := strings.CutPrefix(u.String(), SPIFFEClusterPrefix); ok && id != "" {
+			clusterID = id
+			break
+		}
+	}
+	if clusterID == "" {
+		return nil, nil
+	}
+	certs, err := r.store.ClientCertificateList(ctx, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.rememberIssuedCerts(certs)
+	for i := range certs {
+		if certs[i].Serial == serial {
+			return &certs[i], nil
+		}
+	}
+	return nil, nil
 }

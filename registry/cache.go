@@ -36,6 +36,12 @@ type recordCache struct {
 	// entry in the feed drops them all (there are few; such entries are
 	// rare next to submissions, which name their cluster).
 	admins map[string]cachedAdminToken
+	// roots says which CA certificates (by DER) client certificates chained
+	// to are tether's CAs, and issued which credential each serial of
+	// tether's CA was issued with (ca.go): neither ever changes, so neither
+	// is evicted.
+	roots  map[string]bool
+	issued map[string]ClientCertificate
 }
 
 const (
@@ -61,7 +67,8 @@ type cachedCluster struct {
 
 func newRecordCache(h *hub) *recordCache {
 	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{},
-		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}, admins: map[string]cachedAdminToken{}}
+		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}, admins: map[string]cachedAdminToken{},
+		roots: map[string]bool{}, issued: map[string]ClientCertificate{}}
 	h.evict = c.evictChange
 	return c
 }
@@ -180,6 +187,43 @@ func (c *recordCache) adminToken(ctx context.Context, store Store, id string) (*
 		})
 	}
 	return t, nil
+}
+
+// rootKnown says whether root (a CA certificate's DER) is one of tether's
+// CAs, if that is known.
+func (c *recordCache) rootKnown(root string) (ours, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ours, known = c.roots[root]
+	return ours, known
+}
+
+func (c *recordCache) rememberRoot(root string, ours bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.roots) < cacheMaxEntries {
+		c.roots[root] = ours
+	}
+}
+
+// issuedCert returns the record of the certificate with serial (hex), if
+// known.
+func (c *recordCache) issuedCert(serial string) (ClientCertificate, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.issued[serial]
+	return rec, ok
+}
+
+func (c *recordCache) rememberIssuedCerts(certs []ClientCertificate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rec := range certs {
+		if len(c.issued) >= cacheMaxEntries {
+			return
+		}
+		c.issued[rec.Serial] = rec
+	}
 }
 
 // evictAdminTokens drops every cached admin token.

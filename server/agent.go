@@ -198,10 +198,10 @@ func (s *Server) lookForJobs(c *call, pl *heldPoll) (answered bool, err error) {
 	return false, nil
 }
 
-// reauthenticate checks a woken poll's credential again: it may have been
-// revoked, or its cluster disabled.
+// reauthenticate checks a woken poll's credential (and client certificate)
+// again: it may have been revoked, or its cluster disabled.
 func (s *Server) reauthenticate(c *call) error {
-	a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearerOf(c.r), registry.AuthAny) })
+	a, err := offStack(func() (*registry.Agent, error) { return s.authenticateAgent(c, bearerOf(c.r), registry.AuthAny) })
 	if err != nil {
 		return err
 	}

@@ -510,7 +510,7 @@ func (s *Server) prepare(c *call) error {
 		if registry.IsAdminToken(bearer) {
 			return errf(registry.CodeUnauthorized, "an admin token is not an agent credential: the agent API takes the credential a cluster's agent got at registration")
 		}
-		a, err := offStack(func() (*registry.Agent, error) { return s.reg.Authenticate(c.ctx, bearer, purpose) })
+		a, err := offStack(func() (*registry.Agent, error) { return s.authenticateAgent(c, bearer, purpose) })
 		if err != nil {
 			return err
 		}
@@ -555,6 +555,23 @@ func (s *Server) prepare(c *call) error {
 		}
 	}
 	return nil
+}
+
+// authenticateAgent checks the bearer credential, and the client
+// certificate the request came with: one issued by tether's CA works only
+// while the credential it was issued with does (registry
+// CheckClientCertificate).
+func (s *Server) authenticateAgent(c *call, bearer string, purpose registry.AuthPurpose) (*registry.Agent, error) {
+	a, err := s.reg.Authenticate(c.ctx, bearer, purpose)
+	if err != nil {
+		return nil, err
+	}
+	if c.r.TLS != nil {
+		if err := s.reg.CheckClientCertificate(c.ctx, c.r.TLS.VerifiedChains, purpose); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // offStack runs f on a goroutine of its own and waits for it. A held

@@ -40,13 +40,19 @@ type caServer struct {
 
 func startCAServer(t *testing.T, withCA bool, tweak ...func(*serveOptions)) *caServer {
 	t.Helper()
+	return startCAServerOn(t, filepath.Join(t.TempDir(), "tether.db"), "", withCA, tweak...)
+}
+
+// startCAServerOn is startCAServer on the database db (a SQLite file or a
+// postgres:// URL, which needs keyFile).
+func startCAServerOn(t *testing.T, db, keyFile string, withCA bool, tweak ...func(*serveOptions)) *caServer {
+	t.Helper()
 	dir := t.TempDir()
-	certFile, keyFile, roots := writeServerCert(t, dir)
+	certFile, certKeyFile, roots := writeServerCert(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := clocktest.New()
 	clock.Set(time.Now())
-	db := filepath.Join(dir, "tether.db")
-	a, err := openApp(ctx, &globals{db: db}, registry.Config{Clock: clock})
+	a, err := openApp(ctx, &globals{db: db, keyFile: keyFile}, registry.Config{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +62,7 @@ func startCAServer(t *testing.T, withCA bool, tweak ...func(*serveOptions)) *caS
 		}
 	}
 	logs := &syncBuffer{}
-	opts := serveOptions{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile, logOutput: logs, logFormat: "text", rate: -1}
+	opts := serveOptions{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: certKeyFile, logOutput: logs, logFormat: "text", rate: -1}
 	for _, f := range tweak {
 		f(&opts)
 	}
