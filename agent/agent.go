@@ -210,7 +210,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.server = st.Server
 	httpClient := cfg.HTTPClient
-	var transport *http.Transport
+	var transport *certTransport
 	if httpClient == nil {
 		if err := cfg.TLS.check(); err != nil {
 			return nil, err
@@ -239,7 +239,7 @@ func New(cfg Config) (*Agent, error) {
 					return fmt.Errorf("store the renewed client certificate: %w", err)
 				}
 				if transport != nil {
-					transport.CloseIdleConnections() // the next requests present the new certificate
+					transport.renew() // the next requests present the new certificate, on new connections
 				}
 				a.log.Info("client certificate renewed")
 			}

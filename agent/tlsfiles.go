@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -125,7 +126,7 @@ func clientCertFiles(stateDir string, f TLSFiles) (cert, key string) {
 // newHTTPClient is the agent's HTTP client: tether's server verified against
 // f.CAFile, certs presented as the client certificate. Timeouts as
 // apiclient's default client.
-func newHTTPClient(f TLSFiles, certs *certFiles) (*http.Client, *http.Transport, error) {
+func newHTTPClient(f TLSFiles, certs *certFiles) (*http.Client, *certTransport, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.CAFile != "" {
 		b, err := os.ReadFile(f.CAFile)
@@ -148,7 +149,39 @@ func newHTTPClient(f TLSFiles, certs *certFiles) (*http.Client, *http.Transport,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
-	return &http.Client{Transport: tr}, tr, nil
+	ct := &certTransport{}
+	ct.cur.Store(tr)
+	return &http.Client{Transport: ct}, ct, nil
+}
+
+// certTransport is the agent's transport. When its certificate is renewed,
+// renew starts a new pool of connections, so that no request after the
+// renewal goes over a connection that presented the old certificate.
+// Closing the idle connections is not enough: one busy at the renewal (a
+// held poll) goes back to the pool when done, and a busy agent would keep
+// presenting the old certificate on it past the old credential's rotation
+// grace, when tether refuses that certificate (401).
+type certTransport struct {
+	mu  sync.Mutex // serializes renew
+	cur atomic.Pointer[http.Transport]
+}
+
+func (t *certTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.cur.Load().RoundTrip(r)
+}
+
+// CloseIdleConnections closes the current pool's idle connections.
+func (t *certTransport) CloseIdleConnections() { t.cur.Load().CloseIdleConnections() }
+
+// renew makes the next requests connect anew, presenting the certificate
+// then on disk. The old pool's connections still busy finish their request
+// and are closed once idle (IdleConnTimeout).
+func (t *certTransport) renew() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.cur.Load()
+	t.cur.Store(old.Clone())
+	old.CloseIdleConnections()
 }
 
 // pendingKey is a key made for a CSR, kept until tether answers the

@@ -119,3 +119,62 @@ func TestClientCertificateFilesReloadWithoutRestart(t *testing.T) {
 		t.Fatalf("after the repair: %q, want third", got)
 	}
 }
+
+// After a renewal, no request goes over a connection that presented the old
+// certificate, not even one busy at the renewal (a held poll): tether
+// refuses the old certificate once its credential's rotation grace is over,
+// and a busy agent would otherwise keep such a connection for good.
+func TestRenewedCertificateNotPresentedOnBusyConnection(t *testing.T) {
+	pki := newTestPKI(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(pki.cert)
+	held, release := make(chan struct{}), make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			close(held)
+			<-release
+		}
+		io.WriteString(w, r.TLS.PeerCertificates[0].Subject.CommonName)
+	}))
+	ts.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	ts.StartTLS()
+	defer ts.Close()
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "server.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key")
+	pki.write(t, "old", certFile, keyFile)
+	client, tr, err := newHTTPClient(TLSFiles{CAFile: caFile}, newCertFiles(certFile, keyFile, slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := client.Get(ts.URL + path)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body) // at EOF the connection is back in the pool
+		return string(b)
+	}
+	done := make(chan string)
+	go func() { done <- get("/hold") }()
+	<-held
+	pki.write(t, "new", certFile, keyFile)
+	tr.renew() // as the agent does when a rotation renewed its certificate
+	// Another request meanwhile (a heartbeat) takes a new connection.
+	if got := get("/"); got != "new" {
+		t.Fatalf("a request after the renewal: the server saw %q, want new", got)
+	}
+	close(release)
+	if got := <-done; got != "old" {
+		t.Fatalf("the held request: %q, want old", got)
+	}
+	if got := get("/"); got != "new" {
+		t.Fatalf("after the renewal the server saw %q, want new", got)
+	}
+}
