@@ -259,10 +259,28 @@ func TestClusterPauseResume(t *testing.T) {
 	db := newDB(t)
 	c := createCluster(t, db, "prod", "--namespaces", "apps")
 	reg := openRegistry(t, db)
-	a, _ := registerAgent(t, reg, c.RegistrationToken)
+	a, bearer := registerAgent(t, reg, c.RegistrationToken)
 	out := ok(t, db, "cluster", "pause", "prod", "--reason", "change freeze").stdout
 	if !strings.Contains(out, "Paused the queue") {
 		t.Fatalf("pause: %s", out)
+	}
+	// This process (a serve) reads the cluster through its record cache,
+	// which learns of another process's pause from the change feed, within
+	// milliseconds of the commit but not by the time the CLI has exited
+	// (registry/cache.go). Wait for that, well within the cache's 10 s TTL,
+	// so that it is the feed that brought the pause.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		seen, err := reg.Authenticate(context.Background(), bearer, registry.AuthAny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen.Cluster.Paused() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change feed did not bring the CLI's pause to this process within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	submit(t, db, "prod", "apply", configMap("apps", "waits"))
 	if jobs, err := reg.PollJobs(context.Background(), a, a.Cluster.ID, 10); err != nil || len(jobs) != 0 {
