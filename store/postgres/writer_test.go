@@ -211,12 +211,14 @@ func TestPipelinedGroup(t *testing.T) {
 }
 
 // waitForWaiters returns once PostgreSQL says a transaction waits for a
-// lock (tx's, in these tests).
+// lock tx holds. Only tx's: under make test other packages' tests share the
+// server, and their sessions wait for locks of their own.
 func waitForWaiters(t *testing.T, tx pgx.Tx) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		var waiting int
-		if err := tx.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+		if err := tx.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_locks WHERE NOT granted AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {
