@@ -105,6 +105,22 @@ func (r *Registry) clusterForSubmit(ctx context.Context, idOrName string) (*Clus
 	return r.GetCluster(ctx, idOrName)
 }
 
+// clusterOfAgent is an authenticated agent's cluster as it is now, from the
+// record cache, else from the store: not through GetCluster, whose
+// permission check is an admin's.
+func (r *Registry) clusterOfAgent(ctx context.Context, id string) (*Cluster, error) {
+	if r.hub.start() == nil {
+		if c, err := r.cache.clusterByRef(ctx, r.store, id); err == nil {
+			return c, nil
+		}
+	}
+	c, err := r.store.ClusterGet(ctx, id)
+	if ErrorCode(err) == CodeNotFound {
+		return nil, errNoCluster(id)
+	}
+	return c, err
+}
+
 // ListClusters returns clusters ordered by name.
 func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Cluster, error) {
 	if err := authorize(ctx, PermRead); err != nil {

@@ -264,8 +264,13 @@ func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, lim
 	}
 	limit = min(limit, MaxPollLimit)
 	// The cluster as it is now (a held poll's agent was read when the poll
-	// began): a paused queue hands nothing out.
-	if c, err := r.clusterForSubmit(ctx, a.Cluster.ID); err == nil && c.Paused() {
+	// began): a paused queue hands nothing out. If it cannot be read, the
+	// poll fails rather than hand out jobs a pause may be holding back.
+	c, err := r.clusterOfAgent(ctx, a.Cluster.ID)
+	if err != nil {
+		return nil, err
+	}
+	if c.Paused() {
 		return []Job{}, nil
 	}
 	now := r.Now()
