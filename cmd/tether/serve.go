@@ -66,7 +66,7 @@ type serveOptions struct {
 	// retention of finished jobs (overall and per state) and of the audit
 	// trail; zero keeps forever.
 	retainJobs, retainAudit, retainDeliveries time.Duration
-	retainByState           []string
+	retainByState                             []string
 	// diagListen, when set, serves /metrics and pprof on an address of its
 	// own.
 	diagListen string
