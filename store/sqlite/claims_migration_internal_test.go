@@ -17,27 +17,7 @@ import (
 func TestClaimMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tether.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	names := migrationNames()
-	for v, name := range names[:16] {
-		body, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(ctx, string(body)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations VALUES (?, ?, 0)", v+1, filepath.Base(name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := migratedTo(t, path, 16)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	ms := now.UnixMilli()
 	leaseEnd := now.Add(40 * time.Second)
@@ -74,4 +54,33 @@ func TestClaimMigration(t *testing.T) {
 	}
 	defer st.Close()
 	storetest.CheckClaimMigration(t, st, leaseEnd)
+}
+
+// migratedTo creates a database at path with the first n migrations applied,
+// as a tether of schema n left it, and returns it open: a test writes what
+// that version wrote, closes it, and opens it with Open to upgrade it.
+func migratedTo(t *testing.T, path string, n int) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range migrationNames()[:n] {
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, string(body)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations VALUES (?, ?, 0)", v+1, filepath.Base(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }

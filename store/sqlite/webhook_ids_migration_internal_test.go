@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,26 +16,7 @@ import (
 func TestWebhookDeliveryIDsMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tether.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for v, name := range migrationNames()[:17] {
-		body, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(ctx, string(body)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations VALUES (?, ?, 0)", v+1, filepath.Base(name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := migratedTo(t, path, 17)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	ms := now.UnixMilli()
 	for _, q := range []struct {
