@@ -171,6 +171,27 @@ func (e *env) waitJob(id string, what string, ok func(*registry.Job) bool) *regi
 
 func terminal(j *registry.Job) bool { return j.State.Terminal() }
 
+// waitNoHeldPolls waits until the server holds no long-poll, as its metrics
+// say.
+func (e *env) waitNoHeldPolls() {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(e.url + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), "\ntether_agent_longpolls_held 0\n") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the server still holds long-polls 30 s after their agent stopped (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -326,6 +347,10 @@ func TestLeaseLossAndReclaim(t *testing.T) {
 	block.Store(true)
 	waitGone(t, pid, "its lease ran out")
 	stopFirst()
+	// A poll the stopped agent left behind, woken by the requeue below,
+	// would be handed the job and hide it from every other poll for the
+	// visibility window: wait until the server holds none.
+	e.waitNoHeldPolls()
 	// The reaper (run by hand here; serve runs it on an interval) requeues it.
 	// Past it by the registry's clock, which the reaper reads (at the
 	// millisecond precision stores keep), not merely by the wall's.
