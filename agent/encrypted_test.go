@@ -17,11 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
@@ -62,7 +60,7 @@ func TestAgentDecryptsPayloads(t *testing.T) {
 			t.Skip("TETHER_TEST_POSTGRES_DSN is not set: the PostgreSQL run is skipped")
 		}
 		dir := t.TempDir()
-		agentDecrypts(t, newEnvOn(t, dir, freshPostgres(t, dsn)))
+		agentDecrypts(t, newEnvOn(t, dir, freshPostgres(t)))
 	})
 }
 
@@ -155,30 +153,10 @@ func randBytes(n int) []byte {
 }
 
 // freshPostgres opens a store on a schema of its own, dropped at the end.
-func freshPostgres(t *testing.T, dsn string) registry.Store {
+func freshPostgres(t *testing.T) registry.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := "tether_agent_" + hex.EncodeToString(randBytes(6))
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	st, err := postgres.Open(ctx, u.String(), postgres.Options{})
+	dsn, _ := pgtest.Schema(t, "tether_agent")
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

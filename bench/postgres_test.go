@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
@@ -45,37 +39,11 @@ func BenchmarkReplicasPostgres(b *testing.B) {
 // postgresDSN returns the DSN of an empty schema of its own, dropped when b
 // ends; without TETHER_TEST_POSTGRES_DSN the benchmark is skipped.
 func postgresDSN(b *testing.B) string {
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
+	if os.Getenv(dsnEnv) == "" {
 		b.Skip(dsnEnv + " is not set: skipping the PostgreSQL scenarios")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatalf("connect to %s: %v", dsnEnv, err)
-	}
-	buf := make([]byte, 6)
-	rand.Read(buf)
-	schema := "tether_bench_" + hex.EncodeToString(buf)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	if !strings.Contains(dsn, "://") {
-		return dsn + " search_path=" + schema
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	dsn, _ := pgtest.Schema(b, "tether_bench")
+	return dsn
 }
 
 // openPostgres opens a store on dsn, closed when b ends (before the schema

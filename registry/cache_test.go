@@ -3,16 +3,12 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/postgres"
@@ -35,32 +31,10 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() registry.Store)
 		})
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
-		dsn := os.Getenv("TETHER_TEST_POSTGRES_DSN")
-		if dsn == "" {
-			t.Skip("TETHER_TEST_POSTGRES_DSN is not set: the PostgreSQL run is skipped")
-		}
+		dsn, _ := pgtest.Schema(t, "tether_cache")
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		schema := fmt.Sprintf("tether_cache_%d", time.Now().UnixNano())
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(context.Background())
-		})
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
 		test(t, func() registry.Store {
-			st, err := postgres.Open(ctx, u.String(), postgres.Options{})
+			st, err := postgres.Open(ctx, dsn, postgres.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

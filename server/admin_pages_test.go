@@ -22,7 +22,7 @@ func TestAdminAPIClusterPagesKeepEveryCluster(t *testing.T) {
 		if dsn == "" {
 			t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
 		}
-		clusterPagesKeepEveryCluster(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t, dsn) }, registry.Config{}))
+		clusterPagesKeepEveryCluster(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t) }, registry.Config{}))
 	})
 }
 

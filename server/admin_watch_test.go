@@ -278,7 +278,7 @@ func TestAdminWatchResumeAheadOfTheFeed(t *testing.T) {
 		if dsn == "" {
 			t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
 		}
-		watchResumeAheadOfTheFeed(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t, dsn) }, registry.Config{}))
+		watchResumeAheadOfTheFeed(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t) }, registry.Config{}))
 	})
 }
 

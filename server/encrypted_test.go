@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -22,6 +20,7 @@ import (
 	jwxjwk "github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/tetherhq/tether/internal/jwe"
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
@@ -63,7 +62,7 @@ func TestEncryptedPayloads(t *testing.T) {
 		}
 		var conn *pgx.Conn
 		e := newEnvOn(t, func(string) (registry.Store, error) {
-			st, c, err := postgresWithConn(t, dsn)
+			st, c, err := postgresWithConn(t)
 			conn = c
 			return st, err
 		}, registry.Config{})
@@ -240,40 +239,16 @@ func encryptedPayloadsOver(t *testing.T, e *env, atRest func(marker string)) {
 
 // postgresWithConn is freshPostgres that also returns a connection to the
 // schema, to look at the rows as stored.
-func postgresWithConn(t *testing.T, dsn string) (registry.Store, *pgx.Conn, error) {
+func postgresWithConn(t *testing.T) (registry.Store, *pgx.Conn, error) {
 	t.Helper()
+	dsn, _ := pgtest.Schema(t, "tether_enc")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(ctx, dsn) // its search_path is the schema
 	if err != nil {
 		return nil, nil, err
 	}
-	schema := "tether_enc_" + hex.EncodeToString(binary8())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return nil, nil, err
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	if _, err := conn.Exec(ctx, "SET search_path TO "+schema); err != nil {
-		return nil, nil, err
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return nil, nil, err
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	st, err := postgres.Open(ctx, u.String(), postgres.Options{})
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	st, err := postgres.Open(ctx, dsn, postgres.Options{})
 	return st, conn, err
-}
-
-func binary8() []byte {
-	b := make([]byte, 6)
-	for i := range b {
-		b[i] = byte(rand.IntN(256))
-	}
-	return b
 }

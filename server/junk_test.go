@@ -2,18 +2,12 @@ package server_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
@@ -118,35 +112,13 @@ func TestJunkRequestsNeverAnswer5xx(t *testing.T) {
 		if dsn == "" {
 			t.Skip("TETHER_TEST_POSTGRES_DSN is not set: the PostgreSQL sweep is skipped")
 		}
-		sweep(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t, dsn) }, registry.Config{}))
+		sweep(t, newEnvOn(t, func(string) (registry.Store, error) { return freshPostgres(t) }, registry.Config{}))
 	})
 }
 
 // freshPostgres opens a store on a schema of its own, dropped at the end.
-func freshPostgres(t *testing.T, dsn string) (registry.Store, error) {
+func freshPostgres(t *testing.T) (registry.Store, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "tether_junk_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a URL: %w", dsn, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return postgres.Open(ctx, u.String(), postgres.Options{})
+	dsn, _ := pgtest.Schema(t, "tether_junk")
+	return postgres.Open(context.Background(), dsn, postgres.Options{})
 }

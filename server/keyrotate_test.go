@@ -24,7 +24,7 @@ func TestKeyRotationWhileServing(t *testing.T) {
 			t.Skip("TETHER_TEST_POSTGRES_DSN is not set: the PostgreSQL run is skipped")
 		}
 		keyRotationWhileServing(t, newEnvOn(t, func(string) (registry.Store, error) {
-			st, _, err := postgresWithConn(t, dsn)
+			st, _, err := postgresWithConn(t)
 			return st, err
 		}, registry.Config{}))
 	})

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -12,8 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
@@ -22,33 +19,11 @@ import (
 // test ends), or skips the test without TETHER_TEST_POSTGRES_DSN.
 func pgDB(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv("TETHER_TEST_POSTGRES_DSN")
-	if dsn == "" || !strings.Contains(dsn, "://") {
-		t.Skip("TETHER_TEST_POSTGRES_DSN is not set to a postgres:// URL")
+	if dsn := os.Getenv(pgtest.Env); dsn != "" && !strings.Contains(dsn, "://") {
+		t.Skip(pgtest.Env + " is not a postgres:// URL, which --db needs")
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "tether_cli_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	dsn, _ := pgtest.Schema(t, "tether_cli")
+	return dsn
 }
 
 // TestAuditFollowPostgresConcurrentWriters: on PostgreSQL, writes run side by

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/apiclient"
+	"github.com/tetherhq/tether/internal/pgtest"
 )
 
 const (
@@ -105,30 +105,10 @@ func TestChaosSQLite(t *testing.T) {
 // $TETHER_TEST_POSTGRES_DSN); one of them, at random, is killed and
 // restarted while the other serves.
 func TestChaosPostgres(t *testing.T) {
-	dsn := os.Getenv("TETHER_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
-	}
+	db, _ := pgtest.Schema(t, "chaos") // skips without TETHER_TEST_POSTGRES_DSN
 	dir, bin := build(t)
-	schema := fmt.Sprintf("chaos_%d", time.Now().UnixNano())
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	key := filepath.Join(dir, "tether.key")
-	g := &target{name: "postgres", bin: bin, db: u.String(), extra: []string{"--key-file", key}, addrs: []string{freeAddr(t), freeAddr(t)}}
+	g := &target{name: "postgres", bin: bin, db: db, extra: []string{"--key-file", key}, addrs: []string{freeAddr(t), freeAddr(t)}}
 	g.cli(t, "keys", "init", "--key-file", key)
 	// PostgreSQL has no integrity_check; its own guarantees cover the
 	// pages. What can go wrong is ours: history of a job that is not there,

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 	"github.com/tetherhq/tether/store/storetest"
@@ -74,20 +74,9 @@ func admin(t testing.TB, dsn string) *pgx.Conn {
 // closed: cleanups run last-registered first).
 func freshSchema(t testing.TB) string {
 	t.Helper()
-	dsn := serverDSN(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "tether_test_" + hex.EncodeToString(b)
-	conn := admin(t, dsn)
-	if _, err := conn.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, dsn, schema)
+	serverDSN(t) // skips as this package's tests do
+	dsn, _ := pgtest.Schema(t, "tether_test")
+	return dsn
 }
 
 func openAt(t testing.TB, dsn string) *postgres.Store {
