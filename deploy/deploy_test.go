@@ -205,6 +205,18 @@ func TestHelmChart(t *testing.T) {
 		if env := envOf(c); env["TETHER_DB"] != "/var/lib/tether/tether.db" || env["TETHER_SHUTDOWN_DELAY"] == nil {
 			t.Errorf("env %v, want the database on the volume and a shutdown delay", env)
 		}
+		limit := envOf(c)["GOMEMLIMIT"]
+		if r := manifest(map[string]any{"v": limit}).get("v", "resourceFieldRef", "resource"); r != "limits.memory" {
+			t.Errorf("GOMEMLIMIT from %v, want the container's limits.memory", limit)
+		}
+		// Without a memory limit there is nothing to follow.
+		unlimited, out := render(t, helm, values("sqlite-values.yaml"), "--set", "server.resources.limits=null")
+		if unlimited == nil {
+			t.Fatalf("helm template without a memory limit failed:\n%s", out)
+		}
+		if v, ok := envOf(container(t, unlimited["Deployment/t-tether"], "containers", "tether"))["GOMEMLIMIT"]; ok {
+			t.Errorf("GOMEMLIMIT %v without a memory limit", v)
+		}
 		if d.get("spec", "template", "spec", "enableServiceLinks") != false {
 			t.Error("service links are on: Kubernetes would set TETHER_PORT and the like, which tether reads as flags")
 		}
