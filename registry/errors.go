@@ -3,6 +3,8 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 )
 
 // Code classifies an error. The set is closed: server/ maps each code to one
@@ -78,9 +80,36 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with the given code and a formatted message.
+// Errorf returns an *Error with the given code and a formatted message. A
+// string argument longer than maxEchoed bytes is cut there: a message names
+// the value it refuses, and a megabyte of it helps nobody (it would be sent
+// back whole, and logged).
 func Errorf(code Code, format string, args ...any) *Error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxEchoed {
+			args = slices.Clone(args) // the caller's slice, when it passed one, stays as it was
+			for j := i; j < len(args); j++ {
+				if s, ok := args[j].(string); ok && len(s) > maxEchoed {
+					args[j] = clipEchoed(s)
+				}
+			}
+			break
+		}
+	}
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// maxEchoed is how much of a value an error message repeats.
+const maxEchoed = 256
+
+// clipEchoed cuts s to at most maxEchoed bytes on a character boundary and
+// says how long it was.
+func clipEchoed(s string) string {
+	cut := maxEchoed
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes in all)", s[:cut], len(s))
 }
 
 // Internal wraps an unexpected failure (I/O, a driver error) as CodeInternal.

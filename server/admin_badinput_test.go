@@ -89,3 +89,16 @@ func TestAdminAPIMalformedQuery(t *testing.T) {
 	wantAPIError(t, e.api("GET", "/jobs/count?state=queued&cluster=%zza", tok, nil), 400, "invalid", "query string")
 	e.api("GET", "/jobs?cluster=a&search=100%25", tok, nil).want(t, 200)
 }
+
+// TestAdminAPIRefusalsDoNotEchoHugeValues: a refused value is named, not
+// sent back whole: a 900 KB cluster name gets an answer of a few hundred
+// bytes that still says what was wrong.
+func TestAdminAPIRefusalsDoNotEchoHugeValues(t *testing.T) {
+	e := newEnv(t)
+	tok := e.adminToken("root", registry.RoleAdmin, "")
+	r := e.api("POST", "/clusters", tok, map[string]any{"name": strings.Repeat("a", 900_000), "allowedNamespaces": []string{"apps"}})
+	wantAPIError(t, r, 400, "invalid", "cluster name", "(900000 bytes in all)")
+	if len(r.body) > 2000 {
+		t.Fatalf("the refusal is %d bytes long", len(r.body))
+	}
+}
