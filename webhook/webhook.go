@@ -118,9 +118,13 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 func (s *Sender) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		// The claim outlives the attempt's timeout, so that a slow attempt
-		// is not taken over while it runs.
-		due, err := s.reg.ClaimWebhookDeliveries(ctx, s.cfg.Concurrency*4, 2*s.cfg.Timeout+10*time.Second)
+		// The claim outlives the whole batch, sent Concurrency at a time
+		// with each attempt taking up to Timeout, so that a slow attempt
+		// late in the batch is not taken over (and sent twice) while it
+		// waits or runs.
+		const waves = 4
+		hold := (waves+1)*s.cfg.Timeout + 10*time.Second
+		due, err := s.reg.ClaimWebhookDeliveries(ctx, s.cfg.Concurrency*waves, hold)
 		if err != nil || len(due) == 0 {
 			return total, err
 		}

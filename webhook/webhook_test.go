@@ -186,3 +186,51 @@ func TestDeliverySurvivesARestart(t *testing.T) {
 		t.Fatalf("receiver got %d requests after the restart, want 1", n)
 	}
 }
+
+// TestClaimOutlivesTheBatch: a sender claims several deliveries at once and
+// sends them Concurrency at a time. When each attempt takes the full timeout,
+// the last one must still be claimed when it is sent, or another replica
+// takes it over and the receiver gets it twice.
+func TestClaimOutlivesTheBatch(t *testing.T) {
+	clock := clocktest.New()
+	f := open(t, filepath.Join(t.TempDir(), "tether.db"), clock)
+	const timeout = 10 * time.Second
+	var (
+		mu       sync.Mutex
+		requests int
+		stolen   []registry.DueDelivery
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		requests++
+		// Another replica looks for due deliveries while this attempt runs.
+		due, err := f.reg.ClaimWebhookDeliveries(f.ctx, 100, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		stolen = append(stolen, due...)
+		clock.Advance(timeout) // the attempt takes the whole timeout
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	if _, _, err := f.reg.CreateWebhook(f.ctx, "hook", srv.URL, []string{registry.WebhookJobFinished}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		f.finishJob(t)
+	}
+	sender := webhook.New(f.reg, webhook.Config{Timeout: timeout, Concurrency: 1})
+	if _, err := sender.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if requests != 4 {
+		t.Fatalf("receiver got %d requests, want 4", requests)
+	}
+	for _, d := range stolen {
+		t.Errorf("delivery %s was claimed by another sender while this one still held it", d.DeliveryID())
+	}
+}
