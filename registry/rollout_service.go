@@ -36,6 +36,7 @@ func (s *RolloutService) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	changed := 0
+	var firstErr error
 	for _, ro := range active {
 		after, err := s.reg.AdvanceRollout(ctx, ro.ID)
 		switch ErrorCode(err) {
@@ -43,13 +44,21 @@ func (s *RolloutService) RunOnce(ctx context.Context) (int, error) {
 			continue // deleted meanwhile, or another replica keeps advancing it
 		}
 		if err != nil {
-			return changed, err
+			// One rollout that cannot advance (say its next cluster needs
+			// a key this tether lacks) must not stall all the others.
+			if ctx.Err() != nil {
+				return changed, err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
 		if after.Version != ro.Version {
 			changed++
 		}
 	}
-	return changed, nil
+	return changed, firstErr
 }
 
 // Run calls RunOnce every interval until ctx ends, reporting each run's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/jwe"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -144,6 +145,39 @@ func wantTargets(t *testing.T, ro *registry.Rollout, want string) {
 }
 
 func testRollouts(t *testing.T, newStore NewStore) {
+	t.Run("OneStuckRolloutDoesNotStallTheOthers", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		agents := e.fleet(4, func(i int, s *registry.ClusterSpec) {
+			if i >= 3 {
+				s.Labels = registry.Labels{"env": "sec"}
+			}
+		})
+		plain := e.rollout(registry.RolloutSpec{Name: "plain", Selector: "env=prod"})
+		wantTargets(t, plain, "c01:running c02:pending")
+		sealed := e.rollout(registry.RolloutSpec{Name: "sealed", Selector: "env=sec"})
+		wantTargets(t, sealed, "c03:running c04:pending")
+		key, err := jwe.GenerateX25519()
+		wantNoErr(t, err)
+		_, err = e.reg.ModifyCluster(e.ctx, "c04", func(s *registry.ClusterSpec) error {
+			s.PublicKey = registry.AgentPublicKey(key.Public().JWK())
+			s.Policy.RequireEncryptedPayloads = true
+			return nil
+		})
+		wantNoErr(t, err)
+		e.finish(agents["c01"], plain.Targets[0].JobID, registry.OutcomeSucceeded)
+		e.finish(agents["c03"], sealed.Targets[0].JobID, registry.OutcomeSucceeded)
+
+		// A replica without the key file cannot start sealed's next wave;
+		// it must still advance plain.
+		noKey := registry.New(e.store, registry.Config{Clock: e.clock})
+		t.Cleanup(func() { noKey.Close() })
+		_, err = registry.NewRolloutService(noKey, 0).RunOnce(e.ctx)
+		wantCode(t, err, registry.CodeUnavailable)
+		got, err := e.reg.GetRollout(e.ctx, "plain")
+		wantNoErr(t, err)
+		wantTargets(t, got, "c01:succeeded c02:running")
+	})
+
 	t.Run("FrozenTargetsRefusalsAndDryRun", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		e.fleet(3, func(i int, s *registry.ClusterSpec) {
