@@ -354,7 +354,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		sender := webhook.New(a.reg, webhook.Config{Report: func(event string, status int, err error) {
 			srv.RecordWebhookDelivery(event, status, err)
 			if err != nil || status < 200 || status > 299 {
-				log.Warn("webhook delivery failed; it will be retried", "event", event, "status", status, "err", err)
+				log.Warn("webhook delivery attempt failed; retried with backoff until 24 h after the change, then marked failed (tether webhook deliveries shows it)", "event", event, "status", status, "err", err)
 			}
 		}})
 		sender.Run(ctx, func(err error) { log.Warn("sending webhooks failed; retrying", "err", registry.ErrorMessage(err)) })
