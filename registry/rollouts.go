@@ -68,6 +68,11 @@ func (r *Registry) CreateRollout(ctx context.Context, spec RolloutSpec) (*Rollou
 	}
 	for i := range clusters {
 		c := &clusters[i]
+		// A cluster whose payloads this tether cannot seal would stop the
+		// rollout at its wave: refuse before storing anything.
+		if err := r.canSeal(&c.ClusterSpec); err != nil {
+			return nil, Errorf(ErrorCode(err), "cluster %s requires encrypted payloads: %s", c.Name, ErrorMessage(err))
+		}
 		t := RolloutTarget{Position: i, ClusterID: c.ID, ClusterName: c.Name, State: TargetPending}
 		if _, err := checkPayload(c, spec.Kind, spec.Payload); err != nil {
 			if !IsPolicyRefusal(err) {

@@ -178,6 +178,29 @@ func testRollouts(t *testing.T, newStore NewStore) {
 		wantTargets(t, got, "c01:succeeded c02:running")
 	})
 
+	t.Run("CreateRefusedWhenATargetCannotBeSealed", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		e.fleet(2, nil)
+		key, err := jwe.GenerateX25519()
+		wantNoErr(t, err)
+		_, err = e.reg.ModifyCluster(e.ctx, "c02", func(s *registry.ClusterSpec) error {
+			s.PublicKey = registry.AgentPublicKey(key.Public().JWK())
+			s.Policy.RequireEncryptedPayloads = true
+			return nil
+		})
+		wantNoErr(t, err)
+		noKey := registry.New(e.store, registry.Config{Clock: e.clock})
+		t.Cleanup(func() { noKey.Close() })
+		_, err = noKey.CreateRollout(e.ctx, registry.RolloutSpec{Name: "web", Selector: "env=prod", Kind: registry.KindApply, Payload: json.RawMessage(applyPayload)})
+		wantCode(t, err, registry.CodeUnavailable)
+		if !strings.Contains(registry.ErrorMessage(err), "c02") {
+			t.Errorf("the refusal does not name the cluster: %v", err)
+		}
+		if list, _ := e.reg.ListRollouts(e.ctx, registry.RolloutListParams{}); len(list) != 0 {
+			t.Fatalf("a refused rollout was stored: %d rollouts (its create would stall at c02's wave)", len(list))
+		}
+	})
+
 	t.Run("FrozenTargetsRefusalsAndDryRun", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		e.fleet(3, func(i int, s *registry.ClusterSpec) {
