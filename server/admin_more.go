@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/registry"
@@ -92,9 +93,13 @@ func (s *Server) adminCreateRollout(c *call) error {
 	if err := decodeAdmin(c, &b, true); err != nil {
 		return err
 	}
-	pause, err := parseDurationField("pauseBetween", b.PauseBetween)
-	if err != nil {
-		return err
+	// No pause between waves is the default, so an explicit 0 says the same.
+	var pause time.Duration
+	if d, zeroErr := time.ParseDuration(strings.TrimSpace(b.PauseBetween)); zeroErr != nil || d != 0 {
+		var err error
+		if pause, err = parseDurationField("pauseBetween", b.PauseBetween); err != nil {
+			return err
+		}
 	}
 	if b.Kind == "" {
 		return errf(registry.CodeInvalid, "field kind is required: apply, delete or intent")

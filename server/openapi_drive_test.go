@@ -76,7 +76,8 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	e.api("POST", "/admin-tokens", root, map[string]any{"name": "ci", "role": "operator"}).want(t, 201)
 	e.api("DELETE", "/admin-tokens/ci", root, nil).want(t, 200)
 	e.api("GET", "/openapi.json", root, nil).want(t, 200)
-	e.api("POST", "/rollouts", root, map[string]any{"name": "r1", "selector": "env=prod", "kind": "apply", "dryRun": true,
+	// pauseBetween "0s" is the default (no pause) said out loud.
+	e.api("POST", "/rollouts", root, map[string]any{"name": "r1", "selector": "env=prod", "kind": "apply", "dryRun": true, "pauseBetween": "0s",
 		"payload": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm3", "namespace": "default"}}}).want(t, 200)
 	e.api("GET", "/rollouts", root, nil).want(t, 200)
 	driveJobLifecycle(t, e, root, a)
