@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -99,7 +100,8 @@ func (r *Registry) CreateRollout(ctx context.Context, spec RolloutSpec) (*Rollou
 }
 
 // sortTargets orders clusters by name, or by the value of a label (clusters
-// without it last) and then by name.
+// without it last) and then by name. Whole-number values come first, in
+// numeric order (wave=2 before wave=10), then the others as text.
 func sortTargets(clusters []Cluster, labelKey string) {
 	slices.SortStableFunc(clusters, func(a, b Cluster) int {
 		if labelKey != "" {
@@ -111,12 +113,26 @@ func sortTargets(clusters []Cluster, labelKey string) {
 				}
 				return 1
 			}
-			if c := strings.Compare(va, vb); c != 0 {
+			if c := compareLabelValues(va, vb); c != 0 {
 				return c
 			}
 		}
 		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.ID, b.ID))
 	})
+}
+
+func compareLabelValues(a, b string) int {
+	na, erra := strconv.ParseInt(a, 10, 64)
+	nb, errb := strconv.ParseInt(b, 10, 64)
+	switch {
+	case erra == nil && errb == nil:
+		return cmp.Compare(na, nb)
+	case erra == nil:
+		return -1 // numbers before text, so that the order is one order
+	case errb == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // GetRollout returns a rollout with its targets, by id or name.
