@@ -326,9 +326,9 @@ func (r *Registry) withClientCertificates(ctx context.Context, clusterID string,
 // it was issued with is: not revoked, not expired, not superseded past its
 // rotation grace. A credential that may only rotate (expired or
 // force-rotated, within RotateUntil, and not superseded) lends its
-// certificate to a rotation only, as it does its token. Refused: CodeUnauthorized, as an invalid
-// credential is. A certificate from another CA (serve --tls-client-ca), or
-// none, is not tether's to revoke: nil.
+// certificate to a rotation only, as it does its token. Refused:
+// CodeUnauthorized, as an invalid credential is. A certificate from another
+// CA (serve --tls-client-ca), or none, is not tether's to revoke: nil.
 //
 // It runs on every agent request, so it is served from the record cache:
 // which roots are tether's CAs and which credential each serial was issued

@@ -24,7 +24,8 @@ func DSN(tb testing.TB) string {
 	tb.Helper()
 	dsn := os.Getenv(Env)
 	if dsn == "" {
-		tb.Skip(Env + " is not set: the PostgreSQL run is skipped")
+		tb.Skip(Env + " is not set: the PostgreSQL run is skipped (set it to a database the tests may create schemas in, " +
+			"e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	return dsn
 }

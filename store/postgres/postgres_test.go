@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,32 +28,9 @@ import (
 //	TETHER_TEST_POSTGRES_DSN='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' go test ./store/postgres
 //
 // Each test works in a schema of its own, dropped when it ends.
-const dsnEnv = "TETHER_TEST_POSTGRES_DSN"
+const dsnEnv = pgtest.Env
 
-func serverDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
-		t.Skip(dsnEnv + " is not set: skipping the PostgreSQL store tests (set it to a database URL, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return dsn
-}
-
-// withSearchPath returns dsn with its search_path set to schema.
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	t.Helper()
-	if !strings.Contains(dsn, "://") { // key=value form
-		return dsn + " search_path=" + schema
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("%s is not a URL: %v", dsnEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func serverDSN(t testing.TB) string { return pgtest.DSN(t) }
 
 // admin runs statements on the test database outside any tether schema.
 func admin(t testing.TB, dsn string) *pgx.Conn {
