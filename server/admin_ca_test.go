@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,5 +83,32 @@ func TestCAOverHTTP(t *testing.T) {
 	creds := e.api("GET", "/clusters/prod/credentials", viewer, nil)
 	if !strings.Contains(string(creds.body), `"clientCertificate":{"serial"`) {
 		t.Fatalf("credentials do not list the certificate: %s", creds.body)
+	}
+}
+
+// The reference agent asks for a client certificate first and registers
+// again without one when tether has no CA. That probe is no refused
+// registration: counting it made TetherRegistrationFailures fire on a
+// healthy fleet, four registrations a minute being enough.
+func TestCAProbeIsNoRegistrationFailure(t *testing.T) {
+	e := newEnv(t)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		_, tok := e.cluster(name)
+		b, _ := json.Marshal(map[string]string{"registrationToken": tok, "csr": newCSRPEM(t)})
+		if r := e.do("POST", "/api/agent/register", withBody(string(b))); r.status != 400 || !strings.Contains(string(r.body), "no_certificate_authority") {
+			t.Fatalf("CSR without a CA: %d %s", r.status, r.body)
+		}
+		e.register(tok)
+	}
+	e.do("POST", "/api/agent/register", withJSON(map[string]string{"registrationToken": "garbage"})).want(t, 401)
+	metrics := string(e.do("GET", "/metrics").body)
+	var failures []string
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "tether_registration_failures_total{") {
+			failures = append(failures, line)
+		}
+	}
+	if want := []string{`tether_registration_failures_total{reason="malformed"} 1`}; !slices.Equal(failures, want) {
+		t.Errorf("registration failures:\n%s\nwant only\n%s", strings.Join(failures, "\n"), strings.Join(want, "\n"))
 	}
 }

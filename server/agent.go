@@ -23,7 +23,7 @@ func (s *Server) handleRegister(c *call) error {
 		if registry.ErrorCode(err) == registry.CodeRegistrationTokenInvalid {
 			reason = "missing" // no token in the body or the header
 		}
-		s.metrics.registerFail.WithLabelValues(string(registry.ErrorCode(err)), reason).Inc()
+		s.metrics.registerFail.WithLabelValues(reason).Inc()
 		return err
 	}
 	// Nobody is authenticated yet: the audit trail names where the attempt

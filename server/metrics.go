@@ -67,8 +67,8 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		}, []string{"kind"}),
 		registerFail: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_registration_failures_total",
-			Help: "Refused agent registrations, by error code and reason.",
-		}, []string{"code", "reason"}),
+			Help: "Refused agent registrations, by reason (unknown, used, expired, revoked, malformed, missing, bad_request, or the refusal's error code).",
+		}, []string{"reason"}),
 		finished:       newFinished(),
 		clusterExpired: newLeaseExpirations(),
 		webhooks:       newWebhookDeliveries(),
@@ -168,8 +168,17 @@ var registrationReasons = map[string]string{
 	"token revoked":                         "revoked",
 }
 
+// registrationFailed counts a refused registration. An agent's request for a
+// client certificate that this tether cannot issue (no CA) is not a refusal:
+// it is how the reference agent learns there is no CA, the token stays
+// unused, and the agent registers again at once without a CSR. Counting it
+// made every healthy registration look refused to the
+// TetherRegistrationFailures alert.
 func (m *metrics) registrationFailed(err error) {
 	code := registry.ErrorCode(err)
+	if code == registry.CodeNoCA {
+		return
+	}
 	reason := string(code)
 	if code == registry.CodeRegistrationTokenInvalid {
 		reason = "other"
@@ -180,5 +189,5 @@ func (m *metrics) registrationFailed(err error) {
 			}
 		}
 	}
-	m.registerFail.WithLabelValues(string(code), reason).Inc()
+	m.registerFail.WithLabelValues(reason).Inc()
 }

@@ -684,9 +684,9 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`tether_jobs{state="in_progress"} 0`,
 		`tether_reaper_jobs_total{action="requeued"} 1`,
 		`tether_lease_expirations_total 1`,
-		`tether_registration_failures_total{code="registration_token_invalid",reason="malformed"} 1`,
-		`tether_registration_failures_total{code="registration_token_invalid",reason="used"} 1`,
-		`tether_registration_failures_total{code="registration_token_invalid",reason="missing"} 1`,
+		`tether_registration_failures_total{reason="malformed"} 1`,
+		`tether_registration_failures_total{reason="used"} 1`,
+		`tether_registration_failures_total{reason="missing"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want) {
