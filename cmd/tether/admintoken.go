@@ -64,6 +64,7 @@ outside it is answered as if it did not exist.`,
 				return err
 			}
 			t := issued.Token
+			g.mutated = true
 			if g.output == "json" {
 				out := issuedAdminToken{ID: t.ID, Name: t.Name, Role: t.Role, Org: t.Org, Token: issued.Secret.Reveal()} // shown once, by design
 				if !t.ExpiresAt.IsZero() {

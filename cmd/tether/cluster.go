@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -80,10 +81,9 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 			if err != nil {
 				return err
 			}
+			g.mutated = true
 			if g.output == "json" {
-				out := issuedTokenJSON(issued)
-				out.Cluster = c
-				return printJSON(g.stdout, out)
+				return printJSON(g.stdout, createdClusterJSON{Cluster: c, RegistrationToken: issuedTokenJSON(issued)})
 			}
 			fmt.Fprintf(g.stdout, "Created cluster %s (%s); it stays pending until its agent registers.\n\n", c.Name, c.ID)
 			return printIssuedToken(g.stdout, api.Now(), c, issued)
@@ -111,32 +111,38 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	return cmd
 }
 
-// issuedToken is the -o json output of cluster create and token issue: the
-// one place a registration token's secret is printed.
-type issuedToken struct {
-	ClusterID         string            `json:"clusterId"`
-	TokenID           string            `json:"tokenId"`
-	RegistrationToken string            `json:"registrationToken"`
-	ExpiresAt         time.Time         `json:"expiresAt"`
-	Cluster           *registry.Cluster `json:"cluster,omitempty"`
-}
-
-func issuedTokenJSON(t *registry.IssuedToken) issuedToken {
-	return issuedToken{
-		ClusterID:         t.Token.ClusterID,
-		TokenID:           t.Token.ID,
-		RegistrationToken: t.Secret.Reveal(), // shown once, by design
-		ExpiresAt:         t.Token.ExpiresAt,
+// issuedTokenJSON is a new registration token as -o json prints it, in the
+// admin API's shape (adminclient.RegistrationToken): the one place a
+// registration token's secret is printed.
+func issuedTokenJSON(t *registry.IssuedToken) adminclient.RegistrationToken {
+	return adminclient.RegistrationToken{
+		ID:        t.Token.ID,
+		ClusterID: t.Token.ClusterID,
+		Token:     t.Secret.Reveal(), // shown once, by design
+		ExpiresAt: t.Token.ExpiresAt.UTC(),
 	}
 }
 
+// createdClusterJSON is cluster create's -o json: the cluster with its first
+// registration token, as POST /api/admin/v1/clusters answers.
+type createdClusterJSON struct {
+	Cluster           *registry.Cluster             `json:"cluster"`
+	RegistrationToken adminclient.RegistrationToken `json:"registrationToken"`
+}
+
 // printIssuedToken shows a new registration token once, inside the command
-// that uses it, so that the secret appears exactly once on the screen.
+// that uses it, so that the secret appears exactly once on the screen. The
+// register command reads it from standard input (--token -), so that the
+// token stays out of shell history and the process list.
 func printIssuedToken(w io.Writer, now time.Time, c *registry.Cluster, t *registry.IssuedToken) error {
 	_, err := fmt.Fprintf(w, `Registration token %s for cluster %s expires %s (%s).
-It is shown only this once and will not be shown again. Register the cluster's agent now with:
+It is shown only this once and will not be shown again:
 
-  tether agent register --server URL --token %s --state-dir DIR
+  %s
+
+Register the cluster's agent now, pasting the token on its standard input:
+
+  tether agent register --server URL --token - --state-dir DIR
 
 where URL is this tether server's address and DIR is the directory in which the agent keeps its credential.
 Issuing another token for the cluster (tether token issue %s) voids this one.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -54,9 +56,9 @@ func TestClusterCreateJSON(t *testing.T) {
 
 	// The expiry is RFC 3339 in the raw output, as scripts read it.
 	res := ok(t, db, "cluster", "create", "--name", "raw", "-o", "json")
-	raw := decode[map[string]any](t, res)
-	if s, _ := raw["expiresAt"].(string); s == "" {
-		t.Errorf("got expiresAt %v, want an RFC 3339 string", raw["expiresAt"])
+	raw := decode[map[string]map[string]any](t, res)
+	if s, _ := raw["registrationToken"]["expiresAt"].(string); s == "" {
+		t.Errorf("got registrationToken.expiresAt %v, want an RFC 3339 string", raw["registrationToken"]["expiresAt"])
 	} else if _, err := time.Parse(time.RFC3339, s); err != nil {
 		t.Errorf("got expiresAt %q, want RFC 3339: %v", s, err)
 	}
@@ -90,7 +92,7 @@ func TestClusterCreateTableShowsTokenOnce(t *testing.T) {
 	}
 	for _, want := range []string{
 		"will not be shown again",
-		"tether agent register --server URL --token " + token + " --state-dir DIR",
+		"tether agent register --server URL --token - --state-dir DIR",
 		tokens[0].ID,
 	} {
 		if !strings.Contains(res.stdout, want) {
@@ -423,4 +425,36 @@ func TestClusterDeleteConfirmation(t *testing.T) {
 		t.Fatalf("got exit %d, stdout %q, stderr %q; want the cluster deleted", code, stdout, stderr)
 	}
 	wantError(t, cli(t, db, "cluster", "get", "confirm-me"), exitError, "no cluster has the id or name")
+}
+
+// A --jq that fails on the answer of a command that changed something prints
+// the whole answer instead of losing it: cluster create's registration token
+// is shown only once, and the cluster exists whatever the expression did.
+// A read command's failed --jq prints nothing (a script's $(...) stays
+// empty).
+func TestMutationKeepsAnswerWhenOutputFails(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	res := cli(t, db, "cluster", "create", "--name", "kept", "-o", "json", "--jq", ".registrationToken.token.value")
+	if res.code != exitError {
+		t.Fatalf("got exit %d, want %d (the expression failed)\n%s", res.code, exitError, res)
+	}
+	if !strings.Contains(res.stderr, "--jq: expected an object") || !strings.Contains(res.stderr, "printed above") {
+		t.Errorf("got stderr without the jq error and the note that the answer is printed\n%s", res)
+	}
+	var answer struct {
+		Cluster           registry.Cluster              `json:"cluster"`
+		RegistrationToken adminclient.RegistrationToken `json:"registrationToken"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &answer); err != nil || !strings.HasPrefix(answer.RegistrationToken.Token, "tether_reg_") || answer.Cluster.Name != "kept" {
+		t.Fatalf("got stdout without the whole answer (%v)\n%s", err, res)
+	}
+	// The token printed is the live one.
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, answer.RegistrationToken.Token)
+
+	read := cli(t, db, "cluster", "get", "kept", "-o", "json", "--jq", ".name.value")
+	if read.code != exitError || read.stdout != "" {
+		t.Errorf("a read command's failed --jq: got exit %d and stdout %q, want %d and nothing", read.code, read.stdout, exitError)
+	}
 }

@@ -41,7 +41,7 @@ var examples = map[string]string{
 	"tether token": `  tether token issue prod-eu
   tether token list`,
 	"tether token issue": `  tether token issue prod-eu
-  tether token issue prod-eu --ttl 1h -o json --jq .registrationToken`,
+  tether token issue prod-eu --ttl 1h -o json --jq .token`,
 	"tether token list": `  tether token list
   tether token list prod-eu`,
 	"tether token revoke": `  tether token revoke rt-01hx...`,

@@ -87,7 +87,7 @@ func (g *globals) convertStdout(convert func(w io.Writer, doc []byte) error) err
 	out := g.stdout
 	done := make(chan error, 1)
 	go func() {
-		err := convertStream(out, pr, convert)
+		err := convertStream(g, out, pr, convert)
 		pr.CloseWithError(err) // unblocks a writer if conversion stopped early
 		done <- err
 	}()
@@ -99,7 +99,7 @@ func (g *globals) convertStdout(convert func(w io.Writer, doc []byte) error) err
 	return nil
 }
 
-func convertStream(out io.Writer, in io.Reader, convert func(io.Writer, []byte) error) error {
+func convertStream(g *globals, out io.Writer, in io.Reader, convert func(io.Writer, []byte) error) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	dec := json.NewDecoder(in)
@@ -118,13 +118,30 @@ func convertStream(out io.Writer, in io.Reader, convert func(io.Writer, []byte) 
 			return nil
 		}
 		if err := convert(w, doc); err != nil {
-			return err
+			if !g.mutated {
+				return err
+			}
+			// The change is made and this answer is its only record:
+			// print it as it is, then fail.
+			if _, werr := w.Write(append(indentedJSON(doc), '\n')); werr != nil {
+				return werr
+			}
+			return fmt.Errorf("%w; the change was made, so its whole answer is printed above", err)
 		}
 		// Streams (--follow) show each value as it comes.
 		if err := w.Flush(); err != nil {
 			return err
 		}
 	}
+}
+
+// indentedJSON is doc indented as printJSON prints, or doc as it is.
+func indentedJSON(doc []byte) []byte {
+	var b bytes.Buffer
+	if err := json.Indent(&b, doc, "", "  "); err != nil {
+		return doc
+	}
+	return b.Bytes()
 }
 
 // writeYAML writes one JSON document as a YAML document, keeping the order

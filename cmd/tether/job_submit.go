@@ -87,6 +87,7 @@ with a code a script can act on:
 			if err != nil {
 				return err
 			}
+			g.mutated = true
 			if !wait {
 				return printSubmitted(g, j, created)
 			}

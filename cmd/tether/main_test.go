@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 )
@@ -193,22 +194,30 @@ func openRegistry(t testing.TB, db string) *registry.Registry {
 	return reg
 }
 
-// created is the -o json output of cluster create.
+// created is what a test needs of cluster create's -o json answer.
 type created struct {
-	ClusterID         string           `json:"clusterId"`
-	TokenID           string           `json:"tokenId"`
-	RegistrationToken string           `json:"registrationToken"`
-	ExpiresAt         time.Time        `json:"expiresAt"`
-	Cluster           registry.Cluster `json:"cluster"`
+	ClusterID         string
+	TokenID           string
+	RegistrationToken string
+	ExpiresAt         time.Time
+	Cluster           registry.Cluster
 }
 
 // createCluster creates a cluster with the CLI and returns its id and first
-// registration token.
+// registration token. The answer has the admin API's shape:
+// {"cluster": ..., "registrationToken": {"id","clusterId","token","expiresAt"}}.
 func createCluster(t testing.TB, db, name string, flags ...string) created {
 	t.Helper()
-	c := okJSON[created](t, db, append([]string{"cluster", "create", "--name", name}, flags...)...)
-	if c.ClusterID == "" || c.RegistrationToken == "" {
-		t.Fatalf("cluster create -o json: got clusterId %q and registrationToken %q, want both set", c.ClusterID, c.RegistrationToken)
+	out := okJSON[struct {
+		Cluster           registry.Cluster              `json:"cluster"`
+		RegistrationToken adminclient.RegistrationToken `json:"registrationToken"`
+	}](t, db, append([]string{"cluster", "create", "--name", name}, flags...)...)
+	c := created{
+		ClusterID: out.RegistrationToken.ClusterID, TokenID: out.RegistrationToken.ID,
+		RegistrationToken: out.RegistrationToken.Token, ExpiresAt: out.RegistrationToken.ExpiresAt, Cluster: out.Cluster,
+	}
+	if c.ClusterID == "" || c.RegistrationToken == "" || c.Cluster.ID != c.ClusterID {
+		t.Fatalf("cluster create -o json: got cluster %q, registrationToken.clusterId %q and registrationToken.token %q, want all set and the ids equal", c.Cluster.ID, c.ClusterID, c.RegistrationToken)
 	}
 	return c
 }

@@ -97,7 +97,7 @@ func TestCLIRemoteMatchesLocal(t *testing.T) {
 
 	// Registration tokens and credentials.
 	l, r := same(0, "token", "issue", "staging", "--ttl", "2h", "-o", "json")
-	capture("token", "tokenId", l, r)
+	capture("token", "id", l, r)
 	same(0, "token", "issue", "prod-us")
 	same(0, "token", "list")
 	same(0, "token", "list", "staging", "-o", "json")

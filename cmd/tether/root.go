@@ -63,9 +63,16 @@ type globals struct {
 	jq string
 	// finishOutput, when set, flushes an output converter (format.go).
 	finishOutput func() error
-	stdin        io.Reader
-	stdout       io.Writer
-	stderr       io.Writer
+	// mutated is set by a command once it has changed something (mutated):
+	// from then on, an answer that -o or --jq cannot convert is printed
+	// whole rather than lost, since running the command again would not
+	// give it back (a registration token, an admin token's secret). It is
+	// written before the answer is, and the converter reads it after the
+	// answer came through its pipe, which orders the two.
+	mutated bool
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // defaultDB is the database when neither --db nor $TETHER_DB names one.

@@ -55,6 +55,7 @@ func newTokenIssueCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			g.mutated = true
 			if g.output == "json" {
 				return printJSON(g.stdout, issuedTokenJSON(issued))
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -24,15 +25,15 @@ func TestTokenIssueListRevoke(t *testing.T) {
 	if n := strings.Count(res.stdout, second); n != 1 {
 		t.Errorf("got the token %d times, want once\n%s", n, res)
 	}
-	if !strings.Contains(res.stdout, "will not be shown again") || !strings.Contains(res.stdout, "tether agent register --server URL --token "+second+" --state-dir DIR") {
+	if !strings.Contains(res.stdout, "will not be shown again") || !strings.Contains(res.stdout, "tether agent register --server URL --token - --state-dir DIR") {
 		t.Errorf("got output without the one-time note and the register command\n%s", res)
 	}
 
 	// JSON output: the same fields as cluster create.
 	before := time.Now()
-	third := okJSON[issuedToken](t, db, "token", "issue", c.ClusterID, "--ttl", "90m")
-	if third.ClusterID != c.ClusterID || !strings.HasPrefix(third.RegistrationToken, "tether_reg_") || third.TokenID == "" {
-		t.Errorf("got %+v, want clusterId, tokenId and a tether_reg_ token", third)
+	third := okJSON[adminclient.RegistrationToken](t, db, "token", "issue", c.ClusterID, "--ttl", "90m")
+	if third.ClusterID != c.ClusterID || !strings.HasPrefix(third.Token, "tether_reg_") || !strings.HasPrefix(third.ID, "rt-") {
+		t.Errorf("got %+v, want clusterId, id and a tether_reg_ token, as the admin API answers", third)
 	}
 	if want := before.Add(90 * time.Minute); third.ExpiresAt.Before(want.Add(-time.Minute)) || third.ExpiresAt.After(want.Add(time.Minute)) {
 		t.Errorf("got expiresAt %s, want about %s", third.ExpiresAt, want)
@@ -43,8 +44,8 @@ func TestTokenIssueListRevoke(t *testing.T) {
 	if len(tokens) != 3 {
 		t.Fatalf("got %d tokens, want 3", len(tokens))
 	}
-	if tokens[0].ID != third.TokenID || tokens[0].State != registry.TokenActive {
-		t.Errorf("got newest token %s %s, want %s active", tokens[0].ID, tokens[0].State, third.TokenID)
+	if tokens[0].ID != third.ID || tokens[0].State != registry.TokenActive {
+		t.Errorf("got newest token %s %s, want %s active", tokens[0].ID, tokens[0].State, third.ID)
 	}
 	for _, tk := range tokens[1:] {
 		if tk.State != registry.TokenRevoked || tk.RevokeReason != registry.TokenRevokedSuperseded {
@@ -52,18 +53,18 @@ func TestTokenIssueListRevoke(t *testing.T) {
 		}
 	}
 	table := ok(t, db, "token", "list").stdout
-	for _, want := range []string{"STATE", third.TokenID, "active", "revoked", "superseded", "tokens"} {
+	for _, want := range []string{"STATE", third.ID, "active", "revoked", "superseded", "tokens"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("got token list without %q\n%s", want, table)
 		}
 	}
-	for _, secret := range []string{c.RegistrationToken, second, third.RegistrationToken} {
+	for _, secret := range []string{c.RegistrationToken, second, third.Token} {
 		assertSecretAbsent(t, db, secret, "tokens")
 	}
 
 	// Revoke by id.
-	out := ok(t, db, "token", "revoke", third.TokenID, "--reason", "leaked in chat").stdout
-	if !strings.Contains(out, "Revoked registration token "+third.TokenID) {
+	out := ok(t, db, "token", "revoke", third.ID, "--reason", "leaked in chat").stdout
+	if !strings.Contains(out, "Revoked registration token "+third.ID) {
 		t.Errorf("got %q, want it to confirm the revocation", out)
 	}
 	if tk := readTokens(t, db, "tokens")[0]; tk.State != registry.TokenRevoked || tk.RevokeReason != registry.TokenRevokedByAdmin {
@@ -71,26 +72,26 @@ func TestTokenIssueListRevoke(t *testing.T) {
 	}
 	// The admin's reason is in the audit trail.
 	audit := okJSON[[]registry.AuditEntry](t, db, "audit", "--action", registry.AuditTokenRevoke)
-	if len(audit) != 1 || audit[0].TargetID != third.TokenID || audit[0].Reason != "leaked in chat" {
-		t.Errorf("got audit %+v, want the revocation of %s with its reason", audit, third.TokenID)
+	if len(audit) != 1 || audit[0].TargetID != third.ID || audit[0].Reason != "leaked in chat" {
+		t.Errorf("got audit %+v, want the revocation of %s with its reason", audit, third.ID)
 	}
-	wantError(t, cli(t, db, "token", "revoke", third.TokenID), exitError, "already revoked")
+	wantError(t, cli(t, db, "token", "revoke", third.ID), exitError, "already revoked")
 	wantError(t, cli(t, db, "token", "revoke", "rt-nope"), exitError, `no registration token has the id "rt-nope"`)
 	reg := openRegistry(t, db)
-	if _, err := reg.Register(context.Background(), registry.RegisterParams{Token: third.RegistrationToken}); registry.ErrorCode(err) != registry.CodeRegistrationTokenInvalid {
+	if _, err := reg.Register(context.Background(), registry.RegisterParams{Token: third.Token}); registry.ErrorCode(err) != registry.CodeRegistrationTokenInvalid {
 		t.Errorf("got %v registering with a revoked token, want registration_token_invalid", err)
 	}
 
 	// A redeemed token shows as used, with the credential it issued.
-	fourth := okJSON[issuedToken](t, db, "token", "issue", "tokens")
-	agent, _ := registerAgent(t, reg, fourth.RegistrationToken)
+	fourth := okJSON[adminclient.RegistrationToken](t, db, "token", "issue", "tokens")
+	agent, _ := registerAgent(t, reg, fourth.Token)
 	if tk := readTokens(t, db, "tokens")[0]; tk.State != registry.TokenUsed || tk.CredentialID != agent.Credential.ID {
 		t.Errorf("got %s with credential %q, want used by %s", tk.State, tk.CredentialID, agent.Credential.ID)
 	}
 	if table := ok(t, db, "token", "list", "tokens").stdout; !strings.Contains(table, "used") || !strings.Contains(table, agent.Credential.ID) {
 		t.Errorf("got token list without the used token's credential\n%s", table)
 	}
-	wantError(t, cli(t, db, "token", "revoke", fourth.TokenID), exitError, "already used")
+	wantError(t, cli(t, db, "token", "revoke", fourth.ID), exitError, "already used")
 }
 
 func TestTokenTTLBounds(t *testing.T) {

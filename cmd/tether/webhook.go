@@ -51,6 +51,7 @@ Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
 			if err != nil {
 				return err
 			}
+			g.mutated = true
 			if g.output == "json" {
 				return printJSON(g.stdout, struct {
 					*registry.Webhook
