@@ -28,14 +28,19 @@ type submittedJob struct {
 func newJobSubmitCmd(g *globals) *cobra.Command {
 	var (
 		cluster, kind, file, payload, key string
+		example                           string
 		expiresIn, timeout                time.Duration
 		wait                              bool
 	)
 	cmd := &cobra.Command{
-		Use:   "submit --cluster CLUSTER --kind KIND (-f FILE | -f - | --payload JSON)",
+		Use:   "submit --cluster CLUSTER --kind KIND (-f FILE | -f - | --payload JSON) | --example NAME",
 		Short: "Submit a job to a cluster's agent, optionally waiting for its outcome",
 		Long: `Submit a job to a cluster's agent. The payload is checked against the
 cluster's allowlists (namespaces, catalog entries, operation templates).
+--example NAME prints a complete payload of a kind or intent to start from
+(apply, delete, ensure-application-instance, request-operation,
+delete-application-instance) and submits nothing; docs/payloads.md
+describes each.
 
 With --wait the command blocks until the job ends, prints it, and exits
 with a code a script can act on:
@@ -45,11 +50,15 @@ with a code a script can act on:
   2  the command line was wrong
   3  the job ended unsuccessfully: failed, conflict, canceled or expired
   4  --timeout passed before the job ended (the job carries on)`,
-		Example: `  tether job submit --cluster prod-eu --kind apply -f deployment.json
+		Example: `  tether job submit --example request-operation > backup.json
+  tether job submit --cluster prod-eu --kind apply -f deployment.json
   tether job submit --cluster prod-eu --kind delete --payload '{"apiVersion":"v1","kind":"ConfigMap","name":"x","namespace":"apps"}'
   tether job submit --cluster prod-eu --kind intent -f backup.json --idempotency-key nightly-2024-05-01 --wait --timeout 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("example") {
+				return printPayloadExample(g, cmd, example)
+			}
 			if strings.TrimSpace(cluster) == "" {
 				return usagef("job submit needs --cluster CLUSTER, the id or name of the cluster to run the job")
 			}
@@ -102,11 +111,38 @@ with a code a script can act on:
 	f.StringVar(&kind, "kind", "", "apply, delete or intent (required)")
 	f.StringVarP(&file, "file", "f", "", "read the JSON payload from FILE, or from standard input with -")
 	f.StringVar(&payload, "payload", "", "the JSON payload")
+	f.StringVar(&example, "example", "", "print a complete payload of this kind or intent and submit nothing: apply, delete, ensure-application-instance, request-operation, delete-application-instance")
 	f.StringVar(&key, "idempotency-key", "", "return the cluster's open job with this key instead of submitting another")
 	f.Var(newDuration(&expiresIn, 0), "expires-in", "how long the job may wait to be claimed before it expires")
 	f.BoolVar(&wait, "wait", false, "wait until the job ends; exit 0 if it succeeded or was a no-op, 3 if it ended otherwise, 4 on --timeout")
 	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (the job carries on)")
 	return cmd
+}
+
+// printPayloadExample prints the payload example called name, with what the
+// cluster must allow for it on standard error, so that standard output can
+// be redirected into a file and submitted with -f.
+func printPayloadExample(g *globals, cmd *cobra.Command, name string) error {
+	for _, other := range []string{"cluster", "kind", "file", "payload", "idempotency-key", "wait"} {
+		if cmd.Flags().Changed(other) {
+			return usagef("--example prints a payload and submits nothing: leave out --%s", other)
+		}
+	}
+	e, err := registry.PayloadExampleNamed(name)
+	if err != nil {
+		return usagef("--example: %s", registry.ErrorMessage(err))
+	}
+	if _, err := fmt.Fprintln(g.stdout, e.Payload); err != nil {
+		return err
+	}
+	var needs []string
+	for _, n := range []struct{ what, v string }{{"namespace", e.Namespace}, {"catalog entry", e.CatalogEntry}, {"operation template", e.OperationTemplate}} {
+		if n.v != "" {
+			needs = append(needs, n.what+" "+n.v)
+		}
+	}
+	_, err = fmt.Fprintf(g.stderr, "A %s payload (--kind %s): %s. The cluster must allow %s.\n", e.Name, e.Kind, e.Summary, strings.Join(needs, " and "))
+	return err
 }
 
 // readPayload reads a payload file, or standard input for "-".

@@ -428,3 +428,23 @@ func TestJobSubmitWait(t *testing.T) {
 		}
 	})
 }
+
+// job submit --example prints a payload that job submit then accepts, for
+// every kind and intent, and says on stderr what the cluster must allow.
+func TestJobSubmitExample(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "examples", "--namespaces", "team-a", "--catalog", "nextcloud", "--templates", "backup.velero")
+	for _, e := range registry.PayloadExamples() {
+		res := ok(t, db, "job", "submit", "--example", e.Name)
+		if !json.Valid([]byte(res.stdout)) || !strings.Contains(res.stderr, "--kind "+string(e.Kind)) {
+			t.Fatalf("--example %s: got\n%s", e.Name, res)
+		}
+		sub := cliIn(t, db, res.stdout, "job", "submit", "--cluster", "examples", "--kind", string(e.Kind), "-f", "-", "-o", "json")
+		if sub.code != exitOK {
+			t.Errorf("the %s example is refused:\n%s", e.Name, sub)
+		}
+	}
+	wantError(t, cli(t, db, "job", "submit", "--example", "aply"), exitUsage, `no payload example "aply"`, "request-operation")
+	wantError(t, cli(t, db, "job", "submit", "--example", "apply", "--cluster", "examples"), exitUsage, "submits nothing", "--cluster")
+}
