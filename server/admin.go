@@ -200,23 +200,28 @@ func decodeAdmin(c *call, v any, required bool) error {
 			return err
 		}
 	}
+	return decodeAdminBody(c.body, v, required)
+}
+
+// decodeAdminBody is decodeAdmin for a body whose media type was checked.
+func decodeAdminBody(body []byte, v any, required bool) error {
 	// The common case, a well-formed object of known fields, is decoded
 	// once; anything else is decoded again for the message that says what
 	// is wrong.
-	if trimmed := bytes.TrimSpace(c.body); len(trimmed) > 0 && trimmed[0] == '{' {
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		dec.DisallowUnknownFields()
 		if dec.Decode(v) == nil && dec.InputOffset() == int64(len(trimmed)) {
 			return nil
 		}
 	}
-	if err := decodeJSON(c.body, v, required); err != nil {
+	if err := decodeJSON(body, v, required); err != nil {
 		return err
 	}
-	if len(c.body) == 0 {
+	if len(body) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
+	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
 		return errf(registry.CodeInvalid, "request body has an unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))

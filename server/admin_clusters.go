@@ -139,12 +139,15 @@ func (s *Server) adminGetCluster(c *call) error {
 	return writeJSON(c.w, http.StatusOK, cl)
 }
 
-// adminPatchCluster applies a JSON merge patch of the spec (fields present
-// replace the current ones) with compare-and-swap on If-Match.
+// adminPatchCluster changes a cluster's spec with compare-and-swap on
+// If-Match. With Content-Type application/merge-patch+json the body is an
+// RFC 7396 merge patch (a label set to null is removed, others are kept);
+// with application/json, fields present replace the current ones whole
+// (labels included), as tether has always taken it.
 func (s *Server) adminPatchCluster(c *call) error {
 	match := strings.Trim(strings.TrimPrefix(strings.TrimSpace(c.r.Header.Get("If-Match")), "W/"), `"`)
 	if match == "" {
-		return errf(registry.CodeInvalid, "PATCH needs If-Match: <version>, the version you read (the ETag of GET %s/clusters/{cluster}), so that a concurrent change is not overwritten", adminPrefix)
+		return errf(CodePreconditionRequired, "PATCH needs If-Match: <version>, the version you read (the ETag of GET %s/clusters/{cluster}), so that a concurrent change is not overwritten", adminPrefix)
 	}
 	version, err := strconv.ParseInt(match, 10, 64)
 	if err != nil || version < 1 {
@@ -153,6 +156,13 @@ func (s *Server) adminPatchCluster(c *call) error {
 	cur, err := s.reg.GetCluster(c.ctx, c.params["c"])
 	if err != nil {
 		return err
+	}
+	if isMergePatch(c.r.Header.Get("Content-Type")) {
+		spec, err := mergePatchSpec(cur.ClusterSpec, c.body)
+		if err != nil {
+			return err
+		}
+		return s.updateCluster(c, cur.ID, version, spec)
 	}
 	spec := cur.ClusterSpec
 	if patchHas(c.body, "labels") {
@@ -164,7 +174,11 @@ func (s *Server) adminPatchCluster(c *call) error {
 	if err := decodeAdmin(c, &spec, true); err != nil {
 		return err
 	}
-	cl, err := s.reg.UpdateCluster(c.ctx, cur.ID, version, spec)
+	return s.updateCluster(c, cur.ID, version, spec)
+}
+
+func (s *Server) updateCluster(c *call, id string, version int64, spec registry.ClusterSpec) error {
+	cl, err := s.reg.UpdateCluster(c.ctx, id, version, spec)
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func TestAdminAPIClusters(t *testing.T) {
 	if r.status != 200 || decodeAs[registry.Cluster](t, r).State != registry.ClusterActive {
 		t.Fatalf("get by name: %d %s", r.status, r.body)
 	}
-	wantAPIError(t, e.api("PATCH", "/clusters/prod-eu", tok, map[string]any{"allowedNamespaces": []string{"apps", "web"}}), 400, "invalid", "If-Match")
+	wantAPIError(t, e.api("PATCH", "/clusters/prod-eu", tok, map[string]any{"allowedNamespaces": []string{"apps", "web"}}), 428, "precondition_required", "If-Match")
 	r = e.api("PATCH", "/clusters/prod-eu", tok, map[string]any{"allowedNamespaces": []string{"apps", "web"}}, withHeader("If-Match", `"1"`))
 	if r.status != 200 || r.header.Get("ETag") != `"2"` {
 		t.Fatalf("patch: %d %s", r.status, r.body)

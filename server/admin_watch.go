@@ -138,7 +138,9 @@ func writeWatchEvent(w http.ResponseWriter, ev registry.WatchEvent) error {
 	if ev.Seq > 0 && ev.Type != registry.WatchReset {
 		fmt.Fprintf(&b, "id: %d\n", ev.Seq)
 	}
-	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", strings.ReplaceAll(string(ev.Type), "_", "-"), data)
+	// The event name is the data's type, so that a client listening for an
+	// event name and one reading the type agree.
+	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
 	_, err = fmt.Fprint(w, b.String())
 	return err
 }

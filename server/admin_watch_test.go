@@ -101,7 +101,7 @@ func (w *watchStream) untilSnapshotEnd(t *testing.T) (ids []string, end sseEvent
 	t.Helper()
 	for {
 		ev := w.next(t)
-		if ev.event == "end-of-snapshot" {
+		if ev.event == "end_of_snapshot" {
 			return ids, ev
 		}
 		ids = append(ids, ev.data.ID)
@@ -138,7 +138,7 @@ func TestAdminWatchSnapshotResumeAndScope(t *testing.T) {
 		missed = append(missed, e.submit(mine.ID))
 	}
 	r := e.watch(t, root, "?kinds=jobs", lastSeen)
-	if ev := r.next(t); ev.event != "end-of-snapshot" || ev.id != lastSeen {
+	if ev := r.next(t); ev.event != "end_of_snapshot" || ev.id != lastSeen {
 		t.Fatalf("resume begins with %+v, want end-of-snapshot at %s (no snapshot)", ev, lastSeen)
 	}
 	var got []string

@@ -204,7 +204,7 @@ func encryptedPayloadsOver(t *testing.T, e *env, atRest func(marker string)) {
 	seen := false
 	for {
 		ev := w.next(t)
-		if ev.event == "end-of-snapshot" {
+		if ev.event == "end_of_snapshot" {
 			break
 		}
 		if ev.data.ID == jobID {

@@ -24,6 +24,7 @@ const (
 	CodeRequestTimeout       registry.Code = "request_timeout"        // the body did not arrive in time
 	CodeTooManyPolls         registry.Code = "too_many_polls"         // a credential or address holds its most long-polls
 	CodeTooManyConnections   registry.Code = "too_many_connections"   // an address holds its most connections
+	CodePreconditionRequired registry.Code = "precondition_required"  // a conditional write without If-Match
 
 	CodeClientCertificateRequired registry.Code = "client_certificate_required" // the cluster's policy requires mTLS
 )
@@ -54,6 +55,8 @@ var statusOf = map[registry.Code]int{
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeNotAcceptable:    http.StatusNotAcceptable,
 	CodeRequestTimeout:   http.StatusRequestTimeout,
+
+	CodePreconditionRequired: http.StatusPreconditionRequired,
 
 	registry.CodeConflict:              http.StatusConflict,
 	registry.CodeAlreadyClaimed:        http.StatusConflict,

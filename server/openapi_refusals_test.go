@@ -68,7 +68,7 @@ func TestOpenAPIRefusalsAreDeclared(t *testing.T) {
 		{"POST", "/clusters/nope/resume", root, nil, 404, nil},
 		{"POST", "/clusters/nope/registration-tokens", root, nil, 404, nil},
 		{"GET", "/clusters/nope", root, nil, 404, nil},
-		{"PATCH", "/clusters/prod", root, map[string]any{"mode": "push"}, 400, []reqOption{invalidRequest()}},
+		{"PATCH", "/clusters/prod", root, map[string]any{"mode": "push"}, 428, []reqOption{invalidRequest()}},
 		{"POST", "/clusters", root, map[string]any{"name": "prod"}, 409, nil},
 		{"POST", "/clusters", viewer, map[string]any{"name": "x"}, 403, nil},
 		{"GET", "/jobs/" + job.ID + "?showPayload=true", viewer, nil, 0, nil},
