@@ -455,6 +455,11 @@ func loadOrCreateKey(path string) ([]byte, error) {
 	return key, nil
 }
 
+// ErrKeyFileExposed is wrapped by the refusal of a key file that users other
+// than its owner may read: the operator's to fix (chmod 600), not a fault of
+// tether's.
+var ErrKeyFileExposed = errors.New("key file exposed")
+
 // readRing reads and checks the key file.
 func readRing(path string) (*keyRing, error) {
 	info, err := os.Stat(path)
@@ -465,7 +470,10 @@ func readRing(path string) (*keyRing, error) {
 		return nil, fmt.Errorf("key file %s is a directory: point --key-file (or $TETHER_KEY_FILE) at the key file itself", path)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("key file %s is readable by other users (mode %04o); run: chmod 600 %s", path, info.Mode().Perm(), path)
+		// Internal to a request that needs the key (the server's fault as
+		// its caller sees it); the CLI tells the operator (ErrKeyFileExposed).
+		return nil, &Error{Code: CodeInternal, Err: ErrKeyFileExposed,
+			Message: fmt.Sprintf("key file %s is readable by other users (mode %04o); run: chmod 600 %s", path, info.Mode().Perm(), path)}
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {

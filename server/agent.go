@@ -345,6 +345,7 @@ func (s *Server) handleHealth(c *call) error {
 // writer), and shutdown has not begun.
 func (s *Server) handleReady(c *call) error {
 	if s.leaving.Load() || s.isDraining() {
+		c.expected = true
 		return errf(registry.CodeUnavailable, "shutting down")
 	}
 	if err := s.reg.Ready(c.ctx); err != nil {

@@ -85,7 +85,9 @@ func (s *Server) finish(c *call) {
 	}
 	if c.err != nil {
 		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))
-		if status >= 500 {
+		if c.expected {
+			level = slog.LevelDebug
+		} else if status >= 500 {
 			level = slog.LevelError
 			attrs = append(attrs, slog.Any("err", c.err)) // the cause, for the operator; callers saw only the message
 			if cause := driverCause(c.err); cause != nil && registry.ErrorCode(c.err) != registry.CodeInternal {

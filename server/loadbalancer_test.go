@@ -73,7 +73,15 @@ func TestShutdownDelayKeepsAnswering(t *testing.T) {
 	if err := e.stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if !strings.Contains(e.logs.String(), "shutdown delay") {
+	logs := e.logs.String()
+	if !strings.Contains(logs, "shutdown delay") {
 		t.Error("the log does not say the shutdown waits")
+	}
+	// The readiness probe failing is the shutdown working: not an error
+	// that pages someone at every deploy.
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "path=/readyz") && strings.Contains(line, "status=503") && !strings.Contains(line, "level=DEBUG") {
+			t.Errorf("a graceful shutdown's /readyz 503 is logged above debug: %s", line)
+		}
 	}
 }

@@ -16,7 +16,7 @@ const redacted = "[REDACTED]"
 // NewLogger returns a logger writing to w in format "text" (the default) or
 // "json", with secrets redacted by RedactHandler.
 func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsText}
 	var h slog.Handler
 	switch format {
 	case "", "text":
@@ -27,6 +27,16 @@ func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, er
 		return nil, fmt.Errorf("log format %q is not one of text, json", format)
 	}
 	return slog.New(RedactHandler(h)), nil
+}
+
+// durationsAsText writes a duration as Go spells it ("1m30s"), in both
+// formats: slog's JSON handler would write nanoseconds (90000000000), which
+// no log reader takes for a duration.
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // RedactHandler wraps h so that secrets never reach it, whatever a caller

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
@@ -100,5 +101,22 @@ func TestRedactHandler(t *testing.T) {
 	}
 	if _, err := server.NewLogger(&bytes.Buffer{}, "xml", slog.LevelInfo); err == nil {
 		t.Error("log format xml accepted")
+	}
+}
+
+// A duration reads as one in both log formats ("1m30s"), not as the
+// nanoseconds slog's JSON handler writes by default.
+func TestLogDurationsAsText(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var b bytes.Buffer
+		log, err := server.NewLogger(&b, format, slog.LevelInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("waited", "delay", 90*time.Second, slog.Group("g", "timeout", 1500*time.Millisecond))
+		out := b.String()
+		if !strings.Contains(out, "1m30s") || !strings.Contains(out, "1.5s") || strings.Contains(out, "90000000000") {
+			t.Errorf("%s log of durations: %s", format, out)
+		}
 	}
 }

@@ -340,6 +340,10 @@ type call struct {
 	params map[string]string
 	actor  string
 	err    error // the refusal, for the access log
+	// expected marks a refusal that is the server working as meant (the
+	// readiness probe failing during a graceful shutdown): logged at debug,
+	// however high its status, so that a deploy pages nobody.
+	expected bool
 
 	s         *Server
 	requestID string
