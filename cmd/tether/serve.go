@@ -103,6 +103,11 @@ certificate that does not load is logged and the previous one kept. Client
 certificates are verified against --tls-client-ca and tether's own CA
 (tether ca init), both looked at again every 10 seconds and on SIGHUP.
 
+Webhooks are sent from here, never to loopback, link-local, private, shared,
+unique-local or unspecified addresses (checked on every connection, after the
+name is resolved) unless --webhook-allow-cidr names the range: a receiver on
+your own network.
+
 ` + precedenceHelp,
 		Example: `  tether serve
   tether serve --listen 0.0.0.0:7070 --tls-cert server.pem --tls-key server-key.pem

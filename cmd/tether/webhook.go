@@ -33,6 +33,11 @@ Deliveries are written in the same transaction as the change, retried with
 exponential backoff and jitter for 24 hours, at least once, and survive
 restarts. 'tether serve' sends them.
 
+Webhooks are not sent to loopback, link-local, private, shared, unique-local
+or unspecified addresses (localhost, 10.0.0.0/8, 169.254.169.254, ...) unless
+tether serve --webhook-allow-cidr allows the range; on a local database, this
+command checks the URL against its own --webhook-allow-cidr.
+
 Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
 		Example: `  tether webhook create --name billing --url https://billing.example.com/tether --events job.finished --org payments
   tether webhook create --name pager --url https://alerts.example.com/hook --events credential.revoked,rollout.halted`,
