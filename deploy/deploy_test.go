@@ -244,6 +244,9 @@ func TestHelmChart(t *testing.T) {
 		if env["TETHER_KEY_FILE"] != "/sealing-key/key" || env["TETHER_TRUSTED_PROXIES"] != "10.0.0.0/8" || env["TETHER_TLS_CERT"] == nil {
 			t.Errorf("env %v, want the sealing key, trusted proxies and TLS", env)
 		}
+		if v := env["TETHER_WEBHOOK_ALLOW_CIDR"]; v != "10.20.0.0/16,192.168.7.12" {
+			t.Errorf("TETHER_WEBHOOK_ALLOW_CIDR %v, want server.webhookAllowCIDRs comma-separated", v)
+		}
 		container(t, d, "initContainers", "sealing-key")
 		if p := objs["ServiceMonitor/t-tether"].get("spec", "endpoints", 0, "port"); p != "diag" {
 			t.Errorf("ServiceMonitor scrapes port %v, want diag", p)

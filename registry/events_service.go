@@ -82,7 +82,11 @@ func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEnt
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	return r.store.AuditList(ctx, p)
+	list, err := r.store.AuditList(ctx, p)
+	for i := range list {
+		redactWebhookAudit(&list[i])
+	}
+	return list, err
 }
 
 // authorizeClusterList checks a read of one cluster's records (or of every

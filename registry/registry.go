@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"net/netip"
 	"time"
 )
 
@@ -21,6 +22,10 @@ type Config struct {
 	// the other polls of its cluster, unless acked (DefaultVisibilityWindow;
 	// negative: never hidden, every poll sees every queued job).
 	VisibilityWindow time.Duration
+	// WebhookAllow are internal ranges (loopback, link-local, private, ...)
+	// webhooks may be sent to nonetheless: receivers on premises
+	// (webhook_dest.go). ParseWebhookAllow reads them.
+	WebhookAllow []netip.Prefix
 }
 
 // DefaultVisibilityWindow is Config.VisibilityWindow's default, like a

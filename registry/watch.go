@@ -387,6 +387,7 @@ func (r *Registry) oneAudit(ctx context.Context, id string) (*AuditEntry, error)
 	if err != nil || len(list) == 0 {
 		return nil, Errorf(CodeNotFound, "audit entry %s is gone", id)
 	}
+	redactWebhookAudit(&list[0])
 	return &list[0], nil
 }
 

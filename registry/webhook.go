@@ -91,6 +91,12 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 		}
 		return nil, "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", shown)
 	}
+	if u.Hostname() == "" {
+		return nil, "", Errorf(CodeInvalid, "webhook URL %s://%s names no host", u.Scheme, u.Host)
+	}
+	if err := r.checkWebhookHost(u); err != nil {
+		return nil, "", err
+	}
 	if len(events) == 0 {
 		return nil, "", Errorf(CodeInvalid, "a webhook needs at least one event type: %s", strings.Join(WebhookEvents, ", "))
 	}
@@ -121,7 +127,7 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 	}
 	err = r.store.WebhookCreate(ctx, WebhookCreateParams{
 		Webhook: *w,
-		Audit:   r.auditEntry(ctx, "webhook.create", "", "webhook", w.ID, name+" → "+u.Redacted()+" for "+strings.Join(evs, ",")),
+		Audit:   r.auditEntry(ctx, "webhook.create", "", "webhook", w.ID, name+" → "+webhookURLShown(w.URL)+" for "+strings.Join(evs, ",")),
 	})
 	if err != nil {
 		return nil, "", err

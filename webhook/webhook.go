@@ -10,14 +10,23 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tetherhq/tether/internal/buildinfo"
@@ -36,18 +45,39 @@ type Config struct {
 	Interval    time.Duration // how often to look for due deliveries (default 1 s)
 	Timeout     time.Duration // per attempt (default 10 s)
 	Concurrency int           // attempts in flight at once (default 8)
-	Client      *http.Client  // default: one with Timeout and no redirects
+	// Resolver looks receivers' names up (nil: the system's). Tests point
+	// it at a DNS server of their own.
+	Resolver *net.Resolver
 	// Report, when set, is told the outcome of every attempt.
-	Report func(event string, status int, err error)
+	Report func(Attempt)
+}
+
+// Attempt is the outcome of one attempt, for Config.Report. It holds
+// nothing of the URL but its origin and fingerprint: the path and query
+// often carry the receiver's own secret.
+type Attempt struct {
+	Event       string
+	Webhook     string // the subscription's id
+	Delivery    string // wd-<n>
+	Receiver    string // scheme://host[:port]
+	Fingerprint string // registry.WebhookURLFingerprint of the URL
+	Status      int    // the receiver's HTTP status; 0 when none came
+	// Err is why no HTTP answer came, in the coarse words recorded with the
+	// delivery; Detail is the network's own, for the server's log only.
+	Err    error
+	Detail string
 }
 
 // Sender delivers webhooks.
 type Sender struct {
-	reg *registry.Registry
-	cfg Config
+	reg    *registry.Registry
+	cfg    Config
+	client *http.Client
 }
 
-// New returns a sender over reg.
+// New returns a sender over reg. It sends only to the destinations reg
+// allows (registry.Registry.CheckWebhookDestination), checked on the
+// address of every connection it makes.
 func New(reg *registry.Registry, cfg Config) *Sender {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
@@ -58,15 +88,40 @@ func New(reg *registry.Registry, cfg Config) *Sender {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{
-			Timeout: cfg.Timeout,
-			// A receiver's redirect is a misconfiguration to see, not to follow
-			// (following would also send the signature elsewhere).
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+	dialer := &net.Dialer{
+		Timeout:   cfg.Timeout,
+		KeepAlive: 30 * time.Second,
+		Resolver:  cfg.Resolver,
+		// Control sees the address each connection goes to, after the name
+		// was resolved: a name that pointed outward when the webhook was
+		// created and points inward now (DNS rebinding) is refused here.
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return err
+			}
+			return reg.CheckWebhookDestination(ap.Addr())
+		},
 	}
-	return &Sender{reg: reg, cfg: cfg}
+	client := &http.Client{
+		Timeout: cfg.Timeout,
+		Transport: &http.Transport{
+			// No proxy, whatever HTTPS_PROXY says: the destination check
+			// would see only the proxy's address, and the proxy would
+			// connect wherever the URL points.
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			TLSHandshakeTimeout:   cfg.Timeout,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		// A receiver's redirect is a misconfiguration to see, not to follow
+		// (following would also send the signature elsewhere).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Sender{reg: reg, cfg: cfg, client: client}
 }
 
 // Body is what a receiver gets.
@@ -149,7 +204,7 @@ func (s *Sender) RunOnce(ctx context.Context) (int, error) {
 
 func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
 	body, _ := json.Marshal(Body{ID: d.DeliveryID(), Event: d.Event, CreatedAt: d.CreatedAt, Data: d.Data})
-	status, err := s.post(ctx, d, body)
+	status, detail, err := s.post(ctx, d, body)
 	if ctx.Err() != nil {
 		return // shutting down: the claim runs out and another attempt follows
 	}
@@ -160,36 +215,88 @@ func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
 		errText = fmt.Sprintf("the receiver answered %d", status)
 	}
 	if s.cfg.Report != nil {
-		s.cfg.Report(d.Event, status, err)
+		s.cfg.Report(Attempt{Event: d.Event, Webhook: d.WebhookID, Delivery: d.DeliveryID(),
+			Receiver: registry.WebhookURLOrigin(d.URL), Fingerprint: registry.WebhookURLFingerprint(d.URL),
+			Status: status, Err: err, Detail: detail})
 	}
 	// Recorded even if the caller's context ended mid-way: the attempt
 	// happened.
 	_ = s.reg.RecordWebhookAttempt(context.WithoutCancel(ctx), d, status, errText)
 }
 
-func (s *Sender) post(ctx context.Context, d *registry.DueDelivery, body []byte) (int, error) {
+// post makes one attempt. When no HTTP answer came, err says why in coarse
+// words and detail in the network's own (errorReason).
+func (s *Sender) post(ctx context.Context, d *registry.DueDelivery, body []byte) (status int, detail string, err error) {
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				connected.Store(true)
+			}
+		},
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, err.Error(), errors.New("the URL cannot be requested")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "tether-webhook/"+buildinfo.Get().Version)
 	req.Header.Set(HeaderSignature, Sign(d.Secret.Reveal(), time.Now(), body))
 	req.Header.Set(HeaderDelivery, d.DeliveryID())
 	req.Header.Set(HeaderEvent, d.Event)
-	resp, err := s.cfg.Client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("could not reach %s: %v", req.URL.Redacted(), unwrapURLError(err))
+		detail := unwrapURLError(err).Error()
+		if p := req.URL.RequestURI(); p != "/" {
+			detail = strings.ReplaceAll(detail, p, "/…") // never the path or query, in any error's words
+		}
+		return 0, detail, errorReason(err, connected.Load(), s.cfg.Timeout)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return resp.StatusCode, nil
+	return resp.StatusCode, "", nil
+}
+
+// errorReason puts why an attempt got no HTTP answer in a few coarse words.
+// They are recorded with the delivery, where every admin of the webhook
+// reads them, organization-scoped ones included: the network's own words
+// ("connection refused", "no route to host", a service's banner in
+// "malformed HTTP response", a certificate's names) would make webhooks a
+// scanner of whatever network tether sits in. A real receiver's operator
+// still learns which side of the connection to look at.
+func errorReason(err error, connected bool, timeout time.Duration) error {
+	var forbidden *registry.ForbiddenDestination
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &forbidden):
+		return fmt.Errorf("refused to connect: %v", forbidden)
+	case !connected && errors.As(err, &dnsErr):
+		return errors.New("could not resolve the receiver's host name")
+	case !connected:
+		return errors.New("could not connect to the receiver")
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("timed out: no answer from the receiver within %s", timeout)
+	case isCertificateError(err):
+		return errors.New("the receiver's TLS certificate was not accepted")
+	default:
+		return errors.New("no valid HTTP answer from the receiver")
+	}
+}
+
+func isCertificateError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 func unwrapURLError(err error) error {
-	type unwrapper interface{ Unwrap() error }
-	if u, ok := err.(unwrapper); ok && u.Unwrap() != nil {
-		return u.Unwrap()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
 	}
 	return err
 }

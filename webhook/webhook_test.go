@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -70,13 +71,24 @@ type fixture struct {
 	ctx   context.Context
 }
 
+// loopback is what the tests' receivers, all on 127.0.0.1, need allowed:
+// webhooks are not sent to loopback addresses otherwise.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// open is a registry on path that sends webhooks to loopback receivers.
 func open(t *testing.T, path string, clock *clocktest.Clock) *fixture {
+	t.Helper()
+	return openAllowing(t, path, clock, loopback)
+}
+
+// openAllowing is a registry on path whose --webhook-allow-cidr is allow.
+func openAllowing(t *testing.T, path string, clock *clocktest.Clock, allow []netip.Prefix) *fixture {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(st, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(registry.KeyFilePath(path))})
+	reg := registry.New(st, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(registry.KeyFilePath(path)), WebhookAllow: allow})
 	f := &fixture{path: path, clock: clock, st: st, reg: reg,
 		ctx: registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "test"})}
 	t.Cleanup(f.close)
@@ -120,7 +132,7 @@ func TestDeliveryRetriesUntilTheReceiverRecovers(t *testing.T) {
 	}
 	jobID := f.finishJob(t)
 	var reports []int
-	sender := webhook.New(f.reg, webhook.Config{Timeout: 200 * time.Millisecond, Report: func(_ string, status int, _ error) { reports = append(reports, status) }})
+	sender := webhook.New(f.reg, webhook.Config{Timeout: 200 * time.Millisecond, Report: func(a webhook.Attempt) { reports = append(reports, a.Status) }})
 
 	for attempt := 1; attempt <= 4; attempt++ {
 		if _, err := sender.RunOnce(context.Background()); err != nil {

@@ -127,6 +127,11 @@ var _ adminAPI = (*remoteAPI)(nil)
 // saved context for that server), else the current saved context unless
 // --db names a database, else the local database. close releases it.
 func openAPI(cmd *cobra.Command, g *globals) (api adminAPI, close func(), err error) {
+	return openAPIWith(cmd, g, registry.Config{})
+}
+
+// openAPIWith is openAPI with the configuration of a local registry.
+func openAPIWith(cmd *cobra.Command, g *globals, cfg registry.Config) (api adminAPI, close func(), err error) {
 	ctx := cmd.Context()
 	server, token, err := remoteTarget(cmd, g)
 	if err != nil {
@@ -140,7 +145,7 @@ func openAPI(cmd *cobra.Command, g *globals) (api adminAPI, close func(), err er
 		c, _ := adminclient.New(server, token)
 		return &remoteAPI{Remote: r, c: c}, func() {}, nil
 	}
-	a, err := openApp(ctx, g, registry.Config{})
+	a, err := openApp(ctx, g, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ import (
 func TestBlockingSubmitAnsweredByARealAgent(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	serve, addr, _ := startServe(t, db)
+	serve, addr, _ := startServe(t, db, "--webhook-allow-cidr", "127.0.0.0/8")
 	defer serve.stop(t)
 	base := "http://" + addr
 	c := createCluster(t, db, "prod", "--namespaces", "apps")
@@ -128,7 +128,7 @@ func TestWebhookOutcomesSurviveKill9(t *testing.T) {
 	rcv := newOutcomeReceiver(t)
 	created := okJSON[struct {
 		Secret string `json:"secret"`
-	}](t, db, "webhook", "create", "--name", "outcomes", "--url", rcv.srv.URL, "--events", "job.finished")
+	}](t, db, "webhook", "create", "--name", "outcomes", "--url", rcv.srv.URL, "--events", "job.finished", "--webhook-allow-cidr", "127.0.0.0/8")
 	rcv.secret = created.Secret
 	c := createCluster(t, db, "prod", "--namespaces", "apps")
 
@@ -145,7 +145,7 @@ func TestWebhookOutcomesSurviveKill9(t *testing.T) {
 		jobs = append(jobs, j.ID)
 	}
 
-	serve, addr, _ := startServe(t, db)
+	serve, addr, _ := startServe(t, db, "--webhook-allow-cidr", "127.0.0.0/8")
 	// The first outcomes are canceled by an admin and tried while the
 	// receiver is down: each is now waiting for its retry.
 	for _, id := range jobs[:tried] {
@@ -186,7 +186,7 @@ func TestWebhookOutcomesSurviveKill9(t *testing.T) {
 	}
 
 	rcv.up.Store(true)
-	again, _, _ := startServe(t, db)
+	again, _, _ := startServe(t, db, "--webhook-allow-cidr", "127.0.0.0/8")
 	defer again.stop(t)
 	// The first outcomes' retries are due 2.5 to 7.5 s after their attempt.
 	eventually(t, "every outcome delivered after the restart", func() bool {

@@ -18,7 +18,7 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	createCluster(t, db, "prod", "--namespaces", "apps")
 	// Each job's end is a delivery; nothing listens at the address, so the
 	// recent one stays pending while serve runs.
-	ok(t, db, "webhook", "create", "--name", "outcomes", "--url", "http://127.0.0.1:1/hook", "--events", "job.finished")
+	ok(t, db, "webhook", "create", "--name", "outcomes", "--url", "http://127.0.0.1:1/hook", "--events", "job.finished", "--webhook-allow-cidr", "127.0.0.1")
 	old := submit(t, db, "prod", "apply", configMap("apps", "old"))
 	recent := submit(t, db, "prod", "apply", configMap("apps", "recent"))
 	ok(t, db, "job", "cancel", old.ID, "--reason", "obsolete")

@@ -51,6 +51,9 @@ type serveOptions struct {
 	burst int
 	// trustedProxies are --trusted-proxies: whose X-Forwarded-For to believe.
 	trustedProxies []string
+	// webhookAllow are --webhook-allow-cidr: internal ranges webhooks may
+	// go to. They reach the registry through openApp's configuration.
+	webhookAllow []string
 	// shutdownDelay keeps answering (with /readyz failing) this long after
 	// the signal, before draining.
 	shutdownDelay time.Duration
@@ -100,6 +103,11 @@ certificate that does not load is logged and the previous one kept. Client
 certificates are verified against --tls-client-ca and tether's own CA
 (tether ca init), both looked at again every 10 seconds and on SIGHUP.
 
+Webhooks are sent from here, never to loopback, link-local, private, shared,
+unique-local or unspecified addresses (checked on every connection, after the
+name is resolved) unless --webhook-allow-cidr names the range: a receiver on
+your own network.
+
 ` + precedenceHelp,
 		Example: `  tether serve
   tether serve --listen 0.0.0.0:7070 --tls-cert server.pem --tls-key server-key.pem
@@ -126,6 +134,10 @@ certificates are verified against --tls-client-ca and tether's own CA
 			if _, err := retentionConfig(opts); err != nil {
 				return err
 			}
+			allow, err := registry.ParseWebhookAllow(opts.webhookAllow)
+			if err != nil {
+				return usagef("--webhook-allow-cidr: %v", err)
+			}
 			if rate < 0 || opts.burst < 0 {
 				return usagef("--rate and --burst must not be negative")
 			}
@@ -151,7 +163,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 			}
 			opts.logOutput = g.stderr
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility})
+			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility, WebhookAllow: allow})
 			if err != nil {
 				return err
 			}
@@ -189,6 +201,7 @@ certificates are verified against --tls-client-ca and tether's own CA
 	f.Float64Var(&rate, "rate", server.DefaultRateLimit, "requests per second each cluster's agent may make, sustained (0: no limit)")
 	f.IntVar(&opts.burst, "burst", server.DefaultRateBurst, "requests each cluster's agent may make at once")
 	f.StringSliceVar(&opts.trustedProxies, "trusted-proxies", nil, "CIDR prefixes or addresses of load balancers whose X-Forwarded-For is believed, comma-separated (e.g. 10.0.0.0/8)")
+	f.StringSliceVar(&opts.webhookAllow, webhookAllowFlag, nil, webhookAllowUsage)
 	f.Var(newDuration(&opts.retainJobs, registry.DefaultJobRetention), "retain-jobs", "delete finished jobs (and their history) this long after they finished; 0 keeps them forever")
 	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat, or separate with commas, for more)")
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
@@ -351,10 +364,17 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}()
 	go func() {
 		defer services.Done()
-		sender := webhook.New(a.reg, webhook.Config{Report: func(event string, status int, err error) {
-			srv.RecordWebhookDelivery(event, status, err)
-			if err != nil || status < 200 || status > 299 {
-				log.Warn("webhook delivery attempt failed; retried with backoff until 24 h after the change, then marked failed (tether webhook deliveries shows it)", "event", event, "status", status, "err", err)
+		sender := webhook.New(a.reg, webhook.Config{Report: func(at webhook.Attempt) {
+			srv.RecordWebhookDelivery(at.Event, at.Status, at.Err)
+			if at.Err != nil || at.Status < 200 || at.Status > 299 {
+				// The receiver by origin and fingerprint only: a URL's path
+				// and query often hold the receiver's own secret.
+				attrs := []any{"event", at.Event, "webhook", at.Webhook, "delivery", at.Delivery,
+					"receiver", at.Receiver, "url_fingerprint", at.Fingerprint, "status", at.Status}
+				if at.Err != nil {
+					attrs = append(attrs, "err", at.Err.Error(), "detail", at.Detail)
+				}
+				log.Warn("webhook delivery attempt failed; retried with backoff until 24 h after the change, then marked failed (tether webhook deliveries shows it)", attrs...)
 			}
 		}})
 		sender.Run(ctx, func(err error) { log.Warn("sending webhooks failed; retrying", "err", registry.ErrorMessage(err)) })

@@ -20,7 +20,7 @@ func newWebhookCmd(g *globals) *cobra.Command {
 
 func newWebhookCreateCmd(g *globals) *cobra.Command {
 	var name, url, org string
-	var events []string
+	var events, allow []string
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --url URL --events job.finished[,...] [--org ORG]",
 		Short: "Subscribe a URL to changes (its signing secret is shown once)",
@@ -33,6 +33,11 @@ Deliveries are written in the same transaction as the change, retried with
 exponential backoff and jitter for 24 hours, at least once, and survive
 restarts. 'tether serve' sends them.
 
+Webhooks are not sent to loopback, link-local, private, shared, unique-local
+or unspecified addresses (localhost, 10.0.0.0/8, 169.254.169.254, ...) unless
+tether serve --webhook-allow-cidr allows the range; on a local database, this
+command checks the URL against its own --webhook-allow-cidr.
+
 Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
 		Example: `  tether webhook create --name billing --url https://billing.example.com/tether --events job.finished --org payments
   tether webhook create --name pager --url https://alerts.example.com/hook --events credential.revoked,rollout.halted`,
@@ -41,8 +46,17 @@ Event types: ` + strings.Join(registry.WebhookEvents, ", ") + `.`,
 			if name == "" || url == "" || len(events) == 0 {
 				return usagef("webhook create needs --name NAME, --url URL and --events TYPE[,TYPE]")
 			}
+			allowed, err := registry.ParseWebhookAllow(allow)
+			if err != nil {
+				return usagef("--%s: %v", webhookAllowFlag, err)
+			}
+			if typed(cmd.Flags(), webhookAllowFlag) {
+				if server, _, err := remoteTarget(cmd, g); err == nil && server != "" {
+					return usagef("--%s applies to a local database; over the admin API of %s, that server's own --%s decides", webhookAllowFlag, server, webhookAllowFlag)
+				}
+			}
 			ctx := cmd.Context()
-			api, done, err := openAPI(cmd, g)
+			api, done, err := openAPIWith(cmd, g, registry.Config{WebhookAllow: allowed})
 			if err != nil {
 				return err
 			}
@@ -73,8 +87,17 @@ Verify each delivery: HMAC-SHA256(secret, t + "." + body) equals v1 in X-Tether-
 	f.StringVar(&url, "url", "", "where to POST (http:// or https://)")
 	f.StringSliceVar(&events, "events", nil, "event types (comma-separated): "+strings.Join(registry.WebhookEvents, ", "))
 	f.StringVar(&org, "org", "", "only changes of this organization's clusters")
+	f.StringSliceVar(&allow, webhookAllowFlag, nil, webhookAllowUsage+"; checked here on a local database, and by tether serve, which sends, on every connection")
 	return cmd
 }
+
+// webhookAllowFlag is the flag of serve (which sends webhooks) and of
+// webhook create on a local database (which checks the URL): one
+// $TETHER_WEBHOOK_ALLOW_CIDR sets both.
+const (
+	webhookAllowFlag  = "webhook-allow-cidr"
+	webhookAllowUsage = "internal range (CIDR prefix or address) webhooks may be sent to, e.g. 10.20.0.0/16 for a receiver on premises; loopback, link-local, private, shared, unique-local and unspecified addresses are refused otherwise (repeat, or separate with commas, for more)"
+)
 
 func newWebhookListCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
