@@ -429,6 +429,20 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	log.Info("tether serve listening", "version", versionString(), "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
 		"tls", tlsConfig != nil, "mtls", cas != nil && cas.enabled(), "rate_limit", rateDesc,
 		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay)
+	// Under systemd (Type=notify): ready now, a watchdog keep-alive while
+	// the handlers answer, and word when the shutdown begins.
+	notifyReady(log)
+	services.Add(1)
+	go func() {
+		defer services.Done()
+		runWatchdog(ctx, srv.Handler(), log)
+	}()
+	services.Add(1)
+	go func() {
+		defer services.Done()
+		<-ctx.Done()
+		notifyStopping()
+	}()
 
 	var once sync.Once
 	var result error
