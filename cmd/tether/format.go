@@ -11,6 +11,7 @@ import (
 
 	"github.com/itchyny/gojq"
 	"go.yaml.in/yaml/v3"
+	"k8s.io/client-go/util/jsonpath"
 )
 
 // Output formats (-o), as kubectl and gh name them:
@@ -217,242 +218,77 @@ func writeValue(w io.Writer, v any, indent bool) error {
 	return err
 }
 
-// --- JSONPath, the subset kubectl users write ---
+// --- JSONPath, as kubectl reads it ---
 
-// jsonPath is a parsed -o jsonpath= template: literal text, {path} fields,
-// {"text"} literals, and {range path}...{end} loops.
-type jsonPath struct{ nodes []jpNode }
-
-type jpNode struct {
-	text  string    // literal text (when path is nil and body is nil)
-	path  []jpStep  // a field to print
-	body  *jsonPath // a {range path} loop over path's values
-	isLit bool
-}
-
-// jpStep is one step of a path: a field name, an index, or every element.
-type jpStep struct {
-	field string
-	index int
-	all   bool
-	isIdx bool
-}
+// jsonPath is a parsed -o jsonpath= template, evaluated by kubectl's own
+// implementation (k8s.io/client-go/util/jsonpath), so that a template that
+// works with kubectl -o jsonpath works here: {.field}, {[*].name},
+// {range ...}{end}, filters ?(@.x=="y"), recursive descent {..name}.
+type jsonPath struct{ jp *jsonpath.JSONPath }
 
 func parseJSONPath(s string) (*jsonPath, error) {
 	if !strings.Contains(s, "{") {
-		s = "{" + s + "}" // -o jsonpath=.id
+		s = "{" + s + "}" // -o jsonpath=.id, as kubectl takes it
 	}
-	t, _, closed, err := parseJPNodes(s)
-	if err != nil {
+	jp := jsonpath.New("output")
+	// As kubectl's --allow-missing-template-keys (its default): a field an
+	// item lacks prints nothing instead of failing the whole listing.
+	jp.AllowMissingKeys(true)
+	if err := jp.Parse(s); err != nil {
 		return nil, err
 	}
-	if closed {
-		return nil, fmt.Errorf("{end} without {range}")
+	if err := checkRanges(s); err != nil {
+		return nil, err
 	}
-	return t, nil
+	return &jsonPath{jp: jp}, nil
 }
 
-// parseJPNodes parses s up to its end or up to an {end}; closed says which,
-// and rest is what follows the {end}.
-func parseJPNodes(s string) (t *jsonPath, rest string, closed bool, err error) {
-	t = &jsonPath{}
-	for s != "" {
-		open := strings.IndexByte(s, '{')
-		if open < 0 {
-			t.nodes = append(t.nodes, jpNode{text: s, isLit: true})
-			break
+// checkRanges refuses a template whose {range} and {end} do not pair up.
+// kubectl's evaluator finds that out only on data (or not at all: an
+// unclosed {range} prints its first pass), and a command that changes
+// something must know its output works before it acts.
+func checkRanges(template string) error {
+	p, err := jsonpath.Parse("check", template)
+	if err != nil {
+		return err
+	}
+	depth := 0
+	for _, n := range p.Root.Nodes {
+		list, ok := n.(*jsonpath.ListNode)
+		if !ok || len(list.Nodes) == 0 {
+			continue
 		}
-		if open > 0 {
-			t.nodes = append(t.nodes, jpNode{text: s[:open], isLit: true})
+		id, ok := list.Nodes[0].(*jsonpath.IdentifierNode)
+		if !ok {
+			continue
 		}
-		end := strings.IndexByte(s[open:], '}')
-		if end < 0 {
-			return nil, "", false, fmt.Errorf("unclosed {")
-		}
-		expr := strings.TrimSpace(s[open+1 : open+end])
-		s = s[open+end+1:]
-		switch {
-		case expr == "end":
-			return t, s, true, nil
-		case strings.HasPrefix(expr, "range "):
-			path, err := parseJPPath(strings.TrimSpace(strings.TrimPrefix(expr, "range ")))
-			if err != nil {
-				return nil, "", false, err
+		switch id.Name {
+		case "range":
+			depth++
+		case "end":
+			if depth--; depth < 0 {
+				return errors.New("{end} without {range}")
 			}
-			body, after, closed, err := parseJPNodes(s)
-			if err != nil {
-				return nil, "", false, err
-			}
-			if !closed {
-				return nil, "", false, fmt.Errorf("{range} without {end}")
-			}
-			s = after
-			t.nodes = append(t.nodes, jpNode{path: path, body: body})
-		case strings.HasPrefix(expr, `"`):
-			var lit string
-			if err := json.Unmarshal([]byte(expr), &lit); err != nil {
-				return nil, "", false, fmt.Errorf("the literal %s is not a quoted string", expr)
-			}
-			t.nodes = append(t.nodes, jpNode{text: lit, isLit: true})
-		default:
-			path, err := parseJPPath(expr)
-			if err != nil {
-				return nil, "", false, err
-			}
-			t.nodes = append(t.nodes, jpNode{path: path})
 		}
 	}
-	return t, "", false, nil
-}
-
-func parseJPPath(expr string) ([]jpStep, error) {
-	expr = strings.TrimPrefix(expr, "$")
-	var steps []jpStep
-	for expr != "" {
-		switch {
-		case strings.HasPrefix(expr, "["):
-			end := strings.IndexByte(expr, ']')
-			if end < 0 {
-				return nil, fmt.Errorf("unclosed [ in %q", expr)
-			}
-			in := strings.TrimSpace(expr[1:end])
-			expr = expr[end+1:]
-			switch {
-			case in == "*":
-				steps = append(steps, jpStep{all: true})
-			case strings.HasPrefix(in, "'") || strings.HasPrefix(in, `"`):
-				steps = append(steps, jpStep{field: strings.Trim(in, `'"`)})
-			default:
-				var n int
-				if _, err := fmt.Sscanf(in, "%d", &n); err != nil {
-					return nil, fmt.Errorf("[%s] is not an index, [*] or ['field']", in)
-				}
-				steps = append(steps, jpStep{index: n, isIdx: true})
-			}
-		case strings.HasPrefix(expr, "."):
-			expr = expr[1:]
-			if expr == "" {
-				break
-			}
-			if strings.HasPrefix(expr, "*") {
-				steps = append(steps, jpStep{all: true})
-				expr = expr[1:]
-				continue
-			}
-			n := strings.IndexAny(expr, ".[")
-			if n < 0 {
-				n = len(expr)
-			}
-			if n == 0 {
-				if strings.HasPrefix(expr, ".") {
-					return nil, fmt.Errorf("recursive descent (..) is not supported")
-				}
-				continue
-			}
-			steps = append(steps, jpStep{field: expr[:n]})
-			expr = expr[n:]
-		default:
-			return nil, fmt.Errorf("%q: a path starts with . or [", expr)
-		}
+	if depth > 0 {
+		return errors.New("{range} without {end}")
 	}
-	return steps, nil
-}
-
-// eval returns the values path selects in v.
-func jpEval(v any, path []jpStep) []any {
-	cur := []any{v}
-	for _, st := range path {
-		var next []any
-		for _, c := range cur {
-			switch {
-			case st.all:
-				switch x := c.(type) {
-				case []any:
-					next = append(next, x...)
-				case map[string]any:
-					for _, e := range x {
-						next = append(next, e)
-					}
-				}
-			case st.isIdx:
-				if l, ok := c.([]any); ok {
-					i := st.index
-					if i < 0 {
-						i += len(l)
-					}
-					if i >= 0 && i < len(l) {
-						next = append(next, l[i])
-					}
-				}
-			default:
-				if m, ok := c.(map[string]any); ok {
-					if e, ok := m[st.field]; ok {
-						next = append(next, e)
-					}
-				}
-			}
-		}
-		cur = next
-	}
-	return cur
+	return nil
 }
 
 func (t *jsonPath) execute(w io.Writer, doc []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := json.Unmarshal(doc, &v); err != nil {
 		return err
 	}
-	lw := &lastByteWriter{w: w}
-	if err := t.run(lw, v); err != nil {
-		return err
+	var out bytes.Buffer
+	if err := t.jp.Execute(&out, v); err != nil {
+		return fmt.Errorf("-o jsonpath: %v", err)
 	}
-	if lw.last == '\n' {
-		return nil // a {range} that ends each item with {"\n"}
+	if out.Len() == 0 || out.Bytes()[out.Len()-1] != '\n' {
+		out.WriteByte('\n') // a {range} that ends each item with {"\n"} has its own
 	}
-	_, err := io.WriteString(w, "\n")
+	_, err := w.Write(out.Bytes())
 	return err
-}
-
-// lastByteWriter remembers the last byte written through it.
-type lastByteWriter struct {
-	w    io.Writer
-	last byte
-}
-
-func (l *lastByteWriter) Write(p []byte) (int, error) {
-	if len(p) > 0 {
-		l.last = p[len(p)-1]
-	}
-	return l.w.Write(p)
-}
-
-func (t *jsonPath) run(w io.Writer, v any) error {
-	for _, n := range t.nodes {
-		switch {
-		case n.isLit:
-			if _, err := io.WriteString(w, n.text); err != nil {
-				return err
-			}
-		case n.body != nil:
-			for _, e := range jpEval(v, n.path) {
-				if err := n.body.run(w, e); err != nil {
-					return err
-				}
-			}
-		default:
-			for i, e := range jpEval(v, n.path) {
-				if i > 0 {
-					if _, err := io.WriteString(w, " "); err != nil {
-						return err
-					}
-				}
-				if err := writeValue(w, e, false); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }

@@ -43,8 +43,10 @@ func TestOutputFormats(t *testing.T) {
 		{"jsonpath={[0].allowedNamespaces}", "", `["apps","web"]` + "\n"},
 		{`jsonpath={range [*]}{.name}{"\t"}{.policy.maxAttempts}{"\n"}{end}`, "", "alpha\t5\nbeta\t3\n"},
 		{"jsonpath={[-1]['name']}", "", "beta\n"},
-		{`jsonpath={range [*]}{.name}:{range .allowedNamespaces[*]} {.}{end}{"\n"}{end}`, "", "alpha: apps web\nbeta:\n"},
-		{"jsonpath={[5].name}", "", "\n"},
+		{`jsonpath={range [*]}{.name}:{range .allowedNamespaces[*]} {@}{end}{"\n"}{end}`, "", "alpha: apps web\nbeta:\n"},
+		{"jsonpath={..maxAttempts}", "", "5 3\n"},
+		{`jsonpath={[?(@.state=="pending")].name}`, "", "beta\n"},
+		{"jsonpath={[*].missing}", "", "\n"},
 		{"table", ".[].name", "alpha\nbeta\n"},
 		{"json", `map(select(.state == "active")) | length`, "1\n"},
 		{"table", ".[0] | {name, state}", "{\n  \"name\": \"alpha\",\n  \"state\": \"active\"\n}\n"},
@@ -83,12 +85,16 @@ func TestOutputFormats(t *testing.T) {
 	if got != "Registered cluster x.\n" {
 		t.Errorf("plain text: got %q, want it unchanged", got)
 	}
+	// As with kubectl, an index past the end is an error, not silence.
+	if _, err := convert(t, "jsonpath={[5].name}", "", clustersJSON); err == nil || !strings.Contains(err.Error(), "out of bounds") {
+		t.Errorf("an index past the end: got %v, want kubectl's out-of-bounds error", err)
+	}
 	// A jq error at run time is an error, not silence.
 	if _, err := convert(t, "table", ".[] | error(\"boom\")", clustersJSON); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("a failing jq expression: got %v", err)
 	}
 
-	for _, bad := range []string{"xml", "jsonpath=", "jsonpath={.a", "jsonpath={range .a}", "jsonpath={end}", "jsonpath={..a}", "jsonpath={[x]}"} {
+	for _, bad := range []string{"xml", "jsonpath=", "jsonpath={.a", "jsonpath={range .a}", "jsonpath={end}", "jsonpath={range .a}{end}{end}", "jsonpath={[x]}"} {
 		g := &globals{output: bad, stdout: io.Discard}
 		if err := setupOutput(g); err == nil {
 			t.Errorf("-o %s was accepted", bad)
