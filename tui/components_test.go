@@ -274,7 +274,7 @@ func TestClusterFormSaveCreatesAndShowsToken(t *testing.T) {
 		t.Fatalf("after saving: modal %T, status %q; want the token modal", m.modal, m.status)
 	}
 	if !strings.HasPrefix(tm.registerCommand(), "tether agent register --server http://127.0.0.1:7070 --token - ") || strings.Contains(tm.registerCommand(), "tether_reg_") ||
-		!strings.HasSuffix(tm.registerCommand(), "--state-dir ./tether-agent-bad") {
+		!strings.HasSuffix(tm.registerCommand(), "--state-dir ~/.local/state/tether-agent-bad") {
 		t.Errorf("register command %q", tm.registerCommand())
 	}
 	if _, err := e.reg.GetCluster(e.admin, "bad"); err != nil {

@@ -33,7 +33,7 @@ type Options struct {
 	// (tether console --serve); it is shown in the header.
 	ServeAddr string
 	// ServerURL and AgentStateDir fill in the register command shown with a
-	// new token (AgentStateDir defaults to ./tether-agent-NAME).
+	// new token (AgentStateDir defaults to ~/.local/state/tether-agent-NAME).
 	ServerURL     string
 	AgentStateDir string
 	// Source names what the console looks at (the database file), for the

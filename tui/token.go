@@ -58,7 +58,10 @@ func (t *tokenModal) stateDir() string {
 		}
 		return '-'
 	}, t.cluster.Name)
-	return "./tether-agent-" + slug
+	// Outside the working directory, which is often a repository (make run)
+	// or a container's build context: the state directory holds the
+	// agent's credential.
+	return "~/.local/state/tether-agent-" + slug
 }
 
 func (t *tokenModal) Update(msg tea.Msg) (modal, tea.Cmd) {
