@@ -259,16 +259,32 @@ func decodePayload(payload json.RawMessage, v any) error {
 	return nil
 }
 
-// PayloadJSONError is the refusal of a payload that is not valid JSON (nil
-// for valid or empty JSON), in the words a submission is refused with; a
-// client that must encode the payload inside its request checks it first.
+// PayloadJSONError is the refusal of a payload that is not JSON tether can
+// keep (nil for such JSON, or none), in the words a submission is refused
+// with; a client that must encode the payload inside its request checks it
+// first. Every submission and rollout passes through it, whatever its
+// cluster's policy: a payload must be JSON that RFC 8785 can canonicalize,
+// or it could never be signed (the policy may be turned on while the job
+// waits), and its text must be text (JSONTextFault).
 func PayloadJSONError(payload []byte) error {
 	payload = bytes.TrimSpace(payload)
-	if len(payload) == 0 || json.Valid(payload) {
+	if len(payload) == 0 {
 		return nil
 	}
-	var v any
-	return Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(payload, &v))
+	if !json.Valid(payload) {
+		var v any
+		return Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(payload, &v))
+	}
+	if path, fault, ok := JSONTextFault(payload); ok {
+		if path != "" && path[0] != '[' {
+			path = "." + path
+		}
+		return Errorf(CodeInvalid, "payload%s %s", path, fault)
+	}
+	// Whatever else the canonical form refuses (a number beyond what a
+	// double holds, such as 1e400) is refused here, not at the poll.
+	_, err := CanonicalJSON(payload)
+	return err
 }
 
 func decodeInto(data []byte, v any) error {
