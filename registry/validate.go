@@ -329,3 +329,22 @@ func checkIdempotencyKey(k string) error {
 	}
 	return nil
 }
+
+// MaxQueryText bounds every free-text filter of a list, in characters: a
+// job search or error, an event kind, an audit action, a label selector, an
+// organization. SQLite refuses a LIKE pattern of 50,000 bytes ("LIKE or
+// GLOB pattern too complex", a 500 any viewer could cause), and no filter
+// needs more than an idempotency key (512 bytes) and a few words. The
+// registry enforces it, so the admin API, the CLI and the console alike.
+const MaxQueryText = 1000
+
+// checkQueryText refuses a filter longer than MaxQueryText, naming it.
+func checkQueryText(name, v string) error {
+	if len(v) <= MaxQueryText {
+		return nil // every character is a byte or more
+	}
+	if n := utf8.RuneCountInString(v); n > MaxQueryText {
+		return Errorf(CodeInvalid, "%s is %d characters long; the limit is %d", name, n, MaxQueryText)
+	}
+	return nil
+}
