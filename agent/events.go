@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -107,17 +109,56 @@ func (b *batcher) drain(ctx context.Context) {
 		if n == 0 {
 			return
 		}
+		done := n
 		if err := b.client.Events(ctx, batch); err != nil {
-			if ctx.Err() == nil {
-				b.log.Warn("could not send events; keeping them for the next try", "events", n, "err", err)
+			if !malformed(err) {
+				if ctx.Err() == nil {
+					b.log.Warn("could not send events; keeping them for the next try", "events", n, "err", err)
+				}
+				return
 			}
-			return
+			// tether refused the batch for a malformed event, which it
+			// names: sent again, the batch would be refused forever and hold
+			// back every event behind it. One at a time, only the
+			// malformed ones are refused, and dropped.
+			done = b.sendEach(ctx, batch)
 		}
 		b.mu.Lock()
 		// Overflow may have dropped some of the sent events from the front
 		// meanwhile; remove only the sent ones still there.
-		sentLeft := max(0, n-(b.shifted-shiftedBefore))
+		sentLeft := max(0, done-(b.shifted-shiftedBefore))
 		b.buf = b.buf[min(sentLeft, len(b.buf)):]
 		b.mu.Unlock()
+		if done < n {
+			return
+		}
 	}
+}
+
+// sendEach sends the events of a refused batch one by one, dropping those
+// tether refuses, and returns how many from the front it is done with (all,
+// unless a send failed otherwise: those are kept for the next try).
+func (b *batcher) sendEach(ctx context.Context, batch []apiclient.Event) int {
+	for i, e := range batch {
+		err := b.client.Events(ctx, []apiclient.Event{e})
+		switch {
+		case err == nil:
+		case malformed(err):
+			b.log.Error("tether refused an event as malformed; dropping it", "kind", e.Kind, "eventKey", e.EventKey, "err", err)
+		default:
+			if ctx.Err() == nil {
+				b.log.Warn("could not send events; keeping them for the next try", "events", len(batch)-i, "err", err)
+			}
+			return i
+		}
+	}
+	return len(batch)
+}
+
+// malformed reports whether tether refused events as malformed (400):
+// sending them again cannot succeed. (A 401 or 403 may pass: the agent
+// registers again, an admin enables the cluster.)
+func malformed(err error) bool {
+	var apiErr *apiclient.Error
+	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest
 }

@@ -10,6 +10,8 @@ import (
 // the same on every store: a NUL character is refused (PostgreSQL's text
 // cannot hold it, and no field of the protocol needs one), and invalid UTF-8
 // is replaced by U+FFFD (so that every JSON answer and -o json stays valid).
+// The agent API refuses both before they get here (server/nul.go), naming
+// the field; these keep the registry's own callers to the same rule.
 
 // agentText checks and cleans one field an agent sent.
 func agentText(field string, s *string) error {

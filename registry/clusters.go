@@ -126,6 +126,12 @@ func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Clu
 	if err := authorize(ctx, PermRead); err != nil {
 		return nil, err
 	}
+	if err := checkQueryText("selector", p.Selector); err != nil {
+		return nil, err
+	}
+	if err := checkQueryText("organization", p.Organization); err != nil {
+		return nil, err
+	}
 	sel, err := ParseSelector(p.Selector)
 	if err != nil {
 		return nil, err

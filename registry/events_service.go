@@ -68,6 +68,11 @@ func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, 
 	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
 		return nil, err
 	}
+	for _, k := range p.Kinds {
+		if err := checkQueryText("kind", k); err != nil {
+			return nil, err
+		}
+	}
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
@@ -77,6 +82,9 @@ func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, 
 // ListAudit returns audit entries matching p, newest first.
 func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEntry, error) {
 	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
+		return nil, err
+	}
+	if err := checkQueryText("action", p.Action); err != nil {
 		return nil, err
 	}
 	if p.Limit <= 0 {

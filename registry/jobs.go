@@ -201,7 +201,7 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 			return nil, Errorf(CodeInvalid, "job state %q is not one of %v", s, JobStates)
 		}
 	}
-	if err := checkSearch(p.Search); err != nil {
+	if err := checkJobFilters(p); err != nil {
 		return nil, err
 	}
 	if p.Limit <= 0 {
@@ -214,8 +214,16 @@ func (r *Registry) ListJobs(ctx context.Context, p JobListParams) ([]Job, error)
 // store's query, and SQLite refuses a query of a thousand or so.
 const MaxSearchWords = 32
 
-func checkSearch(search string) error {
-	if n := len(strings.Fields(search)); n > MaxSearchWords {
+// checkJobFilters refuses a job list's free text that no store could look
+// up: a search of too many words, or any filter longer than MaxQueryText.
+func checkJobFilters(p JobListParams) error {
+	if err := checkQueryText("search", p.Search); err != nil {
+		return err
+	}
+	if err := checkQueryText("error", p.Error); err != nil {
+		return err
+	}
+	if n := len(strings.Fields(p.Search)); n > MaxSearchWords {
 		return Errorf(CodeInvalid, "search has %d words; at most %d", n, MaxSearchWords)
 	}
 	return nil
@@ -231,7 +239,7 @@ func (r *Registry) CountJobs(ctx context.Context, p JobListParams) (int, error) 
 		return 0, err
 	}
 	p.ClusterIDs = ids
-	if err := checkSearch(p.Search); err != nil {
+	if err := checkJobFilters(p); err != nil {
 		return 0, err
 	}
 	return r.store.JobCount(ctx, p)

@@ -259,16 +259,32 @@ func decodePayload(payload json.RawMessage, v any) error {
 	return nil
 }
 
-// PayloadJSONError is the refusal of a payload that is not valid JSON (nil
-// for valid or empty JSON), in the words a submission is refused with; a
-// client that must encode the payload inside its request checks it first.
+// PayloadJSONError is the refusal of a payload that is not JSON tether can
+// keep (nil for such JSON, or none), in the words a submission is refused
+// with; a client that must encode the payload inside its request checks it
+// first. Every submission and rollout passes through it, whatever its
+// cluster's policy: a payload must be JSON that RFC 8785 can canonicalize,
+// or it could never be signed (the policy may be turned on while the job
+// waits), and its text must be text (JSONTextFault).
 func PayloadJSONError(payload []byte) error {
 	payload = bytes.TrimSpace(payload)
-	if len(payload) == 0 || json.Valid(payload) {
+	if len(payload) == 0 {
 		return nil
 	}
-	var v any
-	return Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(payload, &v))
+	if !json.Valid(payload) {
+		var v any
+		return Errorf(CodeInvalid, "payload is not valid JSON: %v", decodeInto(payload, &v))
+	}
+	if path, fault, ok := JSONTextFault(payload); ok {
+		if path != "" && path[0] != '[' {
+			path = "." + path
+		}
+		return Errorf(CodeInvalid, "payload%s %s", path, fault)
+	}
+	// Whatever else the canonical form refuses (a number beyond what a
+	// double holds, such as 1e400) is refused here, not at the poll.
+	_, err := CanonicalJSON(payload)
+	return err
 }
 
 func decodeInto(data []byte, v any) error {
@@ -310,6 +326,25 @@ func checkIdempotencyKey(k string) error {
 	}
 	if !utf8.ValidString(k) || strings.ContainsFunc(k, isControl) {
 		return Errorf(CodeInvalid, "idempotency key must be printable UTF-8 text")
+	}
+	return nil
+}
+
+// MaxQueryText bounds every free-text filter of a list, in characters: a
+// job search or error, an event kind, an audit action, a label selector, an
+// organization. SQLite refuses a LIKE pattern of 50,000 bytes ("LIKE or
+// GLOB pattern too complex", a 500 any viewer could cause), and no filter
+// needs more than an idempotency key (512 bytes) and a few words. The
+// registry enforces it, so the admin API, the CLI and the console alike.
+const MaxQueryText = 1000
+
+// checkQueryText refuses a filter longer than MaxQueryText, naming it.
+func checkQueryText(name, v string) error {
+	if len(v) <= MaxQueryText {
+		return nil // every character is a byte or more
+	}
+	if n := utf8.RuneCountInString(v); n > MaxQueryText {
+		return Errorf(CodeInvalid, "%s is %d characters long; the limit is %d", name, n, MaxQueryText)
 	}
 	return nil
 }

@@ -132,6 +132,7 @@ func writeWatchEvent(w http.ResponseWriter, ev registry.WatchEvent) error {
 	if err != nil {
 		return err
 	}
+	data = registry.ValidUTF8(data) // as writeJSON
 	var b strings.Builder
 	// Snapshot upserts have no position of their own: a client resuming
 	// mid-snapshot starts a new one. Every later event carries its own.

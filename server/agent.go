@@ -368,6 +368,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err != nil {
 		return registry.Internal(err, "encode the answer")
 	}
+	// A payload, result or event stored before tether refused bytes that
+	// are not UTF-8 is shown with U+FFFD in their place.
+	body = registry.ValidUTF8(body)
 	h := w.Header()
 	h.Set("Content-Type", mediaTypeOf(w))
 	h.Set("Cache-Control", "no-store")

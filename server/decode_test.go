@@ -39,7 +39,9 @@ var DecodeCases = []DecodeCase{
 	{"status unknown fields", "status", `{"phase":"Ready","future":{"deep":[1,2,{"x":null}]}}`, 204, ""},
 	{"status null time", "status", `{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":null}]}`, 204, ""},
 	{"status empty time", "status", `{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":""}],"timestamp":""}`, 204, ""},
-	{"status invalid utf8", "status", "{\"phase\":\"\xff\xfe\"}", 204, ""},
+	{"status invalid utf8", "status", "{\"phase\":\"\xff\xfe\"}", 400, "invalid"},
+	{"status lone surrogate", "status", `{"message":"\udc00"}`, 400, "invalid"},
+	{"status surrogate pair", "status", `{"message":"\ud83d\ude00"}`, 204, ""},
 	{"status seed example", "status", `{"phase":"Reconciling","conditions":[{"type":"Reconciling","status":"True","reason":"HelmReleaseUpgrading","message":"m","lastTransitionTime":"2026-05-28T10:00:05Z"}],"message":"m","timestamp":"2026-05-28T10:00:05Z"}`, 204, ""},
 
 	{"result empty body", "result", ``, 400, "invalid"},
@@ -53,6 +55,8 @@ var DecodeCases = []DecodeCase{
 	{"result conflict without error", "result", `{"outcome":"conflict","error":""}`, 400, "error_required"},
 	{"result succeeded", "result", `{"outcome":"succeeded","appliedRef":{"kind":"X","generation":7},"timestamp":"2026-05-28T10:00:15Z"}`, 204, ""},
 	{"result null error", "result", `{"outcome":"succeeded","error":null}`, 204, ""},
+	{"result lone surrogate", "result", `{"outcome":"succeeded","appliedRef":{"name":"\ud800"}}`, 400, "invalid"},
+	{"result invalid utf8", "result", "{\"outcome\":\"failed\",\"error\":\"caf\xe9\"}", 400, "invalid"},
 
 	{"events empty body", "events", ``, 400, "invalid"},
 	{"events not array", "events", `{"events":"x"}`, 400, "invalid"},
@@ -66,6 +70,7 @@ var DecodeCases = []DecodeCase{
 	{"events bad timestamp", "events", `{"events":[{"kind":"Audit","timestamp":"now"}]}`, 400, "invalid"},
 	{"events clusterId number", "events", `{"clusterId":5,"events":[{"kind":"Audit"}]}`, 400, "invalid"},
 	{"events heartbeat", "events", `{"events":[{"kind":"ClusterHeartbeat","resourceRef":{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"Cluster","namespace":"","name":"{{cluster}}"}}]}`, 204, ""},
+	{"events invalid utf8", "events", "{\"events\":[{\"kind\":\"Audit\"},{\"kind\":\"Audit\",\"extra\":\"\xff\"}]}", 400, "invalid"},
 	{"events unknown fields", "events", `{"clusterId":"{{cluster}}","batch":3,"events":[{"kind":"Audit","eventKey":"k","somethingNew":true}]}`, 204, ""},
 
 	{"register malformed", "register", `{`, 400, "invalid"},

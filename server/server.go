@@ -498,7 +498,7 @@ func (s *Server) prepare(c *call) error {
 		}
 		// url.Values drops a pair it cannot unescape: ?cluster=%zzprod
 		// would list every cluster's jobs instead of refusing the filter.
-		// (Not on the agent API: see refuseNUL on parsing a poll's query.)
+		// (Not on the agent API: see refuseBadText on parsing a poll's query.)
 		if _, err := url.ParseQuery(c.r.URL.RawQuery); err != nil {
 			return errf(registry.CodeInvalid, "the query string is malformed (%v): escape a literal %% as %%25", err)
 		}
@@ -544,7 +544,7 @@ func (s *Server) prepare(c *call) error {
 			}
 		}
 	}
-	if err := refuseNUL(c.r, c.body); err != nil {
+	if err := refuseBadText(c.r, c.body); err != nil {
 		return err
 	}
 	if rt.signed && c.agent != nil && c.agent.Credential.Signed() {

@@ -16,15 +16,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/internal/display"
+	"github.com/tetherhq/tether/registry"
 
 	"github.com/tetherhq/tether/internal/humantime"
 )
 
 // printJSON writes v as indented JSON: the stable, scriptable output of -o json.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	// A payload, result or event stored before tether refused bytes that
+	// are not UTF-8 is shown with U+FFFD in their place: JSON and YAML
+	// readers (and -o yaml itself) refuse such bytes.
+	_, err := w.Write(registry.ValidUTF8(buf.Bytes()))
+	return err
 }
 
 // table writes aligned columns.
@@ -90,7 +99,14 @@ func newKV(w io.Writer) *table {
 
 // printJSONLine writes v as one line of JSON: the output of --follow, so that
 // a script can read one object per line as entries arrive.
-func printJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(registry.ValidUTF8(b), '\n')) // as printJSON
+	return err
+}
 
 // failf is a command's own error (not the registry's): exit code 1 with the
 // message as one sentence. run() would show a plain error as "internal error",
