@@ -21,6 +21,11 @@ type Config struct {
 	// the other polls of its cluster, unless acked (DefaultVisibilityWindow;
 	// negative: never hidden, every poll sees every queued job).
 	VisibilityWindow time.Duration
+	// IdempotencyRetention is how long a job's idempotency key answers it
+	// from its creation, whatever the job's state (an open job holds its
+	// key however long it stays open) (DefaultIdempotencyRetention;
+	// negative: only while the job is open).
+	IdempotencyRetention time.Duration
 }
 
 // DefaultVisibilityWindow is Config.VisibilityWindow's default, like a
@@ -43,6 +48,9 @@ func (c *Config) setDefaults() {
 	def(&c.EventReplayWindow, DefaultEventReplayWindow)
 	if c.VisibilityWindow == 0 {
 		c.VisibilityWindow = DefaultVisibilityWindow
+	}
+	if c.IdempotencyRetention == 0 {
+		c.IdempotencyRetention = DefaultIdempotencyRetention
 	}
 }
 
