@@ -92,10 +92,11 @@ type Store interface {
 	// JobInsert inserts a job, unless its idempotency key (when it has one)
 	// answers another job of the cluster: an open (queued or in_progress)
 	// job with the key; or, when p.KeyUntil is set and not p.TakeKey, the
-	// job the key was last given to, until the key expires (at or before
-	// p.Job.CreatedAt it has). It then returns that job and created=false;
-	// KeyOfDeletedJob (CodeConflict) if the key's job no longer exists. A
-	// job inserted with p.KeyUntil set becomes its key's answer until then.
+	// job the key was last given to, while the key lasts (a key whose end is
+	// at or before p.Job.CreatedAt has expired). It then returns that job
+	// and created=false, or KeyOfDeletedJob (CodeConflict) if the key's job
+	// no longer exists. A job inserted with p.KeyUntil set becomes its key's
+	// answer until then.
 	// Of concurrent inserts with one key, on any number of connections or
 	// replicas, one inserts and the others return its job.
 	JobInsert(ctx context.Context, p JobInsertParams) (job *Job, created bool, err error)
