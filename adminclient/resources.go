@@ -215,8 +215,11 @@ type Job struct {
 		State   string    `json:"state"`
 		Message string    `json:"message"`
 	} `json:"timeline"`
-	// Replayed is set by SubmitJob when the cluster already had an open job
-	// with the idempotency key, and that job is the answer.
+	// Replayed is set by SubmitJob when the idempotency key answered a job
+	// of the cluster already (open, or submitted with the key within the
+	// server's key retention, 24 h by default, whatever its state), and
+	// that job is the answer. The same key with another kind or payload is
+	// an *Error with code conflict.
 	Replayed bool `json:"-"`
 }
 

@@ -484,15 +484,30 @@ func TestExpiredJobIsReportedNoop(t *testing.T) {
 	}
 }
 
+// TestIdempotencyLedger: a second job with a key the agent applied already
+// is reported noop without running. tether answers a replayed key with its
+// first job for a day, so the second job comes once the key has expired, or
+// from a tether that keeps keys for open jobs only, as here.
 func TestIdempotencyLedger(t *testing.T) {
-	e := newEnv(t)
-	c, dir := e.cluster("prod")
+	dir := t.TempDir()
+	st, err := sqlite.Open(admin, filepath.Join(dir, "tether.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, dir, st)
+	openOnly := registry.New(st, registry.Config{IdempotencyRetention: -1})
+	t.Cleanup(openOnly.Close)
+	c, state := e.cluster("prod")
 	count := filepath.Join(e.dir, "runs")
-	e.run(dir, `echo x >> "`+count+`"`, nil)
+	e.run(state, `echo x >> "`+count+`"`, nil)
 	key := func(s *registry.JobSubmission) { s.IdempotencyKey = "configmap/team-a/c@3" }
 	first := e.submit(c.ID, key)
 	e.waitJob(first.ID, "finished", terminal)
-	second := e.submit(c.ID, key)
+	second, created, err := openOnly.SubmitJob(admin, registry.JobSubmission{ClusterID: c.ID, Kind: registry.KindDelete,
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","name":"c","namespace":"team-a"}`), IdempotencyKey: "configmap/team-a/c@3"})
+	if err != nil || !created {
+		t.Fatalf("second job with the key: created=%v, %v", created, err)
+	}
 	got := e.waitJob(second.ID, "finished", terminal)
 	if got.State != registry.JobNoop || !strings.Contains(got.Error, "already applied") {
 		t.Fatalf("re-delivered job: %s %q", got.State, got.Error)

@@ -16,12 +16,16 @@ const (
 )
 
 // SubmitJob checks a submission against its cluster's identity record and
-// queues it. If the cluster has an open job with the same idempotency key,
-// that job is returned instead, with created=false.
+// queues it. If its idempotency key answers a job of the cluster already (an
+// open job with the key, or one created with it within the retention,
+// whatever its state), that job is returned instead, with created=false;
+// CodeConflict if that job was made from another kind or payload, or was
+// deleted.
 func (r *Registry) SubmitJob(ctx context.Context, s JobSubmission) (job *Job, created bool, err error) {
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, false, err
 	}
+	s.RetryOf = "" // RetryJob's alone: a retry takes its original's key
 	return r.submit(ctx, s, AuditJobSubmit, "")
 }
 
@@ -64,11 +68,21 @@ func (r *Registry) submit(ctx context.Context, s JobSubmission, action, reason s
 	if j.RetryOf != "" {
 		msg += ", retrying " + j.RetryOf
 	}
-	return r.store.JobInsert(ctx, JobInsertParams{
+	job, created, err = r.store.JobInsert(ctx, JobInsertParams{
 		Job:     j,
 		History: JobHistoryEntry{At: now, Type: HistorySubmitted, Actor: j.SubmittedBy, Message: msg},
 		Audit:   r.auditEntry(ctx, action, c.ID, "job", j.ID, reason),
+		// A retry is an admin's decision to run the request again: it
+		// takes the key, and a producer's replay then answers the retry.
+		KeyUntil: r.keyUntil(j.IdempotencyKey, now), TakeKey: s.RetryOf != "",
 	})
+	if err == nil && !created && s.RetryOf == "" {
+		err = r.checkReplay(s, job)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return job, created, nil
 }
 
 // AuditJobRetry is the audit action of RetryJob.
@@ -87,7 +101,8 @@ func (j *Job) Retryable() bool {
 // RetryJob submits a new job with the payload of a job that ended without
 // doing its work, linked to it (RetryOf) and with its idempotency key, after
 // the same policy checks as any submission (the cluster's allowlists may
-// have changed since). The original stays as it ended.
+// have changed since). The original stays as it ended; the key answers the
+// retry from then on.
 func (r *Registry) RetryJob(ctx context.Context, id, reason string) (*Job, error) {
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err

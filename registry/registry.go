@@ -26,6 +26,11 @@ type Config struct {
 	// webhooks may be sent to nonetheless: receivers on premises
 	// (webhook_dest.go). ParseWebhookAllow reads them.
 	WebhookAllow []netip.Prefix
+	// IdempotencyRetention is how long a job's idempotency key answers it
+	// from its creation, whatever the job's state (an open job holds its
+	// key however long it stays open) (DefaultIdempotencyRetention;
+	// negative: only while the job is open).
+	IdempotencyRetention time.Duration
 }
 
 // DefaultVisibilityWindow is Config.VisibilityWindow's default, like a
@@ -48,6 +53,9 @@ func (c *Config) setDefaults() {
 	def(&c.EventReplayWindow, DefaultEventReplayWindow)
 	if c.VisibilityWindow == 0 {
 		c.VisibilityWindow = DefaultVisibilityWindow
+	}
+	if c.IdempotencyRetention == 0 {
+		c.IdempotencyRetention = DefaultIdempotencyRetention
 	}
 }
 

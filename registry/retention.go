@@ -35,7 +35,8 @@ type RetentionConfig struct {
 }
 
 // Retention deletes finished jobs, audit entries and ended webhook
-// deliveries past their retention, batch by batch.
+// deliveries past their retention, and idempotency keys past theirs
+// (Config.IdempotencyRetention), batch by batch.
 type Retention struct {
 	reg *Registry
 	cfg RetentionConfig
@@ -46,6 +47,12 @@ type RetentionReport struct {
 	Jobs              int
 	Audit             int
 	WebhookDeliveries int
+	IdempotencyKeys   int
+}
+
+// Total is how many records the run deleted in all.
+func (r RetentionReport) Total() int {
+	return r.Jobs + r.Audit + r.WebhookDeliveries + r.IdempotencyKeys
 }
 
 // NewRetention returns the retention service over reg.
@@ -105,7 +112,10 @@ func (r *Retention) RunOnce(ctx context.Context) (RetentionReport, error) {
 			return rep, err
 		}
 	}
-	return rep, nil
+	// Expired keys go whatever the configuration: each carries its own end.
+	n, err := r.batches(ctx, func(limit int) (int, error) { return r.reg.store.IdempotencyKeysPrune(ctx, now, limit) })
+	rep.IdempotencyKeys = n
+	return rep, err
 }
 
 // batches calls prune with the batch size until a batch deletes less than

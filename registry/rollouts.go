@@ -462,9 +462,10 @@ func (r *Registry) startWave(ctx context.Context, s *rolloutStep) error {
 		}
 		msg := fmt.Sprintf("submitted %s %s by rollout %s (target %d of %d)", j.Kind, j.Target, ro.Name, t.Position+1, len(ro.Targets))
 		s.newJobs[t.Position] = &JobInsertParams{
-			Job:     j,
-			History: JobHistoryEntry{At: s.now, Type: HistorySubmitted, Actor: s.actor, Message: msg},
-			Audit:   AuditEntry{At: s.now, Actor: s.actor, Action: AuditJobSubmit, ClusterID: c.ID, TargetKind: "job", TargetID: j.ID, Reason: "rollout " + ro.Name},
+			Job:      j,
+			History:  JobHistoryEntry{At: s.now, Type: HistorySubmitted, Actor: s.actor, Message: msg},
+			Audit:    AuditEntry{At: s.now, Actor: s.actor, Action: AuditJobSubmit, ClusterID: c.ID, TargetKind: "job", TargetID: j.ID, Reason: "rollout " + ro.Name},
+			KeyUntil: r.keyUntil(j.IdempotencyKey, s.now),
 		}
 		t.State, t.Reason, t.JobID, t.JobState = TargetRunning, "", j.ID, JobQueued
 	}

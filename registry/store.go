@@ -89,9 +89,16 @@ type Store interface {
 	// optionally marks them revoked. It returns how many it changed.
 	CredentialRestrict(ctx context.Context, p CredentialRestrictParams) (int, error)
 
-	// JobInsert inserts a job unless the cluster has an open (queued or
-	// in_progress) job with the same idempotency key, in which case it returns
-	// that job and created=false.
+	// JobInsert inserts a job, unless its idempotency key (when it has one)
+	// answers another job of the cluster: an open (queued or in_progress)
+	// job with the key; or, when p.KeyUntil is set and not p.TakeKey, the
+	// job the key was last given to, while the key lasts (a key whose end is
+	// at or before p.Job.CreatedAt has expired). It then returns that job
+	// and created=false, or KeyOfDeletedJob (CodeConflict) if the key's job
+	// no longer exists. A job inserted with p.KeyUntil set becomes its key's
+	// answer until then.
+	// Of concurrent inserts with one key, on any number of connections or
+	// replicas, one inserts and the others return its job.
 	JobInsert(ctx context.Context, p JobInsertParams) (job *Job, created bool, err error)
 	JobGet(ctx context.Context, id string) (*Job, error)
 	// JobList returns jobs matching every set filter, newest first unless
@@ -277,6 +284,14 @@ type JobInsertParams struct {
 	Job     Job
 	History JobHistoryEntry
 	Audit   AuditEntry
+	// KeyUntil is until when the job's idempotency key answers it,
+	// whatever its state; zero: only while it is open (no key, or keys
+	// kept for open jobs only).
+	KeyUntil time.Time
+	// TakeKey makes the job its key's answer even while the key answers
+	// another job still (a retry takes its original's key). An open job
+	// with the key still wins.
+	TakeKey bool
 }
 
 // JobListParams filters jobs; zero values do not filter.

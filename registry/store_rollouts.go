@@ -23,8 +23,8 @@ type RolloutStore interface {
 	// RolloutApply makes one step of a rollout in one transaction, provided
 	// its version is still p.Version (CodeConflict otherwise, naming the
 	// current version): it applies p.Set and p.Targets, inserts each target's
-	// NewJob (an open job of the cluster with the same idempotency key is
-	// linked instead of a new one), cancels the jobs of p.Cancel that are
+	// NewJob (the job its idempotency key answers, as JobInsert finds it,
+	// is linked instead of a new one), cancels the jobs of p.Cancel that are
 	// still queued, writes p.Audit, and increments the version. It returns
 	// the rollout as RolloutGet would.
 	RolloutApply(ctx context.Context, p RolloutApplyParams) (*Rollout, error)

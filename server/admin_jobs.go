@@ -256,7 +256,8 @@ type submitBody struct {
 // adminSubmitJob queues a job: 202 with the job at once, or with ?wait=N
 // 200 with the job once it has ended (202 with it as it stands if N seconds
 // pass first). A producer retrying a submission sends the same idempotency
-// key and gets the open job back (Idempotent-Replayed: true).
+// key and gets the job it made back (Idempotent-Replayed: true), answered as
+// any job is: 202 while it is open, 200 once it has ended.
 func (s *Server) adminSubmitJob(c *call) error {
 	wait, err := waitParam(c.r.URL.Query())
 	if err != nil {

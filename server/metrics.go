@@ -63,7 +63,7 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_pruned_total",
-			Help: "Records the pruner and retention deleted, by kind (events, changes; jobs, audit, webhook_deliveries).",
+			Help: "Records the pruner and retention deleted, by kind (events, changes; jobs, audit, webhook_deliveries, idempotency_keys).",
 		}, []string{"kind"}),
 		registerFail: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_registration_failures_total",
@@ -148,12 +148,13 @@ func (s *Server) RecordPrune(rep registry.PruneReport, err error) {
 }
 
 // RecordRetention counts what one retention run deleted (finished jobs,
-// audit entries, webhook deliveries) in tether_pruned_total beside the
-// pruner's kinds.
+// audit entries, webhook deliveries, expired idempotency keys) in
+// tether_pruned_total beside the pruner's kinds.
 func (s *Server) RecordRetention(rep registry.RetentionReport) {
 	s.metrics.pruned.WithLabelValues("jobs").Add(float64(rep.Jobs))
 	s.metrics.pruned.WithLabelValues("audit").Add(float64(rep.Audit))
 	s.metrics.pruned.WithLabelValues("webhook_deliveries").Add(float64(rep.WebhookDeliveries))
+	s.metrics.pruned.WithLabelValues("idempotency_keys").Add(float64(rep.IdempotencyKeys))
 }
 
 // registrationReasons maps the registry's refusal reasons (audit text) to

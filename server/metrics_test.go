@@ -216,10 +216,10 @@ func TestMetricsWebhookDeliveries(t *testing.T) {
 
 func TestMetricsRetention(t *testing.T) {
 	e := newEnv(t)
-	e.srv.RecordRetention(registry.RetentionReport{Jobs: 1200, Audit: 7, WebhookDeliveries: 40})
+	e.srv.RecordRetention(registry.RetentionReport{Jobs: 1200, Audit: 7, WebhookDeliveries: 40, IdempotencyKeys: 12})
 	e.srv.RecordRetention(registry.RetentionReport{Jobs: 3})
 	fams := scrape(t, e)
-	for kind, want := range map[string]float64{"jobs": 1203, "audit": 7, "webhook_deliveries": 40} {
+	for kind, want := range map[string]float64{"jobs": 1203, "audit": 7, "webhook_deliveries": 40, "idempotency_keys": 12} {
 		if got, ok := value(t, fams, "tether_pruned_total", map[string]string{"kind": kind}); !ok || got != want {
 			t.Errorf("tether_pruned_total{kind=%s} = %v (found %v), want %v", kind, got, ok, want)
 		}

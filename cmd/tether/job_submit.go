@@ -20,8 +20,9 @@ import (
 // submittedJob is the -o json output of job submit.
 type submittedJob struct {
 	*registry.Job
-	// Created is false when the idempotency key matched an open job, which
-	// is returned instead of a new one.
+	// Created is false when the idempotency key answered a job already
+	// (open, or submitted with it within the key retention), which is
+	// returned instead of a new one.
 	Created bool `json:"created"`
 }
 
@@ -112,7 +113,7 @@ with a code a script can act on:
 	f.StringVarP(&file, "file", "f", "", "read the JSON payload from FILE, or from standard input with -")
 	f.StringVar(&payload, "payload", "", "the JSON payload")
 	f.StringVar(&example, "example", "", "print a complete payload of this kind or intent and submit nothing: apply, delete, ensure-application-instance, request-operation, delete-application-instance")
-	f.StringVar(&key, "idempotency-key", "", "return the cluster's open job with this key instead of submitting another")
+	f.StringVar(&key, "idempotency-key", "", "return the cluster's job with this key, open or submitted within the key retention (24h by default, serve --idempotency-retention), instead of submitting another")
 	f.Var(newDuration(&expiresIn, 0), "expires-in", "how long the job may wait to be claimed before it expires")
 	f.BoolVar(&wait, "wait", false, "wait until the job ends; exit 0 if it succeeded or was a no-op, 3 if it ended otherwise, 4 on --timeout")
 	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (the job carries on)")
@@ -183,7 +184,7 @@ func printSubmitted(g *globals, j *registry.Job, created bool) error {
 		return printJSON(g.stdout, submittedJob{Job: j, Created: created})
 	}
 	if !created {
-		_, err := fmt.Fprintf(g.stdout, "Cluster %s already has open job %s with idempotency key %q (%s); no new job was submitted.\n", j.ClusterID, j.ID, j.IdempotencyKey, j.State)
+		_, err := fmt.Fprintf(g.stdout, "Cluster %s already has job %s with idempotency key %q (%s); no new job was submitted.\n", j.ClusterID, j.ID, j.IdempotencyKey, j.State)
 		return err
 	}
 	// The kind's intent and the target come from the payload: data, shown

@@ -138,8 +138,70 @@ func TestJobIdempotencyKey(t *testing.T) {
 	if other.ID == first.ID || !other.Created {
 		t.Errorf("got %s (created %v) for another key, want a new job", other.ID, other.Created)
 	}
+	// Once the job ended, its key still answers it: a retry never queues
+	// the job twice.
+	ok(t, db, "job", "cancel", first.ID)
+	if ended := submit(t, db, "idem", "apply", configMap("apps", "x"), "--idempotency-key", "deploy-42"); ended.Created || ended.ID != first.ID || ended.State != registry.JobCanceled {
+		t.Errorf("after the job ended got %s (created %v, %s), want the canceled %s", ended.ID, ended.Created, ended.State, first.ID)
+	}
+	out = ok(t, db, "job", "submit", "--cluster", "idem", "--kind", "apply", "--payload", configMap("apps", "x"), "--idempotency-key", "deploy-42").stdout
+	if !strings.Contains(out, first.ID) || !strings.Contains(out, "(canceled); no new job") {
+		t.Errorf("got %q, want it to name the canceled job and say no new one was made", out)
+	}
+	// Another request with the key is refused, naming the key.
+	wantError(t, cli(t, db, "job", "submit", "--cluster", "idem", "--kind", "apply", "--payload", configMap("apps", "y"), "--idempotency-key", "deploy-42"),
+		exitError, `"deploy-42"`, first.ID, "another kind or payload")
 	if jobs := okJSON[[]registry.Job](t, db, "job", "list"); len(jobs) != 2 {
 		t.Errorf("got %d jobs, want 2", len(jobs))
+	}
+}
+
+// TestJobIdempotencyKeyOverServe: over --server, a retry after the job ended
+// answers it too; serve's --idempotency-retention (here from
+// $TETHER_IDEMPOTENCY_RETENTION) of 0 keeps keys for open jobs only.
+func TestJobIdempotencyKeyOverServe(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		keep bool
+	}{
+		{"default", nil, true},
+		{"open jobs only", []string{"TETHER_IDEMPOTENCY_RETENTION=0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newDB(t)
+			createCluster(t, db, "idem", "--namespaces", "apps")
+			token := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "producer", "--role", "operator").Token
+			_, addr, _ := startServeEnv(t, db, tc.env, "--listen", "127.0.0.1:0")
+			home := t.TempDir()
+			tokenFile := filepath.Join(home, "token")
+			if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			remote := func(args ...string) result {
+				return cliWithEnv(t, "", []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}, append(args, "--server", "http://"+addr, "--token-file", tokenFile)...)
+			}
+			submitRemote := func() submittedJob {
+				t.Helper()
+				res := remote("job", "submit", "--cluster", "idem", "--kind", "apply", "--payload", configMap("apps", "x"), "--idempotency-key", "deploy-42", "-o", "json")
+				if res.code != exitOK {
+					t.Fatalf("submit over --server: %s", res)
+				}
+				return decode[submittedJob](t, res)
+			}
+			first := submitRemote()
+			if res := remote("job", "cancel", first.ID); res.code != exitOK {
+				t.Fatalf("cancel: %s", res)
+			}
+			again := submitRemote()
+			if tc.keep && (again.Created || again.ID != first.ID || again.State != registry.JobCanceled) {
+				t.Errorf("after the job ended got %s (created %v, %s), want the canceled %s", again.ID, again.Created, again.State, first.ID)
+			}
+			if !tc.keep && (!again.Created || again.ID == first.ID) {
+				t.Errorf("with keys for open jobs only, after the job ended got %s (created %v), want a new job", again.ID, again.Created)
+			}
+		})
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 // TestServeDeletesWhatIsKeptNoLonger: serve's retention service deletes a
 // job that finished past --retain-finished-jobs (with its timeline), audit
 // entries past --retain-audit and webhook deliveries that ended past
-// --retain-webhook-deliveries at start, and keeps the recent ones; a bad
-// per-state flag is a usage error.
+// --retain-webhook-deliveries and expired idempotency keys at start, and
+// keeps the recent ones; a bad per-state flag is a usage error.
 func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -19,8 +19,8 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	// Each job's end is a delivery; nothing listens at the address, so the
 	// recent one stays pending while serve runs.
 	ok(t, db, "webhook", "create", "--name", "outcomes", "--url", "http://127.0.0.1:1/hook", "--events", "job.finished", "--webhook-allow-cidr", "127.0.0.1")
-	old := submit(t, db, "prod", "apply", configMap("apps", "old"))
-	recent := submit(t, db, "prod", "apply", configMap("apps", "recent"))
+	old := submit(t, db, "prod", "apply", configMap("apps", "old"), "--idempotency-key", "old")
+	recent := submit(t, db, "prod", "apply", configMap("apps", "recent"), "--idempotency-key", "recent")
 	ok(t, db, "job", "cancel", old.ID, "--reason", "obsolete")
 	ok(t, db, "job", "cancel", recent.ID, "--reason", "obsolete")
 
@@ -38,6 +38,9 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	if _, err := raw.Exec("UPDATE webhook_deliveries SET state = 'delivered', created_at = ?, finished_at = ? WHERE subject_id = ?", monthsAgo, monthsAgo, old.ID); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := raw.Exec("UPDATE idempotency_keys SET expires_at = ? WHERE job_id = ?", monthsAgo, old.ID); err != nil {
+		t.Fatal(err)
+	}
 	raw.Close()
 
 	wantError(t, cli(t, db, "serve", "--retain-jobs-state", "queued=1d"), exitUsage, "finished state")
@@ -50,7 +53,8 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	srv, _, _ := startServe(t, db, "--retain-finished-jobs", "30d", "--retain-audit", "365d", "--retain-webhook-deliveries", "30d")
 	line := srv.waitLine(t, "retention deleted")
 	srv.stop(t)
-	if !strings.Contains(line, "jobs=1") || !strings.Contains(line, "audit_entries=1") || !strings.Contains(line, "webhook_deliveries=1") {
+	if !strings.Contains(line, "jobs=1") || !strings.Contains(line, "audit_entries=1") || !strings.Contains(line, "webhook_deliveries=1") ||
+		!strings.Contains(line, "idempotency_keys=1") {
 		t.Fatalf("retention log line: %s", line)
 	}
 	if out := ok(t, db, "webhook", "deliveries", "outcomes", "-o", "json").stdout; strings.Contains(out, old.ID) || !strings.Contains(out, recent.ID) {
@@ -59,6 +63,9 @@ func TestServeDeletesWhatIsKeptNoLonger(t *testing.T) {
 	wantError(t, cli(t, db, "job", "get", old.ID), exitError, old.ID)
 	if out := ok(t, db, "job", "get", recent.ID).stdout; !strings.Contains(out, recent.ID) {
 		t.Fatalf("the recent job is gone:\n%s", out)
+	}
+	if again := submit(t, db, "prod", "apply", configMap("apps", "recent"), "--idempotency-key", "recent"); again.Created || again.ID != recent.ID {
+		t.Fatalf("the recent job's key after retention answered %s (created %v), want %s", again.ID, again.Created, recent.ID)
 	}
 
 	// 0 keeps forever: nothing more is deleted however old.

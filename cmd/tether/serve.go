@@ -66,6 +66,9 @@ type serveOptions struct {
 	connsPerAddress int
 	// visibility is the registry's visibility window (negative: off).
 	visibility time.Duration
+	// idempotency is how long a job's idempotency key answers it
+	// (registry.Config.IdempotencyRetention: negative, while it is open).
+	idempotency time.Duration
 	// retention of finished jobs (overall and per state) and of the audit
 	// trail; zero keeps forever.
 	retainJobs, retainAudit, retainDeliveries time.Duration
@@ -158,12 +161,15 @@ your own network.
 				// "the default" (30 s).
 				opts.visibility = -1
 			}
+			if opts.idempotency == 0 {
+				opts.idempotency = -1 // as for the window: 0 keeps keys for open jobs only
+			}
 			if isPostgresURL(g.db) && g.keyFile == "" {
 				return usagef("serve on PostgreSQL needs --key-file (or $TETHER_KEY_FILE): every replica must seal and open secrets with the same key. Create one with: tether keys init --key-file FILE, and give each replica a copy")
 			}
 			opts.logOutput = g.stderr
 			ctx := cmd.Context()
-			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility, WebhookAllow: allow})
+			a, err := openApp(ctx, g, registry.Config{VisibilityWindow: opts.visibility, WebhookAllow: allow, IdempotencyRetention: opts.idempotency})
 			if err != nil {
 				return err
 			}
@@ -206,6 +212,7 @@ your own network.
 	f.StringArrayVar(&opts.retainByState, "retain-jobs-state", nil, "STATE=DURATION: keep finished jobs in this state for another time, e.g. failed=90d (repeat, or separate with commas, for more)")
 	f.Var(newDuration(&opts.retainAudit, registry.DefaultAuditRetention), "retain-audit", "delete audit entries this long after they were written; 0 keeps them forever")
 	f.Var(newDuration(&opts.retainDeliveries, registry.DefaultWebhookDeliveryRetention), "retain-webhook-deliveries", "delete webhook deliveries this long after they were delivered or failed for good (pending ones stay); 0 keeps them forever")
+	f.Var(newDuration(&opts.idempotency, registry.DefaultIdempotencyRetention), "idempotency-retention", "a job's idempotency key answers it this long from its submission, whatever its state, so that a producer's retry never queues it twice (expired keys are deleted); 0 keeps a key only while its job is open")
 	f.DurationVar(&opts.visibility, "visibility-window", registry.DefaultVisibilityWindow, "hide a job handed to one poll from the other polls of its cluster this long unless acked (0: every poll sees every queued job)")
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
@@ -386,8 +393,9 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 			switch {
 			case err != nil:
 				log.Warn("retention failed; retrying at the next run", "err", registry.ErrorMessage(err))
-			case rep.Jobs+rep.Audit+rep.WebhookDeliveries > 0:
-				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit, "webhook_deliveries", rep.WebhookDeliveries)
+			case rep.Total() > 0:
+				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit, "webhook_deliveries", rep.WebhookDeliveries,
+					"idempotency_keys", rep.IdempotencyKeys)
 			}
 		})
 	}()

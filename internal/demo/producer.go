@@ -30,6 +30,9 @@ func (f *Fleet) produce(ctx context.Context) {
 	ctx = registry.WithActor(ctx, registry.Actor{Kind: registry.ActorAdmin, Name: "demo-producer"})
 	interval := time.Duration(float64(time.Second) / f.cfg.Rate)
 	generation := 0
+	// Keys answer their jobs for a day: a demo run again on the same --db
+	// must not reuse the last run's (another payload with a key is refused).
+	run := time.Now().Unix()
 	for f.sleep(ctx, jitter(interval)) {
 		generation++
 		c := f.clusters[rand.N(len(f.clusters))]
@@ -44,7 +47,7 @@ func (f *Fleet) produce(ctx context.Context) {
 				"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]string{
 					"app.vworkspace.io/managed-by": "control-plane", "app.vworkspace.io/cluster-id": c.ID}},
 				"spec": map[string]any{"appRef": map[string]string{"catalogId": app.id, "version": app.chart}, "values": map[string]any{"replicas": 1 + rand.N(3)}},
-			}), IdempotencyKey: fmt.Sprintf("applicationinstance/%s/%s@%d", ns, name, generation)}
+			}), IdempotencyKey: fmt.Sprintf("applicationinstance/%s/%s@%d-%d", ns, name, run, generation)}
 		case r < 8:
 			s = registry.JobSubmission{Kind: registry.KindIntent, Payload: mustJSON(map[string]any{
 				"intent": registry.IntentRequestOperation,

@@ -50,3 +50,17 @@ func (s *Store) WebhookDeliveriesPrune(ctx context.Context, before time.Time, li
 	})
 	return n, err
 }
+
+// IdempotencyKeysPrune skips the keys a submission is taking over (it locks
+// them) and checks the expiry again on the rows it locked: a key given to a
+// new job meanwhile stays.
+func (s *Store) IdempotencyKeysPrune(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int
+	err := s.stmt(ctx, "delete expired idempotency keys", func(ctx context.Context, q db) error {
+		tag, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE (cluster_id, key) IN (SELECT cluster_id, key FROM idempotency_keys
+			WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) AND expires_at <= $1`, col.MS(now), limit)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}

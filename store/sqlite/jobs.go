@@ -84,9 +84,18 @@ func (s *Store) JobInsert(ctx context.Context, p registry.JobInsertParams) (*reg
 	return out, created, nil
 }
 
-// insertJob is JobInsert inside a transaction.
+// insertJob is JobInsert inside a transaction. The writer runs one
+// transaction at a time, so what it reads of the key holds until it writes;
+// it reads before it writes, so that a refusal leaves nothing to undo (see
+// commit).
 func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error) {
 	j := &p.Job
+	if j.IdempotencyKey != "" {
+		held, err := t.keyHolder(p)
+		if err != nil || held != nil {
+			return held, false, err
+		}
+	}
 	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
 		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -115,7 +124,45 @@ func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error)
 	if err := t.audit(p.Audit); err != nil {
 		return nil, false, err
 	}
+	if j.IdempotencyKey != "" && !p.KeyUntil.IsZero() {
+		if _, err := t.exec(`INSERT INTO idempotency_keys (cluster_id, key, job_id, expires_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (cluster_id, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at`,
+			j.ClusterID, j.IdempotencyKey, j.ID, col.MS(p.KeyUntil)); err != nil {
+			return nil, false, err
+		}
+	}
 	return j, true, nil
+}
+
+// keyHolder is the job that p's idempotency key answers, or nil: an open job
+// of the cluster with the key (found through jobs_idempotency, whose terms
+// the query repeats so that SQLite uses it), else the job the key was given
+// to while the key lasts.
+func (t *txn) keyHolder(p registry.JobInsertParams) (*registry.Job, error) {
+	j := &p.Job
+	open, err := scanJob(t.selectRow("SELECT "+jobCols+` FROM jobs WHERE cluster_id = ? AND idempotency_key = ?
+		AND idempotency_key != '' AND state IN ('queued', 'in_progress')`, j.ClusterID, j.IdempotencyKey))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return open, t.s.wrap(err, "read the open job with the same idempotency key")
+	}
+	if p.KeyUntil.IsZero() || p.TakeKey {
+		return nil, nil
+	}
+	var id string
+	var until time.Time
+	err = t.selectRow(`SELECT job_id, expires_at FROM idempotency_keys WHERE cluster_id = ? AND key = ? AND expires_at > ?`,
+		j.ClusterID, j.IdempotencyKey, col.MS(j.CreatedAt)).Scan(&id, col.Time(&until))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, t.s.wrap(err, "read the idempotency key")
+	}
+	held, err := t.jobByID(id)
+	if err == nil && held == nil {
+		err = registry.KeyOfDeletedJob(j.IdempotencyKey, id, until)
+	}
+	return held, err
 }
 
 func (t *txn) history(h *registry.JobHistoryEntry) error {

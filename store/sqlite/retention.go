@@ -84,3 +84,18 @@ func (s *Store) WebhookDeliveriesPrune(ctx context.Context, before time.Time, li
 	})
 	return int(n), err
 }
+
+// IdempotencyKeysPrune deletes expired keys through idempotency_keys_expiry.
+func (s *Store) IdempotencyKeysPrune(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *txn) error {
+		res, err := t.exec(`DELETE FROM idempotency_keys WHERE (cluster_id, key) IN (SELECT cluster_id, key FROM idempotency_keys
+			WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, col.MS(now), limit)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}

@@ -87,54 +87,6 @@ func testSubmit(t *testing.T, newStore NewStore) {
 		}
 	})
 
-	t.Run("IdempotencyKey", func(t *testing.T) {
-		e := newEnv(t, newStore)
-		a, _ := e.agent("prod")
-		key := func(s *registry.JobSubmission) { s.IdempotencyKey = "applicationinstance/team-a/nc@7" }
-		first := e.submit(a.Cluster.ID, key)
-		again, created, err := e.reg.SubmitJob(e.ctx, registry.JobSubmission{ClusterID: a.Cluster.ID, Kind: registry.KindApply,
-			Payload: json.RawMessage(applyPayload), IdempotencyKey: "applicationinstance/team-a/nc@7"})
-		wantNoErr(t, err)
-		if created || again.ID != first.ID {
-			t.Fatalf("second submit created=%v id=%s, want the open job %s", created, again.ID, first.ID)
-		}
-		// Once the job ends, the key is free again.
-		_, err = e.reg.AckJob(e.ctx, a, first.ID)
-		wantNoErr(t, err)
-		kind, err := e.reg.ReportResult(e.ctx, a, first.ID, "", registry.ResultReport{Outcome: registry.OutcomeSucceeded})
-		wantNoErr(t, err)
-		if kind != registry.KindApply {
-			t.Fatalf("ReportResult returned kind %q, want %q (the finished-jobs metric counts by it)", kind, registry.KindApply)
-		}
-		third := e.submit(a.Cluster.ID, key)
-		if third.ID == first.ID {
-			t.Fatal("a finished job's key returned the finished job")
-		}
-		// Concurrent submissions with one key make one job.
-		var wg sync.WaitGroup
-		ids := make(chan string, 10)
-		for range 10 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				j, _, err := e.reg.SubmitJob(e.ctx, registry.JobSubmission{ClusterID: a.Cluster.ID, Kind: registry.KindApply,
-					Payload: json.RawMessage(applyPayload), IdempotencyKey: "concurrent"})
-				if err == nil {
-					ids <- j.ID
-				}
-			}()
-		}
-		wg.Wait()
-		close(ids)
-		seen := map[string]bool{}
-		for id := range ids {
-			seen[id] = true
-		}
-		if len(seen) != 1 {
-			t.Fatalf("concurrent submissions with one key made %d jobs", len(seen))
-		}
-	})
-
 	t.Run("Expiry", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		c, _ := e.cluster("prod", nil)

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,5 +52,51 @@ func CheckClaimMigration(t *testing.T, st registry.Store, leaseEnd time.Time) {
 	}
 	if j, err := st.JobGet(ctx, ClaimMigrationLeased); err != nil || j.State != registry.JobQueued || j.Leased() {
 		t.Fatalf("after the reclaim: %+v, %v", j, err)
+	}
+}
+
+// IdempotencyMigrationJobs are the jobs a store's test of migration 0020
+// (idempotency keys kept for a window) writes at schema 19 before it opens
+// the store, on cluster "cl-1", with their keys and their ages at the
+// upgrade: an open job of three days ago, a job finished an hour ago, one of
+// two days ago, and a key given to a failed job two hours ago and to its
+// retry an hour ago.
+var IdempotencyMigrationJobs = []struct {
+	ID, Key, State string
+	Age            time.Duration
+}{
+	{"j-open", "open", "queued", 72 * time.Hour},
+	{"j-recent", "recent", "succeeded", time.Hour},
+	{"j-old", "old", "succeeded", 48 * time.Hour},
+	{"j-first", "retried", "failed", 2 * time.Hour},
+	{"j-retry", "retried", "succeeded", time.Hour},
+}
+
+// CheckIdempotencyMigration checks what migration 0020 owes those jobs once
+// st opened the database at now: the open job and the recent ones keep their
+// keys (the newest job of a key answers it), the old one's key is free.
+func CheckIdempotencyMigration(t *testing.T, st registry.Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for i, c := range []struct{ key, want string }{
+		{"open", "j-open"}, {"recent", "j-recent"}, {"retried", "j-retry"}, {"old", ""},
+	} {
+		id := fmt.Sprintf("j-new-%d", i)
+		j, created, err := st.JobInsert(ctx, registry.JobInsertParams{
+			Job: registry.Job{ID: id, ClusterID: "cl-1", Kind: registry.KindApply, Payload: json.RawMessage(`{}`), IdempotencyKey: c.key,
+				State: registry.JobQueued, Attempt: 1, CreatedAt: now, UpdatedAt: now},
+			History:  registry.JobHistoryEntry{At: now, Type: registry.HistorySubmitted, Actor: "admin:tester"},
+			Audit:    registry.AuditEntry{At: now, Actor: "admin:tester", Action: registry.AuditJobSubmit, ClusterID: "cl-1", TargetKind: "job", TargetID: id},
+			KeyUntil: now.Add(registry.DefaultIdempotencyRetention),
+		})
+		if err != nil {
+			t.Fatalf("submission with key %q after the upgrade: %v", c.key, err)
+		}
+		switch {
+		case c.want == "" && (!created || j.ID != id):
+			t.Errorf("key %q after the upgrade answered job %s, want it free", c.key, j.ID)
+		case c.want != "" && (created || j.ID != c.want):
+			t.Errorf("key %q after the upgrade: created=%v job %s, want %s", c.key, created, j.ID, c.want)
+		}
 	}
 }

@@ -93,7 +93,10 @@ func testReaper(t *testing.T, newStore NewStore) {
 		e.clock.Advance(2 * time.Minute)
 		_, err = registry.NewReaper(e.reg, registry.ReaperConfig{}).RunOnce(e.ctx)
 		wantNoErr(t, err)
-		e.submit(a.Cluster.ID, key) // the producer tried again meanwhile
+		// The producer tried again once the key expired (the failed job
+		// answers it until then).
+		e.clock.Advance(registry.DefaultIdempotencyRetention)
+		e.submit(a.Cluster.ID, key)
 		_, err = e.reg.RequeueJob(e.ctx, j.ID, "")
 		wantCode(t, err, registry.CodeConflict)
 	})

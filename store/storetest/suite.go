@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, newStore) })
 	t.Run("Credentials", func(t *testing.T) { testCredentials(t, newStore) })
 	t.Run("Submit", func(t *testing.T) { testSubmit(t, newStore) })
+	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newStore) })
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, newStore) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, newStore) })
