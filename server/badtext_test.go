@@ -159,7 +159,7 @@ func TestStoredBadTextReadsAsUTF8(t *testing.T) {
 		// result and the event.
 		w := e.watch(t, admin, "?kinds=jobs,events", "")
 		var snapshot []string
-		for ev := w.next(t); ev.event != "end-of-snapshot"; ev = w.next(t) {
+		for ev := w.next(t); ev.event != "end_of_snapshot"; ev = w.next(t) {
 			valid("watch snapshot "+ev.data.Kind, ev.data.Object)
 			snapshot = append(snapshot, string(ev.data.Object))
 		}

@@ -81,7 +81,7 @@ func TestStatusTable(t *testing.T) {
 		CodeSignatureRequired: 401, CodeSignatureInvalid: 401, CodeSignatureExpired: 401, CodeSignatureReplayed: 401, CodeClientCertificateRequired: 401,
 		registry.CodeForbidden: 403, registry.CodeClusterDisabled: 403,
 		registry.CodeNotFound: 404, registry.CodeJobNotFound: 404,
-		CodeMethodNotAllowed: 405, CodeNotAcceptable: 406, CodeRequestTimeout: 408,
+		CodeMethodNotAllowed: 405, CodeNotAcceptable: 406, CodeRequestTimeout: 408, CodePreconditionRequired: 428,
 		registry.CodeConflict: 409, registry.CodeAlreadyClaimed: 409, registry.CodeJobClosed: 409, registry.CodeStaleClaim: 409,
 		registry.CodeJobCanceled: 409, registry.CodeResultAlreadyRecorded: 409, registry.CodeJobNotFinished: 409,
 		registry.CodeNamespaceNotAllowed: 422, registry.CodeCatalogEntryNotAllowed: 422, registry.CodeOperationTemplateNotAllowed: 422, registry.CodePublicKeyRequired: 422,
