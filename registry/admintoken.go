@@ -193,3 +193,44 @@ var errAdminUnauthorized = Errorf(CodeUnauthorized, "admin token unknown, expire
 // IsAdminToken reports whether a bearer string is shaped like an admin token
 // (the agent API refuses one with a message that says so).
 func IsAdminToken(bearer string) bool { return strings.HasPrefix(bearer, adminTokenPrefix) }
+
+// adminRecheckInterval is how often a request held by an admin token checks
+// it again without being told of a change: for its expiry (a time, not a
+// change), and while the change feed is not being followed. A check is a
+// cache lookup while the feed is followed.
+const adminRecheckInterval = time.Second
+
+// WhileAdminTokenWorks returns a context for a request held open by bearer
+// (a ?wait= on a job, a watch stream) that ends once bearer no longer
+// authenticates: revoked, by this process or another sharing the store, or
+// expired. Its cause (context.Cause) is then AuthenticateAdmin's
+// CodeUnauthorized error. A revocation is noticed as soon as the change
+// feed delivers it (the hub wakes the holders up); expiry, and a revocation
+// while the feed is not followed, within adminRecheckInterval. A store that
+// fails to answer ends nothing: only a refusal does.
+func (r *Registry) WhileAdminTokenWorks(ctx context.Context, bearer string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		tick := time.NewTicker(adminRecheckInterval)
+		defer tick.Stop()
+		for {
+			// The channel is taken before the check, so that a revocation
+			// dispatched between the two still wakes us.
+			changed, ok := r.hub.adminTokensChanged()
+			if !ok {
+				changed = nil // no feed (closed registry): the ticker alone
+			}
+			if _, err := r.AuthenticateAdmin(ctx, bearer); ErrorCode(err) == CodeUnauthorized {
+				cancel(err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			case <-tick.C:
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}

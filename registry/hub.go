@@ -13,13 +13,17 @@ import (
 type hub struct {
 	store Store
 
-	mu        sync.Mutex
-	started   bool
-	closed    bool
-	stop      context.CancelFunc
-	done      chan struct{}
-	last      int64
-	advanced  chan struct{}              // closed and replaced whenever last moves
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	stop     context.CancelFunc
+	done     chan struct{}
+	last     int64
+	advanced chan struct{} // closed and replaced whenever last moves
+	// admins is closed and replaced whenever a change may have revoked an
+	// admin token (as the cache evicts them: an audit entry of no cluster),
+	// so that requests held by one look at it again (WhileAdminTokenWorks).
+	admins    chan struct{}
 	waiters   map[string][]chan struct{} // per cluster: usually one poll, a slice is the cheapest set
 	followErr error
 	// notifierErr is set while the store's notifier is down and restarting:
@@ -35,7 +39,7 @@ const (
 )
 
 func newHub(store Store) *hub {
-	return &hub{store: store, advanced: make(chan struct{}), waiters: map[string][]chan struct{}{}}
+	return &hub{store: store, advanced: make(chan struct{}), admins: make(chan struct{}), waiters: map[string][]chan struct{}{}}
 }
 
 // start begins following the feed from its current end.
@@ -76,6 +80,7 @@ func (h *hub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	close(h.advanced) // release watchers; they see closed and stop
+	close(h.admins)
 	for _, set := range h.waiters {
 		for _, ch := range set {
 			select {
@@ -194,9 +199,13 @@ func (h *hub) dispatch(changes []Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.followErr = nil
+	admins := false
 	for _, c := range changes {
 		if h.evict != nil {
-			h.evict(c)
+			h.evict(c) // before the wake-ups: a woken reader must not find the stale entry
+		}
+		if c.Kind == EntityAudit && c.ClusterID == "" {
+			admins = true
 		}
 		if c.Kind == EntityJob && c.JobState == JobQueued {
 			h.wakeLocked(c.ClusterID)
@@ -210,6 +219,25 @@ func (h *hub) dispatch(changes []Change) {
 	h.last = changes[len(changes)-1].Seq
 	close(h.advanced)
 	h.advanced = make(chan struct{})
+	if admins {
+		close(h.admins)
+		h.admins = make(chan struct{})
+	}
+}
+
+// adminTokensChanged returns a channel closed once the hub dispatches a
+// change that may have revoked an admin token, and false if the hub is
+// closed (or cannot start).
+func (h *hub) adminTokensChanged() (<-chan struct{}, bool) {
+	if h.start() != nil {
+		return nil, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	return h.admins, true
 }
 
 func (h *hub) wakeLocked(clusterID string) {

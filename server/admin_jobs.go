@@ -341,8 +341,15 @@ type jobDetail struct {
 // it has ended (or nobody waited on a read), 202 while it is still open.
 func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail bool) error {
 	if wait > 0 && !j.State.Terminal() {
-		ctx, cancel := context.WithTimeout(c.ctx, wait)
+		s.metrics.adminWaits.Inc()
+		defer s.metrics.adminWaits.Dec()
+		waited, cancel := context.WithTimeout(c.ctx, wait)
 		defer cancel()
+		// The wait also ends once the token stops working (revoked by
+		// anyone, on any replica, or expired): its holder is then answered
+		// 401 at once, not when the wait runs out.
+		ctx, release := s.reg.WhileAdminTokenWorks(waited, bearerOf(c.r))
+		defer release()
 		go func() {
 			select {
 			case <-s.draining: // shutting down: answer now with the job as it is
@@ -354,6 +361,8 @@ func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail 
 		switch {
 		case err == nil:
 			j = done
+		case registry.ErrorCode(context.Cause(ctx)) == registry.CodeUnauthorized:
+			return context.Cause(ctx)
 		case ctx.Err() != nil && c.r.Context().Err() == nil:
 			if cur, err := s.reg.GetJob(c.ctx, j.ID); err == nil {
 				j = cur
@@ -361,8 +370,8 @@ func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail 
 		default:
 			return err
 		}
-		// The token may have been revoked (or have expired) while the
-		// request waited: the job's outcome is no longer the token's to read.
+		// The job may have ended as the token stopped working: its outcome
+		// is no longer the token's to read.
 		if err := s.tokenStillWorks(c); err != nil {
 			return err
 		}

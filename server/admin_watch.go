@@ -59,7 +59,11 @@ func (s *Server) adminWatch(c *call) error {
 		}
 		p.Since = n
 	}
-	events, err := s.reg.Watch(c.ctx, p)
+	// The stream ends as soon as its token stops working (revoked by anyone,
+	// on any replica, or expired), even while nothing changes.
+	held, release := s.reg.WhileAdminTokenWorks(c.ctx, bearerOf(c.r))
+	defer release()
+	events, err := s.reg.Watch(held, p)
 	if err != nil {
 		return err
 	}
@@ -75,15 +79,16 @@ func (s *Server) adminWatch(c *call) error {
 	_ = rc.Flush()
 	beat := time.NewTicker(watchHeartbeat)
 	defer beat.Stop()
-	// The token was checked when the stream opened; it is checked again
-	// before every event and keepalive, and the stream ends when it no
-	// longer works: the client's reconnection is then refused with 401.
+	// The token is also checked again before every event and keepalive:
+	// this stream may read a change made after the revocation before the
+	// revocation has ended held. A client's reconnection is then refused
+	// with 401.
 	stillValid := func() bool { return s.tokenStillWorks(c) == nil }
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return nil // the client went away, or the registry closed
+				return nil // the client went away, its token stopped working, or the registry closed
 			}
 			if !stillValid() {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -18,18 +19,32 @@ const DefaultMaxConnsPerAddress = 2 * DefaultMaxPollsPerAddress
 // connections: past the cap a new connection is answered 429 and closed,
 // instead of tying up a goroutine and a socket each, without bound.
 //
-// It hands out the connections it accepts as they are, and learns that one
-// closed from http.Server's ConnState (connClosed): wrapping them would hide
-// a *tls.Conn from net/http, and with it the request's TLS state (the
-// client certificate that names a cluster, ALPN).
+// Every open connection counts, idle keep-alive ones too (each holds a file
+// descriptor), but an idle one is given up under pressure: when an address
+// at its cap opens another, its connection idle the longest is closed to make
+// room (as IdleTimeout would close it later; HTTP clients expect a server to
+// close idle connections). Only an address whose every connection is busy is
+// refused.
+//
+// It hands out the connections it accepts as they are, and learns what
+// becomes of them from http.Server's ConnState (connState): wrapping them
+// would hide a *tls.Conn from net/http, and with it the request's TLS state
+// (the client certificate that names a cluster, ALPN).
 type connLimit struct {
 	net.Listener
 	max     int
 	trusted func(host string) bool
 
-	mu      sync.Mutex
-	open    map[string]int
-	counted map[net.Conn]string // accepted and not yet closed: its host
+	mu sync.Mutex
+	// hosts holds each address's connections, accepted and not yet closed,
+	// with the time each went idle (zero while it is not idle).
+	hosts  map[string]map[net.Conn]time.Time
+	hostOf map[net.Conn]string
+}
+
+func newConnLimit(ln net.Listener, max int, trusted func(string) bool) *connLimit {
+	return &connLimit{Listener: ln, max: max, trusted: trusted,
+		hosts: map[string]map[net.Conn]time.Time{}, hostOf: map[net.Conn]string{}}
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
@@ -43,33 +58,72 @@ func (l *connLimit) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		l.mu.Lock()
-		if l.open[host] >= l.max {
-			l.mu.Unlock()
-			go refuseConn(c, l.max)
-			continue
+		conns := l.hosts[host]
+		if len(conns) >= l.max {
+			idle := oldestIdle(conns)
+			if idle == nil {
+				l.mu.Unlock()
+				go refuseConn(c, l.max)
+				continue
+			}
+			// Its slot is the new connection's from now: net/http's
+			// StateClosed for it then finds nothing to give back. Closed
+			// apart, since closing TLS writes to the peer.
+			l.forgetLocked(idle)
+			go idle.Close()
+			conns = l.hosts[host]
 		}
-		l.open[host]++
-		if l.counted == nil {
-			l.counted = map[net.Conn]string{}
+		if conns == nil {
+			conns = map[net.Conn]time.Time{}
+			l.hosts[host] = conns
 		}
-		l.counted[c] = host
+		conns[c] = time.Time{}
+		l.hostOf[c] = host
 		l.mu.Unlock()
 		return c, nil
 	}
 }
 
-// connClosed gives a connection's slot back, once (http.Server's ConnState
-// on StateClosed or StateHijacked).
-func (l *connLimit) connClosed(c net.Conn) {
+// oldestIdle returns the connection of conns idle the longest, nil if none
+// is idle.
+func oldestIdle(conns map[net.Conn]time.Time) net.Conn {
+	var oldest net.Conn
+	var since time.Time
+	for c, idle := range conns {
+		if !idle.IsZero() && (oldest == nil || idle.Before(since)) {
+			oldest, since = c, idle
+		}
+	}
+	return oldest
+}
+
+// connState follows a counted connection's state (http.Server's ConnState):
+// idle or busy, and its slot given back, once, when it closes or is
+// hijacked.
+func (l *connLimit) connState(c net.Conn, st http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	host, ok := l.counted[c]
+	host, ok := l.hostOf[c]
 	if !ok {
 		return
 	}
-	delete(l.counted, c)
-	if l.open[host]--; l.open[host] <= 0 {
-		delete(l.open, host)
+	switch st {
+	case http.StateIdle:
+		l.hosts[host][c] = time.Now()
+	case http.StateActive:
+		l.hosts[host][c] = time.Time{}
+	case http.StateClosed, http.StateHijacked:
+		l.forgetLocked(c)
+	}
+}
+
+func (l *connLimit) forgetLocked(c net.Conn) {
+	host := l.hostOf[c]
+	delete(l.hostOf, c)
+	conns := l.hosts[host]
+	delete(conns, c)
+	if len(conns) == 0 {
+		delete(l.hosts, host)
 	}
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	heldPolls    prometheus.Gauge
+	adminWaits   prometheus.Gauge
 	reaped       *prometheus.CounterVec
 	leaseExpired prometheus.Counter
 	reaperErrors prometheus.Counter
@@ -49,6 +50,10 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 			Name: "tether_agent_longpolls_held",
 			Help: "GET /api/agent/jobs requests currently waiting for a job.",
 		}),
+		adminWaits: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tether_admin_waits_held",
+			Help: "Admin API requests with ?wait= (job submissions and reads) currently waiting for their job to end.",
+		}),
 		reaped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_reaper_jobs_total",
 			Help: "Jobs the reaper changed, by action: requeued (lease expired), failed (lease expired on the last attempt), expired (never acked).",
@@ -77,7 +82,7 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		m.reaped.WithLabelValues(a) // present at zero, so rate() works from the start
 	}
 	m.registry.MustRegister(
-		m.requests, m.latency, m.heldPolls, m.reaped, m.leaseExpired, m.reaperErrors, m.pruned, m.registerFail,
+		m.requests, m.latency, m.heldPolls, m.adminWaits, m.reaped, m.leaseExpired, m.reaperErrors, m.pruned, m.registerFail,
 		m.finished, m.clusterExpired, m.webhooks,
 		&jobsCollector{reg: reg, log: log},
 		&fleetCollector{reg: reg, log: log},

@@ -75,8 +75,10 @@ type Config struct {
 	MaxPollsPerCredential int
 	MaxPollsPerAddress    int
 	// MaxConnsPerAddress caps the connections one address (not a trusted
-	// proxy) may have open at once; past it a new connection is answered
-	// 429 too_many_connections and closed. Zero takes
+	// proxy) may have open at once, idle keep-alive ones included; at the
+	// cap its longest-idle connection is closed to make room for a new one,
+	// or, when none is idle, the new one is answered 429
+	// too_many_connections and closed. Zero takes
 	// DefaultMaxConnsPerAddress; negative sets no cap.
 	MaxConnsPerAddress int
 }
@@ -183,12 +185,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if max == 0 {
 			max = DefaultMaxConnsPerAddress
 		}
-		limit := &connLimit{Listener: ln, max: max, trusted: s.isTrusted, open: map[string]int{}}
-		hs.ConnState = func(c net.Conn, st http.ConnState) {
-			if st == http.StateClosed || st == http.StateHijacked {
-				limit.connClosed(c)
-			}
-		}
+		limit := newConnLimit(ln, max, s.isTrusted)
+		hs.ConnState = limit.connState
 		ln = limit
 	}
 	errc := make(chan error, 1)
@@ -411,8 +409,23 @@ func (s *Server) done(c *call) {
 		// net/http answers for a handler that wrote nothing.
 		c.rec.setRequestID()
 	}
+	if c.rec.unreadBody {
+		// Answered before the body was read (a refusal, a 408): the answer
+		// closes the connection, but net/http first reads what remains of
+		// the body, up to 256 KiB, with no deadline of its own. A client
+		// that never sends it would hold the connection, and its slot under
+		// the per-address cap, for good. It gets a moment to finish sending
+		// (closing on unread data would reset the connection under the
+		// answer), then the connection closes.
+		_ = http.NewResponseController(c.raw).SetReadDeadline(time.Now().Add(unreadBodyGrace))
+	}
 	s.finish(c)
 }
+
+// unreadBodyGrace is how long a connection answered before its request's
+// body was read waits for the rest of that body before it closes: as long
+// as net/http waits before closing a connection whose body it gave up on.
+const unreadBodyGrace = 500 * time.Millisecond
 
 // admit finds the request's route and runs prepare. It returns false when
 // it has answered the request (with a refusal).

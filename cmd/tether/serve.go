@@ -217,7 +217,7 @@ your own network.
 	f.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "answer 408 and close the connection when a request's body has not arrived this long after its headers")
 	f.IntVar(&opts.pollsPerCredential, "max-polls-per-credential", server.DefaultMaxPollsPerCredential, "long-polls one agent credential may hold at once; more are answered 429 too_many_polls (0: no cap)")
 	f.IntVar(&opts.pollsPerAddress, "max-polls-per-address", server.DefaultMaxPollsPerAddress, "long-polls one client address may hold at once, all credentials together; raise it for a fleet behind one NAT (0: no cap)")
-	f.IntVar(&opts.connsPerAddress, "max-conns-per-address", server.DefaultMaxConnsPerAddress, "connections one client address (not a --trusted-proxies one) may have open at once; more are answered 429 too_many_connections and closed (0: no cap)")
+	f.IntVar(&opts.connsPerAddress, "max-conns-per-address", server.DefaultMaxConnsPerAddress, "connections one client address (not a --trusted-proxies one) may have open at once, idle ones included; at the cap its longest-idle connection gives way to a new one, or if none is idle the new one is answered 429 too_many_connections and closed (0: no cap)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
