@@ -91,14 +91,25 @@ func (c *Config) defaults() {
 	}
 }
 
+// DefaultCapabilities are what the reference agent negotiates unless told
+// otherwise: signed writes (hmac), and a lease on every job it acks, so that
+// tether reclaims the job of an agent that crashed (lease). Without lease, a
+// job acked by an agent that then died stays in progress until someone
+// requeues it by hand.
+var DefaultCapabilities = []string{apiclient.CapabilityHMAC, apiclient.CapabilityLease}
+
 // Register redeems a one-time token and stores the credential in stateDir.
 // It returns the cluster id; the credential is never printed or logged.
+// capabilities nil negotiates DefaultCapabilities; an empty, non-nil slice
+// negotiates none.
 func Register(ctx context.Context, server, token, stateDir string, capabilities []string, retry apiclient.RetryPolicy) (string, error) {
 	return RegisterWith(ctx, server, token, stateDir, RegisterOptions{Capabilities: capabilities, Retry: retry})
 }
 
 // RegisterOptions are Register's optional parts.
 type RegisterOptions struct {
+	// Capabilities to negotiate: nil is DefaultCapabilities, an empty,
+	// non-nil slice none.
 	Capabilities []string
 	Retry        apiclient.RetryPolicy
 	TLS          TLSFiles
@@ -133,6 +144,9 @@ func RegisterWith(ctx context.Context, server, token, stateDir string, o Registe
 	httpClient, _, err := newHTTPClient(o.TLS, nil)
 	if err != nil {
 		return "", err
+	}
+	if o.Capabilities == nil {
+		o.Capabilities = DefaultCapabilities
 	}
 	opts := apiclient.RegisterOptions{
 		Capabilities: o.Capabilities, Retry: o.Retry, PublicKey: []byte(key.Public().JWK()), HTTPClient: httpClient,

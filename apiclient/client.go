@@ -298,7 +298,10 @@ func (c *Client) rotateLocked(ctx context.Context) (Credential, error) {
 }
 
 // Poll long-polls for the cluster's jobs: the server answers as soon as one
-// is queued, or with none after wait (0: answer at once; at most 300s).
+// is queued, or with none after wait (0: answer at once; at most 300s). It
+// asks for at most limit jobs (at most 100; 0 names no limit, and tether
+// then hands out one): ack each within the server's visibility window (30 s
+// by default), or another poller of the cluster may receive it too.
 func (c *Client) Poll(ctx context.Context, wait time.Duration, limit int) ([]Job, error) {
 	q := url.Values{}
 	q.Set("cluster", c.Credential().ClusterID)

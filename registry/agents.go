@@ -217,14 +217,14 @@ func (r *Registry) Authenticate(ctx context.Context, bearer string, purpose Auth
 	if !equalHash(cred.Hash, hashSecret(bearer)) {
 		return nil, errUnauthorized
 	}
-	switch cred.State(r.Now()) {
+	switch state := cred.State(r.Now()); state {
 	case CredentialActive, CredentialGrace:
 	case CredentialRotateOnly:
 		if purpose != AuthRotate {
-			return nil, Errorf(CodeUnauthorized, "credential must be rotated before further use (POST /api/agent/credentials/rotate)")
+			return nil, refused(cred, state, Errorf(CodeUnauthorized, "credential must be rotated before further use (POST /api/agent/credentials/rotate)"))
 		}
 	default:
-		return nil, errUnauthorized
+		return nil, refused(cred, state, errUnauthorized)
 	}
 	if cluster.State == ClusterDisabled {
 		return nil, Errorf(CodeClusterDisabled, "cluster %s is disabled by an admin", cluster.ID)
@@ -366,27 +366,62 @@ func (r *Registry) ListCredentials(ctx context.Context, clusterIDOrName string) 
 	return creds, r.withClientCertificates(ctx, c.ID, creds)
 }
 
+// ForcedRotation is what a forced rotation did.
+type ForcedRotation struct {
+	Credentials int           // how many live credentials it made due
+	Grace       time.Duration // how long they keep working unless the agent rotates
+	GraceUntil  time.Time     // when they stop working unless the agent rotates
+	// Warning is NeverRotatedWarning when the cluster's agent has never
+	// rotated its credential, else empty.
+	Warning string
+}
+
 // ForceRotation makes a cluster's live credentials due for rotation now and
-// cuts their expiry to the rotation grace: the agent keeps working, its own
-// schedule rotates at once (the public operator rotates when rotateAfter
-// passes, never on a 401), and a credential not rotated within the grace
-// stops working. Revocation is the emergency stop. It returns how many
-// credentials it changed.
+// cuts their expiry to the rotation grace. Nothing is refused meanwhile: an
+// agent that rotates when rotateAfter passes or when an answer carries
+// X-Credential-Rotate-After (the reference agent) rotates on its next call,
+// and a credential not rotated within the grace stops working. tether
+// cannot make an agent rotate: the public operator never reads
+// rotateAfter and rotates only when its Cluster resource asks, so it stops
+// at the end of the grace unless someone asks it. Revocation is the
+// emergency stop. It returns how many credentials it changed.
 func (r *Registry) ForceRotation(ctx context.Context, clusterIDOrName, reason string) (int, error) {
+	f, err := r.ForceRotationOutcome(ctx, clusterIDOrName, reason)
+	return f.Credentials, err
+}
+
+// ForceRotationOutcome is ForceRotation, with when the credentials stop
+// working and a warning when the cluster's agent has never rotated (see
+// AgentNeverRotated).
+func (r *Registry) ForceRotationOutcome(ctx context.Context, clusterIDOrName, reason string) (ForcedRotation, error) {
 	if err := authorize(ctx, PermAdmin); err != nil {
-		return 0, err
+		return ForcedRotation{}, err
 	}
 	c, err := r.GetCluster(ctx, clusterIDOrName)
 	if err != nil {
-		return 0, err
+		return ForcedRotation{}, err
+	}
+	// Read before the change, which does not touch what AgentRotatedAt
+	// reads: a rotation by the agent meanwhile only makes the warning
+	// one that was true a moment ago.
+	creds, err := r.store.CredentialList(ctx, c.ID)
+	if err != nil {
+		return ForcedRotation{}, err
 	}
 	now := r.Now()
-	until := now.Add(r.cfg.RotationGrace)
+	f := ForcedRotation{Grace: r.cfg.RotationGrace, GraceUntil: now.Add(r.cfg.RotationGrace)}
 	defer r.cache.evictCluster(c.ID)
-	return r.store.CredentialRestrict(ctx, CredentialRestrictParams{
-		ClusterID: c.ID, Now: now, ExpiresAt: until, RotateUntil: until, RotateAfter: now, Reason: reason,
+	f.Credentials, err = r.store.CredentialRestrict(ctx, CredentialRestrictParams{
+		ClusterID: c.ID, Now: now, ExpiresAt: f.GraceUntil, RotateUntil: f.GraceUntil, RotateAfter: now, Reason: reason,
 		Audit: r.auditEntry(ctx, AuditCredentialForce, c.ID, "cluster", c.ID, reason),
 	})
+	if err != nil {
+		return ForcedRotation{}, err
+	}
+	if f.Credentials > 0 && AgentNeverRotated(creds, now) {
+		f.Warning = NeverRotatedWarning(c, f.Grace, f.GraceUntil)
+	}
+	return f, nil
 }
 
 // RevokeCredentials revokes a cluster's live credentials at once: its agent

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -87,6 +88,87 @@ func (c *Credential) State(now time.Time) CredentialState {
 		return CredentialRotateOnly
 	}
 	return CredentialExpired
+}
+
+// AgentRotatedAt is when this credential's agent last rotated, as far as
+// the credential records it: when the agent rotated it away (SupersededAt),
+// else when the agent rotated its predecessor into it (its CreatedAt, for a
+// credential with RotatedFrom). Zero: the agent has not rotated since it
+// registered. Only the agent rotates (POST /api/agent/credentials/rotate);
+// a forced rotation only makes it due.
+func (c *Credential) AgentRotatedAt() time.Time {
+	switch {
+	case !c.SupersededAt.IsZero():
+		return c.SupersededAt
+	case c.RotatedFrom != "":
+		return c.CreatedAt
+	}
+	return time.Time{}
+}
+
+// AgentNeverRotated reports whether a cluster's live credentials (neither
+// expired nor revoked at now) show no rotation by its agent: it registered
+// and has never rotated since. False when none is live. tether knows no
+// more than this about an agent's schedule: the reference agent rotates
+// when rotateAfter passes, the public operator only when its Cluster
+// resource asks, so a forced rotation strands it at the end of the grace.
+func AgentNeverRotated(creds []Credential, now time.Time) bool {
+	live := false
+	for i := range creds {
+		switch creds[i].State(now) {
+		case CredentialExpired, CredentialRevoked:
+			continue
+		}
+		live = true
+		if !creds[i].AgentRotatedAt().IsZero() {
+			return false
+		}
+	}
+	return live
+}
+
+// NeverRotatedWarning is what a forced rotation of cluster c warns of when
+// AgentNeverRotated: its credentials stop working at stopsAt (grace from
+// now) unless the agent rotates, and nothing tether knows says it will.
+// grace 0: not known (an older server did not say).
+func NeverRotatedWarning(c *Cluster, grace time.Duration, stopsAt time.Time) string {
+	when := "within the rotation grace it will stop working when the grace ends"
+	if grace > 0 {
+		when = fmt.Sprintf("within the grace (%s) it will stop working at %s", graceText(grace), stopsAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("the agent of %s (%s) has never rotated its credential; if it does not rotate %s. "+
+		"An agent that rotates only when told (the public operator rotates when its Cluster resource asks) must be told; "+
+		"otherwise issue it a new registration token then (tether token issue %s)", c.Name, c.ID, when, c.ID)
+}
+
+// graceText is a grace period as people write it: 24h, 90m, 45s.
+func graceText(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// CredentialRefusal is why a credential tether knows (its token matched)
+// was refused: expired, revoked, or due and past its rotation window. It is
+// the cause of the 401 (errors.As), kept for the server's log line so that
+// on-call sees whose agent is locked out; the caller gets the error's
+// message, the same as for an unknown token.
+type CredentialRefusal struct {
+	ClusterID    string
+	CredentialID string
+	State        CredentialState
+}
+
+func (e *CredentialRefusal) Error() string {
+	return fmt.Sprintf("credential %s of cluster %s is %s", e.CredentialID, e.ClusterID, e.State)
+}
+
+func refused(c *Credential, state CredentialState, err *Error) error {
+	return &Error{Code: err.Code, Message: err.Message, Err: &CredentialRefusal{ClusterID: c.ClusterID, CredentialID: c.ID, State: state}}
 }
 
 // IssuedCredential is a new credential with its secrets, returned once to the

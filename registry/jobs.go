@@ -9,9 +9,20 @@ import (
 	"time"
 )
 
-// Poll limits (PROTOCOL.md).
+// Poll limits (docs/protocol.md). A poll that names no limit gets one job.
+// The public operator names none: it works through a poll's jobs one at a
+// time, acks each only when it reaches it, and takes a 409 on ack for
+// success. Handed ten jobs that took 4 s each to apply, it still held the
+// last ones unacked when the visibility window (30 s) ended; another of its
+// replicas received and acked them, and it then applied them a second time
+// (2 of 10, issue 28). A single job is acked as soon as it arrives, and the
+// operator applies serially and polls again at once after a poll that
+// returned a job, so it loses one round trip per job, nothing else. A
+// client that names a limit acks what it gets within the window (the
+// reference agent asks for as many as it has free slots, and acks each at
+// once).
 const (
-	DefaultPollLimit = 10
+	DefaultPollLimit = 1
 	MaxPollLimit     = 100
 )
 

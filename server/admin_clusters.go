@@ -2,7 +2,6 @@ package server
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -272,6 +271,17 @@ func (s *Server) adminIssueToken(c *call) error {
 type credentialJSONView struct {
 	registry.Credential
 	State registry.CredentialState `json:"state"`
+	// AgentRotatedAt: when its agent last rotated (Credential.AgentRotatedAt);
+	// null when it has not since it registered.
+	AgentRotatedAt *time.Time `json:"agentRotatedAt"`
+}
+
+func adminCredentialJSON(c registry.Credential, now time.Time) credentialJSONView {
+	v := credentialJSONView{Credential: c, State: c.State(now)}
+	if at := c.AgentRotatedAt(); !at.IsZero() {
+		v.AgentRotatedAt = &at
+	}
+	return v
 }
 
 func (s *Server) adminListCredentials(c *call) error {
@@ -282,36 +292,48 @@ func (s *Server) adminListCredentials(c *call) error {
 	now := s.reg.Now()
 	items := make([]credentialJSONView, len(creds))
 	for i := range creds {
-		items[i] = credentialJSONView{Credential: creds[i], State: creds[i].State(now)}
+		items[i] = adminCredentialJSON(creds[i], now)
 	}
 	return writeJSON(c.w, http.StatusOK, list[credentialJSONView]{Items: items})
 }
 
+// adminForceRotation answers how many credentials it made due, when they
+// stop working unless the agent rotates, and the warning when the agent has
+// never rotated (clients say so without knowing the server's
+// configuration).
 func (s *Server) adminForceRotation(c *call) error {
-	return s.credentialAction(c, s.reg.ForceRotation, true)
-}
-
-func (s *Server) adminRevokeCredentials(c *call) error {
-	return s.credentialAction(c, s.reg.RevokeCredentials, false)
-}
-
-func (s *Server) credentialAction(c *call, act func(ctx context.Context, cluster, reason string) (int, error), rotation bool) error {
 	reason, err := readReason(c)
 	if err != nil {
 		return err
 	}
-	n, err := act(c.ctx, c.params["c"], reason)
+	f, err := s.reg.ForceRotationOutcome(c.ctx, c.params["c"], reason)
 	if err != nil {
 		return err
 	}
-	out := map[string]int64{"credentials": int64(n)}
-	if rotation {
-		// What a forced rotation leaves the agent: clients say when its
-		// credentials stop working without knowing the server's
-		// configuration.
-		out["rotationGraceSeconds"] = int64(s.reg.Config().RotationGrace / time.Second)
+	out := forcedRotationJSON{Credentials: f.Credentials, RotationGraceSeconds: int64(f.Grace / time.Second), Warning: f.Warning}
+	if f.Credentials > 0 {
+		out.GraceUntil = &f.GraceUntil
 	}
 	return writeJSON(c.w, http.StatusOK, out)
+}
+
+type forcedRotationJSON struct {
+	Credentials          int        `json:"credentials"`
+	RotationGraceSeconds int64      `json:"rotationGraceSeconds"`
+	GraceUntil           *time.Time `json:"graceUntil,omitempty"`
+	Warning              string     `json:"warning,omitempty"`
+}
+
+func (s *Server) adminRevokeCredentials(c *call) error {
+	reason, err := readReason(c)
+	if err != nil {
+		return err
+	}
+	n, err := s.reg.RevokeCredentials(c.ctx, c.params["c"], reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, map[string]int64{"credentials": int64(n)})
 }
 
 // adminRevokeToken revokes an unused registration token, named by its id

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -85,6 +86,13 @@ func (s *Server) finish(c *call) {
 	}
 	if c.err != nil {
 		attrs = append(attrs, slog.String("code", string(registry.ErrorCode(c.err))))
+		// A known credential refused (expired, revoked): whose agent is
+		// locked out. Ids only; the token is never logged.
+		var refusal *registry.CredentialRefusal
+		if errors.As(c.err, &refusal) {
+			attrs = append(attrs, slog.String("cluster", refusal.ClusterID), slog.String("credential", refusal.CredentialID),
+				slog.String("credential_state", string(refusal.State)))
+		}
 		if c.expected {
 			level = slog.LevelDebug
 		} else if status >= 500 {

@@ -36,6 +36,10 @@ type Backend interface {
 	ListTokens(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error)
 	ListCredentials(ctx context.Context, clusterID string) ([]registry.Credential, error)
 	ForceRotation(ctx context.Context, clusterID, reason string) (int, error)
+	// RotationGrace is how long a force-rotated credential keeps working
+	// unless its agent rotates (the server's setting); 0: not known (a
+	// remote console: the admin API says it only after a forced rotation).
+	RotationGrace() time.Duration
 	RevokeCredentials(ctx context.Context, clusterID, reason string) (int, error)
 
 	ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
@@ -88,6 +92,8 @@ func NewLocal(reg *registry.Registry, actor registry.Actor) *Local {
 func (l *Local) as(ctx context.Context) context.Context { return registry.WithActor(ctx, l.Actor) }
 
 func (l *Local) Now() time.Time { return l.Reg.Now() }
+
+func (l *Local) RotationGrace() time.Duration { return l.Reg.Config().RotationGrace }
 
 func (l *Local) Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error) {
 	return l.Reg.Watch(ctx, p)

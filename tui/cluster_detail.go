@@ -223,6 +223,10 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	field("registered", reg, themes.Plain)
 	field("last heartbeat", hb, hk)
 	field("agent capabilities", listOrNone(c.Status.Capabilities), themes.Plain)
+	if creds := f.creds[c.ID]; len(creds) > 0 {
+		rotated, k := agentRotation(creds, now)
+		field("agent rotated", rotated, k)
+	}
 
 	d.renderQueue(c, section, field)
 
@@ -298,6 +302,11 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 				desc += ": " + cr.RevokeReason
 			}
 		}
+		rotated := "never"
+		if at := cr.AgentRotatedAt(); !at.IsZero() {
+			rotated = ago(now, at)
+		}
+		desc += " · agent rotated " + rotated
 		writes := "unsigned writes"
 		if cr.Signed() {
 			writes = "signed writes"
@@ -455,4 +464,22 @@ func securityPosture(c *registry.Cluster) []posture {
 		pk = posture{"public key", c.PublicKey.Curve() + " · kid " + c.PublicKey.KeyID(), themes.Plain}
 	}
 	return append(out, pk)
+}
+
+// agentRotation is the cluster's "agent rotated" field: when its agent last
+// rotated its credential, as its credentials record it. Only the agent
+// rotates; a forced rotation (r) makes its credential due, and an agent
+// that never rotates (the public operator rotates only when its Cluster
+// resource asks) stops working when the grace ends.
+func agentRotation(creds []registry.Credential, now time.Time) (string, themes.Kind) {
+	var last time.Time
+	for i := range creds {
+		if at := creds[i].AgentRotatedAt(); at.After(last) {
+			last = at
+		}
+	}
+	if last.IsZero() || registry.AgentNeverRotated(creds, now) {
+		return "never since it registered: a forced rotation (r) strands an agent that does not rotate", themes.Warning
+	}
+	return ago(now, last) + " (" + stamp(last) + ")", themes.Plain
 }

@@ -398,6 +398,21 @@ func (v *clustersView) KeyMap() help.KeyMap {
 	}
 }
 
+// forceRotationText is the force-rotation confirmation: what tether does
+// and what it cannot (make the agent rotate), and a warning when nothing
+// says that this cluster's agent rotates at all.
+func forceRotationText(ctx *Context, c *registry.Cluster) string {
+	text := "Its live credentials become due for rotation now and stop working when the rotation grace ends unless its agent rotates. " +
+		"tether cannot make it: the reference agent rotates on its next call, the public operator only when its Cluster resource asks. " +
+		"An agent that does not rotate in time must re-register."
+	now := ctx.Now
+	if registry.AgentNeverRotated(ctx.Fleet.creds[c.ID], now) {
+		grace := ctx.Backend.RotationGrace()
+		text += "\n\nWarning: " + registry.NeverRotatedWarning(c, grace, now.Add(grace)) + "."
+	}
+	return text
+}
+
 // clusterAction handles the keys that act on one cluster, in the list and
 // in its detail.
 func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.Cmd {
@@ -422,8 +437,7 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 	case key.Matches(msg, k.Edit):
 		return ctx.showModal(newClusterForm(ctx, c.ClusterSpec, c, c.Version))
 	case key.Matches(msg, k.Rotate):
-		return ctx.showModal(newConfirm(ctx, "Force credential rotation for "+name+"?",
-			"Its live credentials become due for rotation now and stop working when the rotation grace ends: the agent keeps working, learns from its next answer that rotation is due, and rotates. An agent that does not rotate in time must re-register.",
+		return ctx.showModal(newConfirm(ctx, "Force credential rotation for "+name+"?", forceRotationText(ctx, c),
 			"force rotation", true,
 			runAction("force rotation for "+name, func(cx context.Context) outcome {
 				n, err := b.ForceRotation(cx, id, "forced from the console")

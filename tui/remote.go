@@ -338,6 +338,9 @@ func (r *Remote) credentialAction(ctx context.Context, clusterID, action, reason
 	return out.Credentials, err
 }
 
+// RotationGrace is not known before a forced rotation answers it.
+func (r *Remote) RotationGrace() time.Duration { return 0 }
+
 func (r *Remote) ForceRotation(ctx context.Context, clusterID, reason string) (int, error) {
 	return r.credentialAction(ctx, clusterID, "rotate", reason)
 }

@@ -120,6 +120,8 @@ func (s *stableIDs) err(err error) error {
 
 func (s *stableIDs) Now() time.Time { return s.inner.Now() }
 
+func (s *stableIDs) RotationGrace() time.Duration { return s.inner.RotationGrace() }
+
 func (s *stableIDs) Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error) {
 	ch, err := s.inner.Watch(ctx, p)
 	if err != nil {

@@ -80,10 +80,9 @@ itself and renews it at every credential rotation. --client-cert and
 			if token == "" {
 				return usagef("a registration token is required: --token TOKEN, --token - (stdin) or $TETHER_REGISTRATION_TOKEN")
 			}
-			for _, c := range caps {
-				if c != apiclient.CapabilityHMAC && c != apiclient.CapabilityLease {
-					return usagef("capability %q is not one of hmac, lease", c)
-				}
+			negotiate, err := agentCapabilities(caps)
+			if err != nil {
+				return err
 			}
 			mode := agent.CertRequest(certMode)
 			if mode != agent.CertAuto && mode != agent.CertAlways && mode != agent.CertNever {
@@ -93,7 +92,7 @@ itself and renews it at every credential rotation. --client-cert and
 				return usagef("--client-cert and --client-key go together")
 			}
 			clusterID, err := agent.RegisterWith(cmd.Context(), server, token, stateDir, agent.RegisterOptions{
-				Capabilities: caps, Retry: apiclient.RetryPolicy{MaxAttempts: 3}, TLS: tlsFiles, ClientCert: mode,
+				Capabilities: negotiate, Retry: apiclient.RetryPolicy{MaxAttempts: 3}, TLS: tlsFiles, ClientCert: mode,
 				Logger: slog.New(slog.NewTextHandler(g.stderr, nil)),
 			})
 			var netErr *url.Error // the HTTP client's: tether was not reached
@@ -118,7 +117,7 @@ itself and renews it at every credential rotation. --client-cert and
 	// generic $TETHER_TOKEN.
 	_ = f.SetAnnotation("token", ownEnvAnnotation, []string{"true"})
 	f.StringVar(&stateDir, "state-dir", "", "directory for the credential (created with mode 0700)")
-	f.StringSliceVar(&caps, "capabilities", nil, "capabilities to negotiate: hmac (signed writes), lease (leases and fencing)")
+	f.StringSliceVar(&caps, "capabilities", agent.DefaultCapabilities, "capabilities to negotiate: hmac (signed writes), lease (leases, so that tether reclaims the job of an agent that died); none for neither")
 	f.StringVar(&tlsFiles.CAFile, "ca-file", "", "PEM bundle tether's server certificate must chain to (default: the system's roots)")
 	f.StringVar(&tlsFiles.ClientCert, "client-cert", "", "client certificate (PEM) from your own PKI; then tether is not asked for one")
 	f.StringVar(&tlsFiles.ClientKey, "client-key", "", "the key (PEM) of --client-cert")
@@ -190,6 +189,25 @@ connection on, without a restart.`,
 	f.StringVar(&cfg.TLS.ClientCert, "client-cert", "", "client certificate (PEM) for mTLS, reloaded when the file changes (default: the one tether's CA issued, in --state-dir)")
 	f.StringVar(&cfg.TLS.ClientKey, "client-key", "", "the key (PEM) of --client-cert")
 	return cmd
+}
+
+// agentCapabilities checks --capabilities: hmac and lease, or none alone
+// (an empty, non-nil list: agent.RegisterWith takes nil for its defaults).
+func agentCapabilities(caps []string) ([]string, error) {
+	out := []string{}
+	for _, c := range caps {
+		switch c {
+		case apiclient.CapabilityHMAC, apiclient.CapabilityLease:
+			out = append(out, c)
+		case "none":
+			if len(caps) > 1 {
+				return nil, usagef("--capabilities none stands alone: it negotiates no capability")
+			}
+		default:
+			return nil, usagef("capability %q is not one of hmac, lease (or none)", c)
+		}
+	}
+	return out, nil
 }
 
 // agentError turns the client's refusals into sentences that say what to do.

@@ -111,3 +111,38 @@ func TestAgentRegisterTokenVariable(t *testing.T) {
 		t.Fatalf("agent register with $TETHER_REGISTRATION_TOKEN (and an unrelated $TETHER_TOKEN): %v\n%s", err, out)
 	}
 }
+
+// TestAgentRegisterDefaultCapabilities: the reference agent negotiates hmac
+// and lease unless told otherwise (without lease, the job of an agent that
+// died is never reclaimed); --capabilities none negotiates neither.
+func TestAgentRegisterDefaultCapabilities(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	serve, addr, _ := startServe(t, db)
+	defer serve.stop(t)
+	reg := openRegistry(t, db)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"default", nil, "hmac,lease"},
+		{"none", []string{"--capabilities", "none"}, ""},
+		{"lease", []string{"--capabilities", "lease"}, "lease"},
+	} {
+		c := createCluster(t, db, "caps-"+tc.name)
+		args := append([]string{"agent", "register", "--server", "http://" + addr, "--token", "-", "--state-dir", filepath.Join(t.TempDir(), tc.name)}, tc.flags...)
+		if res := cliIn(t, db, c.RegistrationToken+"\n", args...); res.code != exitOK {
+			t.Fatalf("%s: register: %s", tc.name, res)
+		}
+		creds, err := reg.ListCredentials(t.Context(), c.ClusterID)
+		if err != nil || len(creds) != 1 {
+			t.Fatalf("%s: credentials %+v, %v", tc.name, creds, err)
+		}
+		if got := strings.Join(creds[0].Capabilities, ","); got != tc.want {
+			t.Errorf("%s: the credential negotiated %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	res := cliIn(t, db, "x\n", "agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", t.TempDir(), "--capabilities", "none,lease")
+	wantError(t, res, exitUsage, "none stands alone")
+}

@@ -32,9 +32,10 @@ type adminAPI interface {
 	ListTokens(ctx context.Context, cluster string) ([]registry.RegistrationToken, error)
 	RevokeToken(ctx context.Context, id, reason string) (*registry.RegistrationToken, error)
 	ListCredentials(ctx context.Context, cluster string) ([]registry.Credential, error)
-	// ForceRotationGrace is ForceRotation, and how long the credentials
-	// keep working unless the agent rotates (the server's setting).
-	ForceRotationGrace(ctx context.Context, cluster, reason string) (int, time.Duration, error)
+	// ForceRotationOutcome is ForceRotation, with how long the credentials
+	// keep working unless the agent rotates (the server's setting) and the
+	// warning when the agent has never rotated.
+	ForceRotationOutcome(ctx context.Context, cluster, reason string) (registry.ForcedRotation, error)
 	RevokeCredentials(ctx context.Context, cluster, reason string) (int, error)
 
 	JobCounts(ctx context.Context) ([]registry.JobCount, error)
@@ -109,11 +110,6 @@ func refusesServer(command string) string {
 // localAPI is adminAPI over the database: the registry, and the few calls
 // whose local form differs.
 type localAPI struct{ *registry.Registry }
-
-func (l localAPI) ForceRotationGrace(ctx context.Context, cluster, reason string) (int, time.Duration, error) {
-	n, err := l.ForceRotation(ctx, cluster, reason)
-	return n, l.Config().RotationGrace, err
-}
 
 func (l localAPI) StepRollout(ctx context.Context, id string) (*registry.Rollout, error) {
 	return l.AdvanceRollout(ctx, id)

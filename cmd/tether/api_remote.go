@@ -246,13 +246,16 @@ func (r *remoteAPI) RevokeToken(ctx context.Context, id, reason string) (*regist
 	return &t, nil
 }
 
-func (r *remoteAPI) ForceRotationGrace(ctx context.Context, cluster, reason string) (int, time.Duration, error) {
+func (r *remoteAPI) ForceRotationOutcome(ctx context.Context, cluster, reason string) (registry.ForcedRotation, error) {
 	var out struct {
-		Credentials          int   `json:"credentials"`
-		RotationGraceSeconds int64 `json:"rotationGraceSeconds"`
+		Credentials          int       `json:"credentials"`
+		RotationGraceSeconds int64     `json:"rotationGraceSeconds"`
+		GraceUntil           time.Time `json:"graceUntil"`
+		Warning              string    `json:"warning"`
 	}
 	err := r.call(ctx, http.MethodPost, apiPath("clusters", cluster, "credentials", "rotate"), nil, reasonBody(reason), &out)
-	return out.Credentials, time.Duration(out.RotationGraceSeconds) * time.Second, err
+	return registry.ForcedRotation{Credentials: out.Credentials, Grace: time.Duration(out.RotationGraceSeconds) * time.Second,
+		GraceUntil: out.GraceUntil, Warning: out.Warning}, err
 }
 
 func reasonBody(reason string) any {

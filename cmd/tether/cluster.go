@@ -433,8 +433,8 @@ func printClusterDetail(w io.Writer, now time.Time, d *clusterDetail) error {
 		if latest.Signed {
 			writes = "signed writes (hmac)"
 		}
-		fmt.Fprintf(w, "  newest: %s, %s, capabilities %s, %s, expires %s, rotate after %s\n",
-			latest.ID, latest.State, capabilitiesCell(&latest), writes, until(now, latest.ExpiresAt), until(now, latest.RotateAfter))
+		fmt.Fprintf(w, "  newest: %s, %s, capabilities %s, %s, expires %s, rotate after %s, agent rotated %s\n",
+			latest.ID, latest.State, capabilitiesCell(&latest), writes, until(now, latest.ExpiresAt), until(now, latest.RotateAfter), agentRotated(now, &latest))
 		if cc := latest.ClientCertificate; cc != nil {
 			fmt.Fprintf(w, "  its client certificate (tether's CA): serial %s, valid until %s\n", cc.Serial, until(now, cc.NotAfter))
 		}

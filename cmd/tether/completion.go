@@ -50,7 +50,7 @@ var flagCompleters = map[string]completer{
 	"theme":              fixed("auto", "dark", "light", "high-contrast", "mono"),
 	"log-format":         fixed("text", "json"),
 	"log-level":          fixed("debug", "info", "warn", "error"),
-	"capabilities":       fixed("hmac", "lease"),
+	"capabilities":       fixed("hmac", "lease", "none"),
 	"require-capability": fixed("hmac", "lease"),
 }
 

@@ -43,8 +43,8 @@ func TestCredentialListRotateRevoke(t *testing.T) {
 	assertSecretAbsent(t, db, bearer, "creds")
 
 	// Forced rotation: due now, working until the grace ends, so that an
-	// agent that rotates only on its own schedule (the public operator) is
-	// not cut off.
+	// agent that never rotates on a 401 (the public operator) is not cut
+	// off at once.
 	got := okJSON[affected](t, db, "credential", "rotate", "creds", "--reason", "routine")
 	if got.Affected != 1 || got.ClusterID != c.ClusterID {
 		t.Errorf("got %+v, want 1 credential of %s", got, c.ClusterID)
@@ -140,5 +140,66 @@ func TestClusterRequireClientCert(t *testing.T) {
 	ok(t, db, "cluster", "edit", "mtls", "--require-client-cert=false")
 	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "mtls", "-o", "json"); c.Policy.RequireClientCertificate {
 		t.Error("--require-client-cert=false did not turn mTLS off")
+	}
+}
+
+// TestCredentialRotateWarnsWhenTheAgentNeverRotated: tether cannot make an
+// agent rotate, so it says what it knows. A credential whose agent has not
+// rotated since it registered shows "never"; a forced rotation of it warns
+// that the agent will stop working at the end of the grace unless it
+// rotates (the public operator rotates only when its Cluster resource
+// asks). Once the agent has rotated, the list says when, and a forced
+// rotation no longer warns.
+func TestCredentialRotateWarnsWhenTheAgentNeverRotated(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "operator")
+	reg := openRegistry(t, db)
+	_, bearer := registerAgent(t, reg, c.RegistrationToken) // as the public operator: no capabilities
+
+	table := ok(t, db, "credential", "list", "operator").stdout
+	if !strings.Contains(table, "AGENT ROTATED") || !strings.Contains(table, "never") {
+		t.Errorf("got credential list without its agent's rotation (never)\n%s", table)
+	}
+	if cr := okJSON[[]credentialView](t, db, "credential", "list", "operator")[0]; cr.AgentRotatedAt != nil {
+		t.Errorf("got agentRotatedAt %v for an agent that never rotated, want null", cr.AgentRotatedAt)
+	}
+	if out := ok(t, db, "cluster", "get", "operator").stdout; !strings.Contains(out, "agent rotated never") {
+		t.Errorf("got cluster get without 'agent rotated never'\n%s", out)
+	}
+
+	before := time.Now()
+	out := ok(t, db, "credential", "rotate", "operator").stdout
+	want := "Warning: the agent of operator (" + c.ClusterID + ") has never rotated its credential; if it does not rotate within the grace (24h) it will stop working at "
+	_, at, found := strings.Cut(out, want)
+	if !found {
+		t.Fatalf("got %q, want the warning %q…", out, want)
+	}
+	stops, err := time.Parse(time.RFC3339, strings.Fields(at)[0][:len("2006-01-02T15:04:05Z")])
+	if err != nil || stops.Before(before.Add(24*time.Hour).Truncate(time.Second)) || stops.After(time.Now().Add(24*time.Hour)) {
+		t.Errorf("got the agent stopping at %q (%v), want 24h from now", at, err)
+	}
+	if strings.Contains(out, "own schedule") {
+		t.Errorf("got %q: tether does not know the agent's schedule", out)
+	}
+	if got := okJSON[credentialsChanged](t, db, "credential", "rotate", "operator"); got.Affected != 1 || !strings.Contains(got.Warning, "has never rotated its credential") || got.GraceUntil == nil {
+		t.Errorf("got %+v, want the warning and graceUntil in -o json", got)
+	}
+
+	// The agent rotates: now tether knows it does.
+	a, err := reg.Authenticate(context.Background(), bearer, registry.AuthRotate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.RotateCredential(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	for _, cr := range okJSON[[]credentialView](t, db, "credential", "list", "operator") {
+		if cr.AgentRotatedAt == nil {
+			t.Errorf("got credential %s without agentRotatedAt after its agent rotated", cr.ID)
+		}
+	}
+	if out := ok(t, db, "credential", "rotate", "operator").stdout; strings.Contains(out, "Warning") {
+		t.Errorf("got %q: an agent that rotated is not warned about", out)
 	}
 }

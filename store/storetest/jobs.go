@@ -121,7 +121,7 @@ func testJobs(t *testing.T, newStore NewStore) {
 			t.Fatalf("poll = %v, want the oldest three %v", got, ids[:3])
 		}
 		e.clock.Advance(2 * time.Minute)
-		jobs, _ = e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 0)
+		jobs, _ = e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 10)
 		if got := jobIDs(jobs); len(got) != 4 || strings.Contains(strings.Join(got, ","), ids[2]) {
 			t.Fatalf("poll after expiry = %v: the expired job must not be handed out", got)
 		}

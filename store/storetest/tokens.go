@@ -298,27 +298,44 @@ func testCredentials(t *testing.T, newStore NewStore) {
 	})
 
 	t.Run("ForcedRotation", func(t *testing.T) {
-		// Forced rotation must work with the public operator, which rotates
-		// on its own schedule (rotateAfter) and never on a 401: the
-		// credential keeps working, is due for rotation now, and stops
-		// working once the grace has passed unless rotated.
+		// Forced rotation must not cut off the public operator, which never
+		// rotates on a 401: the credential keeps working, is due for
+		// rotation now, and stops working once the grace has passed unless
+		// its agent rotates. Whether it will, tether does not know: it
+		// says when the agent last rotated, and warns when it never did.
 		e := newEnv(t, newStore)
 		a, cred := e.agent("prod")
 		grace := e.reg.Config().RotationGrace
-		n, err := e.reg.ForceRotation(e.ctx, a.Cluster.ID, "suspected leak")
+		out, err := e.reg.ForceRotationOutcome(e.ctx, a.Cluster.ID, "suspected leak")
 		wantNoErr(t, err)
-		if n != 1 {
-			t.Fatalf("forced rotation changed %d credentials", n)
+		if out.Credentials != 1 || out.Grace != grace || !out.GraceUntil.Equal(e.clock.Now().Add(grace)) {
+			t.Fatalf("forced rotation = %+v, want 1 credential stopping after the grace", out)
+		}
+		if !strings.Contains(out.Warning, "has never rotated its credential") {
+			t.Fatalf("forced rotation of an agent that never rotated warned %q", out.Warning)
 		}
 		forced, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
 		wantNoErr(t, err)
 		if now := e.clock.Now(); forced.Credential.RotateAfter.After(now) || !forced.Credential.ExpiresAt.Equal(now.Add(grace)) {
 			t.Fatalf("forced credential rotateAfter %v expiresAt %v; want due now and expiring after the grace", forced.Credential.RotateAfter, forced.Credential.ExpiresAt)
 		}
+		rotatedAt := e.clock.Now()
 		next, err := e.reg.RotateCredential(e.ctx, forced)
 		wantNoErr(t, err)
 		_, err = e.reg.Authenticate(e.ctx, next.Token.Reveal(), registry.AuthAny)
 		wantNoErr(t, err)
+		// Both credentials, as the store reads them back, say the agent
+		// rotated then; another forced rotation warns of nothing.
+		creds, err := e.reg.ListCredentials(e.ctx, a.Cluster.ID)
+		wantNoErr(t, err)
+		for _, c := range creds {
+			if !c.AgentRotatedAt().Equal(rotatedAt) {
+				t.Fatalf("credential %s: agent rotated at %v, want %v", c.ID, c.AgentRotatedAt(), rotatedAt)
+			}
+		}
+		if registry.AgentNeverRotated(creds, e.clock.Now()) {
+			t.Fatal("an agent that rotated is said never to have")
+		}
 		// The forced credential gained no time from rotating, and lost it all
 		// once the grace passed.
 		e.clock.Advance(grace)
