@@ -205,9 +205,8 @@ func TestHelmChart(t *testing.T) {
 		if env := envOf(c); env["TETHER_DB"] != "/var/lib/tether/tether.db" || env["TETHER_SHUTDOWN_DELAY"] == nil {
 			t.Errorf("env %v, want the database on the volume and a shutdown delay", env)
 		}
-		limit := envOf(c)["GOMEMLIMIT"]
-		if r := manifest(map[string]any{"v": limit}).get("v", "resourceFieldRef", "resource"); r != "limits.memory" {
-			t.Errorf("GOMEMLIMIT from %v, want the container's limits.memory", limit)
+		if limit := envOf(c)["GOMEMLIMIT"]; limit != "460MiB" {
+			t.Errorf("GOMEMLIMIT %v, want 460MiB: 90%% of the container's 512Mi", limit)
 		}
 		// Without a memory limit there is nothing to follow.
 		unlimited, out := render(t, helm, values("sqlite-values.yaml"), "--set", "server.resources.limits=null")
@@ -301,7 +300,7 @@ func TestHelmChart(t *testing.T) {
 		{[]string{"--set", "server.replicas=2"}, "needs database.type=postgres"},
 		{[]string{"--set", "database.type=postgres"}, "database.postgres.existingSecret"},
 		{[]string{"--set", "database.type=postgres", "--set", "database.postgres.existingSecret=pg"}, "sealingKey.existingSecret"},
-		{[]string{"--set", "database.type=mysql"}, `"mysql" is not one of`},
+		{[]string{"--set", "database.type=mysql"}, "must be one of 'sqlite', 'postgres'"}, // values.schema.json
 		{[]string{"--set", "agent.enabled=true"}, "agent.exec"},
 		{[]string{"-f", filepath.Join("helm", "tether", "ci", "agent-only-values.yaml"), "--set", "agent.server="}, "needs agent.server"},
 	} {
