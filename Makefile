@@ -1,4 +1,5 @@
-# tether: `make run` opens the console over ./tether.db, `make test` runs every test.
+# tether: `make run` opens the console over ./tether.db, `make test` runs every test,
+# `make install` puts tether on your PATH.
 GO      ?= go
 BIN     := bin/tether
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,9 +11,19 @@ DB      ?= ./tether.db
 # The race detector needs cgo and a C compiler; without them tests run without it.
 RACE    ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null 2>&1 && echo -race)
 
+# make install: $(PREFIX)/bin/tether. The default needs no root, and many
+# distributions' shell profiles put ~/.local/bin on PATH;
+# `sudo make install PREFIX=/usr/local` installs it for every user.
+PREFIX  ?= $(HOME)/.local
+# make image: local images, tagged like this (deploy/README.md runs them).
+# The release's are ghcr.io/tetherhq/tether and tether-agent at the version.
+IMAGE       ?= tether
+AGENT_IMAGE ?= tether-agent
+IMAGE_TAG   ?= dev
+
 HELM_VERSION ?= v3.22.0
 
-.PHONY: all build run test bench chaos lint clean tools image
+.PHONY: all build run install test bench chaos lint clean tools image
 
 all: lint test build
 
@@ -23,6 +34,14 @@ build:
 ## run: build and open the console over $(DB), serving the agent API in the same process
 run: build
 	./$(BIN) --db $(DB) console --serve
+
+## install: build, then copy the binary to $(PREFIX)/bin (default ~/.local/bin;
+## add it to PATH if your shell does not: export PATH="$HOME/.local/bin:$PATH")
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tether
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "$(PREFIX)/bin is not on PATH: add export PATH=\"$(PREFIX)/bin:\$$PATH\" to your shell's profile";; esac
 
 ## test: every test, with the race detector where cgo is available
 ## (PostgreSQL tests run when TETHER_TEST_POSTGRES_DSN is set, else skip).
@@ -39,9 +58,12 @@ tools:
 		|| GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
 		|| echo "helm could not be installed: the Helm chart's tests will skip"
 
-## image: the container image (Dockerfile), stamped like `make build`
+## image: the server's and the agent's container images (Dockerfile, needs
+## BuildKit), stamped like `make build`, as $(IMAGE):$(IMAGE_TAG) and
+## $(AGENT_IMAGE):$(IMAGE_TAG)
 image:
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t tether:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t $(IMAGE):$(IMAGE_TAG) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) --target agent -t $(AGENT_IMAGE):$(IMAGE_TAG) .
 
 ## bench: the benchmarks that check tether's speed and memory goals: one table
 ## of medians next to their targets, also written to bench/results/latest.json
