@@ -22,6 +22,8 @@ AGENT_IMAGE ?= tether-agent
 IMAGE_TAG   ?= dev
 
 HELM_VERSION ?= v3.22.0
+# promtool of Prometheus 3.16 (its Go module's version).
+PROMTOOL_VERSION ?= v0.316.0
 
 .PHONY: all build run install test bench chaos lint clean tools image
 
@@ -51,12 +53,16 @@ install: build
 test: tools
 	$(GO) test -count=1 -timeout 30m $(RACE) ./...
 
-## tools: helm in bin/tools, for the Helm chart's tests (deploy/). Built with
-## the Go toolchain; where it cannot be fetched the chart's tests skip.
+## tools: helm and promtool in bin/tools, for the Helm chart's and the alert
+## rules' tests (deploy/). Built with the Go toolchain; where one cannot be
+## fetched its tests skip.
 tools:
 	@command -v helm >/dev/null || [ -x bin/tools/helm ] || [ -x "$$($(GO) env GOPATH)/bin/helm" ] \
 		|| GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
 		|| echo "helm could not be installed: the Helm chart's tests will skip"
+	@command -v promtool >/dev/null || [ -x bin/tools/promtool ] || [ -x "$$($(GO) env GOPATH)/bin/promtool" ] \
+		|| GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
+		|| echo "promtool could not be installed: the alert rules' tests will skip"
 
 ## image: the server's and the agent's container images (Dockerfile, needs
 ## BuildKit), stamped like `make build`, as $(IMAGE):$(IMAGE_TAG) and
