@@ -15,10 +15,20 @@
 # since `tether agent run --exec` runs its command with /bin/sh:
 #
 #   docker build --target agent -t tether-agent .
+#
+# `make image` builds both, tagged like the release images the Helm chart
+# runs (ghcr.io/tetherhq/tether and tether-agent, at the version).
+#
+# It needs BuildKit, for --platform=$BUILDPLATFORM and the RUN --mount
+# caches: docker buildx build, or docker build on Docker 23 and later (the
+# default builder there); DOCKER_BUILDKIT=1 on older Docker. The classic
+# builder stops at the first RUN --mount.
+#
+# The bases are pinned by digest (tag and digest; the digest wins), the
+# same as in deploy/docker/release.Dockerfile, from which the release
+# images are built: update both together.
 
-ARG GO_VERSION=1.26
-
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM --platform=$BUILDPLATFORM golang:1.26@sha256:3aff6657219a4d9c14e27fb1d8976c49c29fddb70ba835014f477e1c70636647 AS build
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
@@ -39,7 +49,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 
 # The reference agent: tether plus a shell for --exec. Add the tools your
 # jobs need (kubectl, helm, ...) in an image built FROM this one.
-FROM alpine:3.22 AS agent
+FROM alpine:3.22@sha256:14358309a308569c32bdc37e2e0e9694be33a9d99e68afb0f5ff33cc1f695dce AS agent
 RUN apk add --no-cache ca-certificates && adduser -D -u 65532 -h /var/lib/tether-agent nonroot
 COPY --from=build /out/tether /usr/local/bin/tether
 USER 65532:65532
@@ -48,7 +58,7 @@ ENTRYPOINT ["/usr/local/bin/tether"]
 CMD ["agent", "run", "--help"]
 
 # The server (the default target).
-FROM gcr.io/distroless/static-debian12:nonroot AS server
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS server
 COPY --from=build /out/tether /usr/local/bin/tether
 COPY --from=build --chown=65532:65532 /out/data /var/lib/tether
 # The database (and its sealing key, unless --key-file names another) live

@@ -1,4 +1,5 @@
-# tether: `make run` opens the console over ./tether.db, `make test` runs every test.
+# tether: `make run` opens the console over ./tether.db, `make test` runs every test,
+# `make install` puts tether on your PATH.
 GO      ?= go
 BIN     := bin/tether
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,9 +11,21 @@ DB      ?= ./tether.db
 # The race detector needs cgo and a C compiler; without them tests run without it.
 RACE    ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null 2>&1 && echo -race)
 
-HELM_VERSION ?= v3.22.0
+# make install: $(PREFIX)/bin/tether. The default needs no root, and many
+# distributions' shell profiles put ~/.local/bin on PATH;
+# `sudo make install PREFIX=/usr/local` installs it for every user.
+PREFIX  ?= $(HOME)/.local
+# make image: local images, tagged like this (deploy/README.md runs them).
+# The release's are ghcr.io/tetherhq/tether and tether-agent at the version.
+IMAGE       ?= tether
+AGENT_IMAGE ?= tether-agent
+IMAGE_TAG   ?= dev
 
-.PHONY: all build run test bench chaos lint clean tools image
+HELM_VERSION ?= v3.22.0
+# promtool of Prometheus 3.16 (its Go module's version).
+PROMTOOL_VERSION ?= v0.316.0
+
+.PHONY: all build run install test bench chaos lint clean tools image
 
 all: lint test build
 
@@ -24,6 +37,14 @@ build:
 run: build
 	./$(BIN) --db $(DB) console --serve
 
+## install: build, then copy the binary to $(PREFIX)/bin (default ~/.local/bin;
+## add it to PATH if your shell does not: export PATH="$HOME/.local/bin:$PATH")
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tether
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "$(PREFIX)/bin is not on PATH: add export PATH=\"$(PREFIX)/bin:\$$PATH\" to your shell's profile";; esac
+
 ## test: every test, with the race detector where cgo is available
 ## (PostgreSQL tests run when TETHER_TEST_POSTGRES_DSN is set, else skip).
 ## The console's package drives many programs one after another and takes
@@ -32,16 +53,23 @@ run: build
 test: tools
 	$(GO) test -count=1 -timeout 30m $(RACE) ./...
 
-## tools: helm in bin/tools, for the Helm chart's tests (deploy/). Built with
-## the Go toolchain; where it cannot be fetched the chart's tests skip.
+## tools: helm and promtool in bin/tools, for the Helm chart's and the alert
+## rules' tests (deploy/). Built with the Go toolchain; where one cannot be
+## fetched its tests skip.
 tools:
 	@command -v helm >/dev/null || [ -x bin/tools/helm ] || [ -x "$$($(GO) env GOPATH)/bin/helm" ] \
 		|| GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
 		|| echo "helm could not be installed: the Helm chart's tests will skip"
+	@command -v promtool >/dev/null || [ -x bin/tools/promtool ] || [ -x "$$($(GO) env GOPATH)/bin/promtool" ] \
+		|| GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
+		|| echo "promtool could not be installed: the alert rules' tests will skip"
 
-## image: the container image (Dockerfile), stamped like `make build`
+## image: the server's and the agent's container images (Dockerfile, needs
+## BuildKit), stamped like `make build`, as $(IMAGE):$(IMAGE_TAG) and
+## $(AGENT_IMAGE):$(IMAGE_TAG)
 image:
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t tether:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t $(IMAGE):$(IMAGE_TAG) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) --target agent -t $(AGENT_IMAGE):$(IMAGE_TAG) .
 
 ## bench: the benchmarks that check tether's speed and memory goals: one table
 ## of medians next to their targets, also written to bench/results/latest.json

@@ -84,3 +84,43 @@ app.kubernetes.io/component: agent
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+GOMEMLIMIT for a container: 90% of its memory limit (a Kubernetes quantity:
+512Mi, 1Gi, 1.5G, 536870912), in MiB. The Go runtime's soft limit works best
+a little below the hard one: the collector works harder there instead of the
+container being killed. Called with the quantity.
+*/}}
+{{- define "tether.goMemLimit" -}}
+{{- $q := toString . }}
+{{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $q }}
+{{- $suffix := trimPrefix $number $q }}
+{{- if or (not $number) (not (hasKey $units $suffix)) }}
+{{- fail (printf "memory limit %q: GOMEMLIMIT is set from a quantity like 512Mi, 1Gi or 1G (or set GOMEMLIMIT in extraEnv)" $q) }}
+{{- end }}
+{{- $mib := floor (divf (mulf (float64 $number) (index $units $suffix) 0.9) 1048576) }}
+{{- if lt $mib 1.0 }}
+{{- fail (printf "memory limit %q is too small to run tether" $q) }}
+{{- end }}
+{{- printf "%dMiB" (int64 $mib) }}
+{{- end }}
+
+{{/*
+Whole seconds of a duration of hours, minutes and seconds (30s, 5m, 1m30s;
+values.schema.json allows no other form). Called with the duration.
+*/}}
+{{- define "tether.seconds" -}}
+{{- $total := 0 }}
+{{- range regexFindAll "[0-9]+[hms]" (toString .) -1 }}
+{{- $n := atoi (trimSuffix "h" (trimSuffix "m" (trimSuffix "s" .))) }}
+{{- if hasSuffix "h" . }}{{ $n = mul $n 3600 }}{{ else if hasSuffix "m" . }}{{ $n = mul $n 60 }}{{ end }}
+{{- $total = add $total $n }}
+{{- end }}
+{{- $total }}
+{{- end }}
+
+{{/* Whether an extraEnv list (the argument) sets GOMEMLIMIT itself: "true" or "". */}}
+{{- define "tether.setsGoMemLimit" -}}
+{{- range . }}{{ if eq .name "GOMEMLIMIT" }}true{{ end }}{{ end }}
+{{- end }}
