@@ -50,7 +50,7 @@ itself and renews it at every credential rotation. --client-cert and
 --client-key use a certificate from your own PKI instead.`,
 		Args: cobra.NoArgs,
 		Example: `  tether agent register --server https://tether.example:7070 --token - --state-dir /var/lib/tether-agent < token.txt
-  TETHER_REGISTRATION_TOKEN=... tether agent register --server http://127.0.0.1:7070 --state-dir ./agent --keep-existing`,
+  TETHER_REGISTRATION_TOKEN=... tether agent register --server http://127.0.0.1:7070 --state-dir ~/.local/state/tether-agent --keep-existing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" || stateDir == "" {
 				return usagef("--server and --state-dir are required")

@@ -52,10 +52,10 @@ var examples = map[string]string{
 	"tether webhook": `  tether webhook create --name billing --url https://billing.example.com/tether --events job.finished
   tether webhook list
   tether webhook deliveries billing`,
-	"tether agent": `  tether agent register --server http://127.0.0.1:7070 --token - --state-dir ./agent < token.txt
-  tether agent run --state-dir ./agent --exec ./apply-job.sh`,
+	"tether agent": `  tether agent register --server http://127.0.0.1:7070 --token - --state-dir ~/.local/state/tether-agent < token.txt
+  tether agent run --state-dir ~/.local/state/tether-agent --exec ./apply-job.sh`,
 	"tether agent run": `  tether agent run --state-dir /var/lib/tether-agent --exec 'kubectl apply -f -'
-  tether agent run --state-dir ./agent --exec ./run-job.sh --concurrency 4 --log-format json`,
+  tether agent run --state-dir ~/.local/state/tether-agent --exec ./run-job.sh --concurrency 4 --log-format json`,
 	"tether demo": `  tether demo
   tether demo --db demo.db`,
 	"tether events": `  tether events
