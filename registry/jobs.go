@@ -254,10 +254,19 @@ func (r *Registry) JobCounts(ctx context.Context) ([]JobCount, error) {
 }
 
 // PollJobs returns what a poll hands out: the cluster's queued, unexpired
-// jobs, oldest first. clusterID must be the agent's own cluster.
+// jobs, oldest first, as stored (DeliverJobs prepares them for the wire).
+// clusterID must be the agent's own cluster.
 func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, limit int) ([]Job, error) {
+	_, jobs, _, err := r.pollJobs(ctx, a, clusterID, limit)
+	return jobs, err
+}
+
+// pollJobs is PollJobs, with the cluster as it is now (whose policy says
+// how the jobs travel) and when the jobs handed out become visible again
+// (zero: they were not hidden).
+func (r *Registry) pollJobs(ctx context.Context, a *Agent, clusterID string, limit int) (*Cluster, []Job, time.Time, error) {
 	if clusterID != a.Cluster.ID {
-		return nil, Errorf(CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", a.Cluster.ID)
+		return nil, nil, time.Time{}, Errorf(CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", a.Cluster.ID)
 	}
 	if limit <= 0 {
 		limit = DefaultPollLimit
@@ -268,17 +277,18 @@ func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, lim
 	// poll fails rather than hand out jobs a pause may be holding back.
 	c, err := r.clusterOfAgent(ctx, a.Cluster.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, time.Time{}, err
 	}
 	if c.Paused() {
-		return []Job{}, nil
+		return c, []Job{}, time.Time{}, nil
 	}
 	now := r.Now()
 	p := JobsDeliverParams{ClusterID: a.Cluster.ID, Now: now, Limit: limit}
 	if r.cfg.VisibilityWindow > 0 {
 		p.HideUntil = now.Add(r.cfg.VisibilityWindow)
 	}
-	return r.store.JobsDeliver(ctx, p)
+	jobs, err := r.store.JobsDeliver(ctx, p)
+	return c, jobs, p.HideUntil, err
 }
 
 // LeaseFor is the lease an agent gets on ack: the cluster's lease for a lease
