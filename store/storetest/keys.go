@@ -151,6 +151,20 @@ func testSigningKeys(t *testing.T, newStore NewStore) {
 		if got := len(e.auditFor(registry.AuditSigningKeyRotate)); got != len(set)-1 {
 			t.Fatalf("%d rotations audited, %d keys rotated in", got, len(set)-1)
 		}
+		// A rotation that read a key another rotation has retired since
+		// (its new key endorsed by that key) is a conflict, never stored.
+		now := e.clock.Now()
+		stale := registry.SigningKeyRotateParams{
+			New:    registry.SigningKey{ID: "sk-stale", ClusterID: c.ID, PublicKey: make([]byte, 32), SealedPrivate: []byte("x"), CreatedAt: now, EndorsedBy: first.ID},
+			Retire: first.ID, Now: now, OverlapUntil: now.Add(time.Hour),
+			Audit: registry.AuditEntry{At: now, Actor: "test", Action: registry.AuditSigningKeyRotate, ClusterID: c.ID},
+		}
+		wantCode(t, e.store.SigningKeyRotate(e.ctx, stale), registry.CodeConflict)
+		stale.Retire = ""
+		wantCode(t, e.store.SigningKeyRotate(e.ctx, stale), registry.CodeConflict)
+		if after, _ := e.reg.SigningKeySet(e.ctx, c.ID); len(after) != len(set) || after[0].Kid != set[0].Kid {
+			t.Fatalf("a refused rotation changed the key set: %+v", after)
+		}
 	})
 
 	t.Run("SealedAndCounted", func(t *testing.T) {
