@@ -119,6 +119,44 @@ func (r *Registry) DeliverJobs(ctx context.Context, a *Agent, clusterID string, 
 	return d, nil
 }
 
+// PollJobs returns what a poll hands out: the cluster's queued, unexpired
+// jobs, oldest first, as stored (DeliverJobs prepares them for the wire).
+// clusterID must be the agent's own cluster.
+func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, limit int) ([]Job, error) {
+	_, jobs, _, err := r.pollJobs(ctx, a, clusterID, limit)
+	return jobs, err
+}
+
+// pollJobs is PollJobs, with the cluster as it is now (whose policy says
+// how the jobs travel) and when the jobs handed out become visible again
+// (zero: they were not hidden).
+func (r *Registry) pollJobs(ctx context.Context, a *Agent, clusterID string, limit int) (*Cluster, []Job, time.Time, error) {
+	if clusterID != a.Cluster.ID {
+		return nil, nil, time.Time{}, Errorf(CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", a.Cluster.ID)
+	}
+	if limit <= 0 {
+		limit = DefaultPollLimit
+	}
+	limit = min(limit, MaxPollLimit)
+	// The cluster as it is now (a held poll's agent was read when the poll
+	// began): a paused queue hands nothing out. If it cannot be read, the
+	// poll fails rather than hand out jobs a pause may be holding back.
+	c, err := r.clusterOfAgent(ctx, a.Cluster.ID)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	if c.Paused() {
+		return c, []Job{}, time.Time{}, nil
+	}
+	now := r.Now()
+	p := JobsDeliverParams{ClusterID: a.Cluster.ID, Now: now, Limit: limit}
+	if r.cfg.VisibilityWindow > 0 {
+		p.HideUntil = now.Add(r.cfg.VisibilityWindow)
+	}
+	jobs, err := r.store.JobsDeliver(ctx, p)
+	return c, jobs, p.HideUntil, err
+}
+
 // preparer prepares one poll's jobs: the keys are opened once per poll, and
 // a key that does not open defers every job that needs it.
 type preparer struct {
