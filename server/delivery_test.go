@@ -1,15 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"log/slog"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/tetherhq/tether/internal/jwe"
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/server"
 )
 
 // A job whose payload cannot be signed (no RFC 8785 form; stored before
@@ -106,5 +112,57 @@ func TestLegacyPayloadSignaturesWhereAllowed(t *testing.T) {
 	sig, err := base64Std(*jobs[0].JobSignature)
 	if err != nil || !ed25519.Verify(pub, boundMessage(t, a.clusterID, jobs[0].ID, jobs[0].Kind, jobs[0].ExpiresAt, jobs[0].Payload), sig) {
 		t.Fatal("the bound signature beside it does not verify")
+	}
+}
+
+// A replica whose key file cannot open a job's sealed payload or its
+// cluster's signing key (the wrong --key-file) does not fail the job and
+// does not hide it: it answers the poll without it, logs the job and the
+// reason, and the replica with the right key file hands it out at once.
+func TestReplicaWithoutTheKeyLeavesTheJobForAnother(t *testing.T) {
+	e := newEnv(t)
+	key, err := jwe.GenerateX25519()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok := e.cluster("sealed", func(s *registry.ClusterSpec) {
+		s.Policy.RequireSignedPayloads, s.Policy.RequireEncryptedPayloads = true, true
+		s.PublicKey = registry.AgentPublicKey(key.Public().JWK())
+	})
+	a := e.register(tok) // its answer makes the signing key, with this replica's key file
+	id := e.submit(a.clusterID)
+
+	// The other replica: the same database, another key file.
+	other := *e
+	other.logs = &syncBuffer{}
+	reg := registry.New(e.store, registry.Config{Clock: e.clock, Keyring: registry.NewKeyFile(filepath.Join(t.TempDir(), "other.key"))})
+	srv := server.New(reg, server.Config{Logger: slog.New(slog.NewTextHandler(other.logs, nil)), RateLimit: -1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served; reg.Close() })
+	other.url = "http://" + ln.Addr().String()
+	viaOther := *a
+	viaOther.e = &other
+
+	r := viaOther.poll(0)
+	r.want(t, http.StatusOK)
+	if strings.Contains(string(r.body), id) {
+		t.Fatalf("the replica without the key handed the job out: %s", r.body)
+	}
+	if logs := other.logs.String(); !strings.Contains(logs, "cannot prepare job for delivery on this replica") || !strings.Contains(logs, id) {
+		t.Fatalf("the replica without the key does not log the job it set aside:\n%s", logs)
+	}
+	if j, err := e.reg.GetJob(adminCtx(), id); err != nil || j.State != registry.JobQueued {
+		t.Fatalf("the set-aside job: %+v, %v; want it queued", j, err)
+	}
+	r = a.poll(0)
+	r.want(t, http.StatusOK)
+	if !strings.Contains(string(r.body), id) || !strings.Contains(string(r.body), `"encryptedPayload"`) {
+		t.Fatalf("the replica with the key does not hand the job out at once: %s", r.body)
 	}
 }
