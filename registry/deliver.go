@@ -96,7 +96,7 @@ func (r *Registry) DeliverJobs(ctx context.Context, a *Agent, clusterID string, 
 			ended, ferr := r.failUndeliverable(ctx, c, &jobs[i], u.reason)
 			switch {
 			case ferr != nil:
-				d.Deferred = append(d.Deferred, SetAside{JobID: jobs[i].ID, Kind: jobs[i].Kind, Reason: "undeliverable, and ending it failed did not work: " + ErrorMessage(ferr)})
+				d.Deferred = append(d.Deferred, SetAside{JobID: jobs[i].ID, Kind: jobs[i].Kind, Reason: "undeliverable, but recording its failure did not work: " + ErrorMessage(ferr)})
 				deferred = append(deferred, jobs[i].ID)
 			case ended:
 				d.Failed = append(d.Failed, SetAside{JobID: jobs[i].ID, Kind: jobs[i].Kind, Reason: u.reason})
