@@ -163,6 +163,10 @@ type SigningKey struct {
 		Kid string `json:"kid"`
 		Alg string `json:"alg,omitempty"`
 		Use string `json:"use,omitempty"`
+		// EndorsedBy and Endorsement: the key this one replaced, and its
+		// signature introducing this one (key continuity).
+		EndorsedBy  string `json:"endorsedBy,omitempty"`
+		Endorsement string `json:"endorsement,omitempty"`
 	} `json:"key"`
 }
 

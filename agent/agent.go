@@ -177,7 +177,9 @@ func RegisterWith(ctx context.Context, server, token, stateDir string, o Registe
 	// The certificate lives in its own files (reloaded when renewed), not
 	// in the credential file.
 	cred.ClientCertificate, cred.CABundle = "", ""
-	if err := SaveState(stateDir, State{Server: server, Credential: cred}); err != nil {
+	st := State{Server: server, Credential: cred}
+	st.pinFirst(cred)
+	if err := SaveState(stateDir, st); err != nil {
 		return "", fmt.Errorf("registered cluster %s, but could not store its credential: %w", cred.ClusterID, err)
 	}
 	return cred.ClusterID, nil
@@ -185,13 +187,18 @@ func RegisterWith(ctx context.Context, server, token, stateDir string, o Registe
 
 // Agent is a running agent.
 type Agent struct {
-	cfg     Config
-	log     *slog.Logger
-	client  *apiclient.Client
-	ledger  *Ledger
-	events  *batcher
-	sigKeys signingKeys     // the cluster's payload-signing keys, by id
-	encKey  *jwe.PrivateKey // the agent's encryption key (encrypted payloads)
+	cfg    Config
+	log    *slog.Logger
+	client *apiclient.Client
+	ledger *Ledger
+	events *batcher
+	encKey *jwe.PrivateKey // the agent's encryption key (encrypted payloads)
+
+	// stateMu guards state, the state file's contents: the credential
+	// (replaced at rotation) and the trusted signing keys (learned while
+	// verifying jobs) are written by different goroutines.
+	stateMu sync.Mutex
+	state   State
 
 	mu      sync.Mutex
 	running map[string]bool // job ids being worked on
@@ -223,6 +230,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("load the encryption key: %w", err)
 	}
 	a.server = st.Server
+	st.pinFirst(st.Credential) // a state file from before key continuity
+	a.state = st
 	httpClient := cfg.HTTPClient
 	var transport *certTransport
 	if httpClient == nil {
@@ -258,7 +267,11 @@ func New(cfg Config) (*Agent, error) {
 				a.log.Info("client certificate renewed")
 			}
 			cred.ClientCertificate, cred.CABundle = "", ""
-			if err := SaveState(cfg.StateDir, State{Server: st.Server, Credential: cred}); err != nil {
+			if err := a.saveState(func(st *State) bool {
+				st.Credential = cred
+				st.pinFirst(cred)
+				return true
+			}); err != nil {
 				return err
 			}
 			a.log.Info("credential rotated", "expires", cred.ExpiresAt, "old_valid_until", cred.GraceUntil)
@@ -272,6 +285,17 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.events = newBatcher(a.client, cfg.EventBatch, cfg.EventFlush, cfg.EventBuffer, a.log, st.Credential.ClusterID)
 	return a, nil
+}
+
+// saveState changes the state under its lock and, when change reports a
+// change, writes the state file.
+func (a *Agent) saveState(change func(*State) bool) error {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if !change(&a.state) {
+		return nil
+	}
+	return SaveState(a.cfg.StateDir, a.state)
 }
 
 // ClusterID is the agent's cluster.

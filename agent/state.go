@@ -13,11 +13,28 @@ import (
 	"github.com/tetherhq/tether/apiclient"
 )
 
-// State is what an agent keeps in its state directory: where tether is and
-// the credential it issued. The file is written atomically with mode 0600.
+// State is what an agent keeps in its state directory: where tether is, the
+// credential it issued, and the payload-signing keys the agent trusts (see
+// verify.go). The file is written atomically with mode 0600.
 type State struct {
 	Server     string               `json:"server"`
 	Credential apiclient.Credential `json:"credential"`
+	// TrustedKeys: the key pinned at register, then the keys it (or a key
+	// it endorsed) introduced, oldest first. A state file written before
+	// key continuity has none: its credential's serverPublicKey is taken.
+	TrustedKeys []apiclient.JWK `json:"trustedKeys,omitempty"`
+}
+
+// pinFirst pins cred's serverPublicKey when st trusts no key yet: at
+// register, or at the first rotation after the cluster began to sign.
+// Afterwards a key is trusted only when a trusted key endorsed it, so that
+// an answer altered on the way cannot swap the anchor.
+func (st *State) pinFirst(cred apiclient.Credential) bool {
+	if len(st.TrustedKeys) > 0 || cred.ServerPublicKey == nil {
+		return false
+	}
+	st.TrustedKeys = []apiclient.JWK{pinned(*cred.ServerPublicKey)}
+	return true
 }
 
 const (

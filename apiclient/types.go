@@ -58,6 +58,12 @@ type JWK struct {
 	Kid string `json:"kid"`
 	Alg string `json:"alg,omitempty"`
 	Use string `json:"use,omitempty"`
+	// EndorsedBy and Endorsement (GET /api/agent/keys): the kid of the key
+	// this one replaced, and that key's signature introducing this one.
+	// The key set travels with the jobs and proves nothing by itself: trust
+	// a key from it only when a key you already trust endorsed it.
+	EndorsedBy  string `json:"endorsedBy,omitempty"`
+	Endorsement string `json:"endorsement,omitempty"`
 }
 
 func (c Credential) String() string {
@@ -79,10 +85,16 @@ type Job struct {
 	IdempotencyKey   string    `json:"idempotencyKey,omitempty"`
 	CreatedAt        time.Time `json:"createdAt,omitzero"`
 	ExpiresAt        time.Time `json:"expiresAt,omitzero"`
-	Signature        string    `json:"signature,omitempty"`
-	SignatureKeyID   string    `json:"signatureKeyId,omitempty"`
-	Attempt          int       `json:"attempt,omitempty"`
-	LeaseSeconds     int       `json:"leaseSeconds,omitempty"`
+	// JobSignature (format JobSignatureFormat, "v2") signs the job bound
+	// to its id, cluster, kind and expiry, with the key SignatureKeyID;
+	// Signature is the legacy payload-only signature, sent only where the
+	// cluster's policy still allows it. See docs/protocol.md.
+	Signature          string `json:"signature,omitempty"`
+	SignatureKeyID     string `json:"signatureKeyId,omitempty"`
+	JobSignature       string `json:"jobSignature,omitempty"`
+	JobSignatureFormat string `json:"jobSignatureFormat,omitempty"`
+	Attempt            int    `json:"attempt,omitempty"`
+	LeaseSeconds       int    `json:"leaseSeconds,omitempty"`
 }
 
 // Expired reports whether the job's expiresAt has passed: the agent must not

@@ -63,9 +63,16 @@ type Policy struct {
 	// without one it is refused with 401 client_certificate_required.
 	RequireClientCertificate bool `json:"requireClientCertificate,omitempty"`
 	// RequireSignedPayloads: every job handed to the agent carries
-	// signature and signatureKeyId (Ed25519 over the payload's RFC 8785
-	// form, with the cluster's signing key).
+	// jobSignature and signatureKeyId (Ed25519, with the cluster's signing
+	// key, over the job bound to its id, cluster, kind and expiry:
+	// internal/jobsig's format v2).
 	RequireSignedPayloads bool `json:"requireSignedPayloads,omitempty"`
+	// AllowLegacyPayloadSignatures: a signed job also carries signature,
+	// the payload-only signature (format v1) that agents older than the
+	// bound form verify. It binds nothing but the payload, so a relay can
+	// move it to another job: turn it off once every agent verifies
+	// jobSignature. No effect without RequireSignedPayloads.
+	AllowLegacyPayloadSignatures bool `json:"allowLegacyPayloadSignatures,omitempty"`
 	// RequireEncryptedPayloads: every job handed to the agent carries
 	// encryptedPayload (a JWE to the cluster's PublicKey) instead of
 	// payload, and the cluster's payloads are stored sealed. Refused

@@ -19,9 +19,10 @@ func (r *Registry) CreateCluster(ctx context.Context, spec ClusterSpec, tokenTTL
 		return nil, nil, err
 	}
 	if spec.Policy.LeaseSeconds == 0 && spec.Policy.MaxAttempts == 0 && len(spec.Policy.RequiredCapabilities) == 0 {
-		mtls, signed, encrypted := spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads
+		flags := spec.Policy // the booleans: nothing in DefaultPolicy sets them
 		spec.Policy = DefaultPolicy()
-		spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads = mtls, signed, encrypted
+		spec.Policy.RequireClientCertificate, spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads = flags.RequireClientCertificate, flags.RequireSignedPayloads, flags.RequireEncryptedPayloads
+		spec.Policy.AllowLegacyPayloadSignatures = flags.AllowLegacyPayloadSignatures
 	}
 	if err := spec.Normalize(); err != nil {
 		return nil, nil, err
@@ -315,6 +316,7 @@ func describeSpecChange(old, new *ClusterSpec) string {
 	diff("requireClientCertificate", old.Policy.RequireClientCertificate, new.Policy.RequireClientCertificate)
 	diff("requireSignedPayloads", old.Policy.RequireSignedPayloads, new.Policy.RequireSignedPayloads)
 	diff("requireEncryptedPayloads", old.Policy.RequireEncryptedPayloads, new.Policy.RequireEncryptedPayloads)
+	diff("allowLegacyPayloadSignatures", old.Policy.AllowLegacyPayloadSignatures, new.Policy.AllowLegacyPayloadSignatures)
 	diff("publicKey", old.PublicKey.KeyID(), new.PublicKey.KeyID())
 	if len(parts) == 0 {
 		return "no change"

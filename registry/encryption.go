@@ -153,31 +153,6 @@ func (r *Registry) openPayload(j *Job) (json.RawMessage, error) {
 	return json.RawMessage(pt), nil
 }
 
-// DeliverPayload is a polled job's payload as its agent gets it: the
-// plaintext (opened if sealed), for signing, and, when the cluster requires
-// encrypted payloads now, the JWE of it to the cluster's key. The policy at
-// delivery decides the wire form, so a job queued before encryption was
-// turned on is still handed out encrypted.
-func (r *Registry) DeliverPayload(c *Cluster, j *Job) (plain json.RawMessage, encrypted string, err error) {
-	plain, err = r.openPayload(j)
-	if err != nil || !c.Policy.RequireEncryptedPayloads {
-		return plain, "", err
-	}
-	pub, err := jwe.ParsePublicKey([]byte(c.PublicKey))
-	if err != nil {
-		return nil, "", Errorf(CodeInternal, "cluster %s's public key does not parse: %v", c.ID, err)
-	}
-	payload := plain
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	encrypted, err = pub.Encrypt(payload)
-	if err != nil {
-		return nil, "", Internal(err, "encrypt a job's payload")
-	}
-	return plain, encrypted, nil
-}
-
 // ShowJobPayload returns the job with its payload, opened if it is sealed.
 // Seeing a sealed payload is an admin's explicit act, audited (the entry
 // names the job, never the payload).

@@ -187,7 +187,7 @@ const (
 	HistoryResult       HistoryType = "result"
 	HistoryRequeued     HistoryType = "requeued"  // by an admin
 	HistoryReclaimed    HistoryType = "reclaimed" // by the reaper after a lease expired
-	HistoryFailed       HistoryType = "failed"    // by the reaper, attempts exhausted
+	HistoryFailed       HistoryType = "failed"    // by the reaper (attempts exhausted), or by a poll (undeliverable)
 	HistoryCanceled     HistoryType = "canceled"
 	HistoryExpired      HistoryType = "expired"
 	HistoryLeaseExtends HistoryType = "lease_extended"

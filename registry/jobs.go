@@ -287,34 +287,6 @@ func (r *Registry) JobCounts(ctx context.Context) ([]JobCount, error) {
 	return slices.DeleteFunc(counts, func(c JobCount) bool { return !slices.Contains(visible, c.ClusterID) }), nil
 }
 
-// PollJobs returns what a poll hands out: the cluster's queued, unexpired
-// jobs, oldest first. clusterID must be the agent's own cluster.
-func (r *Registry) PollJobs(ctx context.Context, a *Agent, clusterID string, limit int) ([]Job, error) {
-	if clusterID != a.Cluster.ID {
-		return nil, Errorf(CodeForbidden, "this credential belongs to cluster %s, not to the requested cluster", a.Cluster.ID)
-	}
-	if limit <= 0 {
-		limit = DefaultPollLimit
-	}
-	limit = min(limit, MaxPollLimit)
-	// The cluster as it is now (a held poll's agent was read when the poll
-	// began): a paused queue hands nothing out. If it cannot be read, the
-	// poll fails rather than hand out jobs a pause may be holding back.
-	c, err := r.clusterOfAgent(ctx, a.Cluster.ID)
-	if err != nil {
-		return nil, err
-	}
-	if c.Paused() {
-		return []Job{}, nil
-	}
-	now := r.Now()
-	p := JobsDeliverParams{ClusterID: a.Cluster.ID, Now: now, Limit: limit}
-	if r.cfg.VisibilityWindow > 0 {
-		p.HideUntil = now.Add(r.cfg.VisibilityWindow)
-	}
-	return r.store.JobsDeliver(ctx, p)
-}
-
 // LeaseFor is the lease an agent gets on ack: the cluster's lease for a lease
 // client, none otherwise (seed 004: reclaim is opt-in).
 func LeaseFor(a *Agent) time.Duration {

@@ -11,8 +11,10 @@ import (
 // Signed payloads (issue 10, seed 003): tether signs a job's payload with its
 // cluster's Ed25519 key, over the payload's RFC 8785 (JCS) canonical JSON, so
 // that an agent can check that the payload it runs is the one tether handed
-// out, whatever re-encoding happened on the way. These are the primitives; the
-// per-cluster keys and the wire fields build on them.
+// out, whatever re-encoding happened on the way. These are the primitives of
+// that payload-only signature (format v1, now legacy: it can be moved to
+// another job) and of the JWKs; the bound signature (format v2) and key
+// endorsements are internal/jobsig's, the per-cluster keys signing.go's.
 
 // CanonicalJSON returns the RFC 8785 canonical form of a JSON text: object
 // members sorted by their UTF-16 code units, no insignificant whitespace,
@@ -69,12 +71,26 @@ type JWK struct {
 	Kid string `json:"kid"`
 	Alg string `json:"alg,omitempty"`
 	Use string `json:"use,omitempty"`
+	// EndorsedBy and Endorsement (key continuity, issue 28): the kid of the
+	// key this one replaced, and that key's standard base64 Ed25519
+	// signature introducing this one (internal/jobsig.EndorsementMessage).
+	// An agent trusts a key it fetched only when a key it already trusts
+	// endorsed it. Absent for a cluster's first key.
+	EndorsedBy  string `json:"endorsedBy,omitempty"`
+	Endorsement string `json:"endorsement,omitempty"`
 }
 
 // Ed25519JWK is pub as an OKP JWK (RFC 8037) named kid, for signature
 // verification (alg EdDSA, use sig).
 func Ed25519JWK(kid string, pub ed25519.PublicKey) JWK {
 	return JWK{Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(pub), Kid: kid, Alg: "EdDSA", Use: "sig"}
+}
+
+// JWK is the key as its agents see it: public half, and its endorsement.
+func (k *SigningKey) JWK() JWK {
+	j := Ed25519JWK(k.ID, k.PublicKey)
+	j.EndorsedBy, j.Endorsement = k.EndorsedBy, k.Endorsement
+	return j
 }
 
 // Ed25519PublicKey returns the Ed25519 public key an OKP Ed25519 JWK holds.

@@ -112,6 +112,12 @@ type Store interface {
 	// atomic statement, so concurrent polls never receive the same job while
 	// it is hidden. A requeue (JobSet.Reopen) makes a job visible again.
 	JobsDeliver(ctx context.Context, p JobsDeliverParams) ([]Job, error)
+	// JobsUnhide undoes a JobsDeliver's hiding for the jobs of p.IDs that
+	// are still queued in p.ClusterID and hidden until exactly
+	// p.HiddenUntil (a later poll's hiding is left alone): the next poll
+	// sees them at once. Like the hiding, it writes no change-feed row, so
+	// it wakes no held poll.
+	JobsUnhide(ctx context.Context, p JobsUnhideParams) error
 	// JobHistory returns a job's timeline, oldest first.
 	JobHistory(ctx context.Context, jobID string) ([]JobHistoryEntry, error)
 	// JobCounts returns the number of jobs per cluster and state, kept by the
@@ -343,6 +349,12 @@ type JobsDeliverParams struct {
 	Now       time.Time
 	HideUntil time.Time
 	Limit     int
+}
+
+type JobsUnhideParams struct {
+	ClusterID   string
+	IDs         []string
+	HiddenUntil time.Time
 }
 
 type JobCount struct {

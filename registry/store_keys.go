@@ -26,8 +26,10 @@ type KeyStore interface {
 	SigningKeyEnsure(ctx context.Context, key SigningKey) (*SigningKey, error)
 	// SigningKeyRotate retires the cluster's current key (kept for
 	// verification until p.OverlapUntil) and makes p.New current, with its
-	// audit entry, atomically. A cluster without a current key just gets
-	// p.New. Of concurrent rotations one wins; the others are conflicts.
+	// audit entry, atomically. The current key must be p.Retire (none when
+	// p.Retire is empty): p.New's endorsement is that key's, so a rotation
+	// that lost a race to another is CodeConflict, never stored. CodeNotFound
+	// when the cluster does not exist.
 	SigningKeyRotate(ctx context.Context, p SigningKeyRotateParams) error
 	// SigningKeys returns the cluster's current key and the retired keys
 	// whose overlap has not ended at now: current first, then newest first.
@@ -44,11 +46,19 @@ type SigningKey struct {
 	CreatedAt     time.Time
 	RetiredAt     time.Time // zero: the current key
 	ExpiresAt     time.Time // retired keys: the end of their overlap
+	// EndorsedBy and Endorsement: the key this one replaced, and its
+	// signature introducing this one (internal/jobsig). Empty for a
+	// cluster's first key and for keys made before key continuity.
+	EndorsedBy  string
+	Endorsement string
 }
 
 // SigningKeyRotateParams is SigningKeyRotate's input.
 type SigningKeyRotateParams struct {
-	New          SigningKey
+	New SigningKey
+	// Retire is the id of the current key New replaces (and is endorsed
+	// by); empty when the cluster has no key yet.
+	Retire       string
 	Now          time.Time
 	OverlapUntil time.Time
 	Audit        AuditEntry

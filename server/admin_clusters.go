@@ -378,7 +378,7 @@ func (s *Server) adminRotateSigningKey(c *call) error {
 		overlap = registry.DefaultSigningKeyOverlap
 	}
 	return writeJSON(c.w, http.StatusOK, rotatedKeyJSON{ClusterID: k.ClusterID, CreatedAt: k.CreatedAt.UTC(),
-		OverlapUntil: k.CreatedAt.Add(overlap).UTC(), Key: registry.Ed25519JWK(k.ID, k.PublicKey)})
+		OverlapUntil: k.CreatedAt.Add(overlap).UTC(), Key: k.JWK()})
 }
 
 // parseDurationField reads a duration given as Go syntax or whole days

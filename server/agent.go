@@ -182,14 +182,23 @@ func (s *Server) releasePoll(pl *heldPoll) {
 }
 
 // lookForJobs looks once, and answers when there are jobs, when the poll
-// does not wait or when the server is shutting down.
+// does not wait or when the server is shutting down. The registry prepares
+// the batch; a job it set aside is logged here and never holds back the
+// others.
 func (s *Server) lookForJobs(c *call, pl *heldPoll) (answered bool, err error) {
-	jobs, err := offStack(func() ([]registry.Job, error) { return s.reg.PollJobs(c.ctx, c.agent, pl.Cluster, pl.Limit) })
+	d, err := offStack(func() (*registry.Delivery, error) { return s.reg.DeliverJobs(c.ctx, c.agent, pl.Cluster, pl.Limit) })
 	if err != nil {
 		return true, err
 	}
-	if len(jobs) > 0 || pl.Wait == 0 || s.isDraining() {
-		return true, s.writeJobs(c, jobs)
+	for _, f := range d.Failed {
+		c.log().Warn("job is undeliverable; ended failed", "job", f.JobID, "reason", f.Reason)
+		s.jobFinished(f.Kind, registry.OutcomeFailed)
+	}
+	for _, f := range d.Deferred {
+		c.log().Warn("cannot prepare job for delivery on this replica; left queued for another poll", "job", f.JobID, "reason", f.Reason)
+	}
+	if len(d.Jobs) > 0 || pl.Wait == 0 || s.isDraining() {
+		return true, s.writeJobs(c, d.Jobs)
 	}
 	if !pl.held {
 		pl.held = true
@@ -214,34 +223,19 @@ func bearerOf(r *http.Request) string {
 	return t
 }
 
-func (s *Server) writeJobs(c *call, jobs []registry.Job) error {
-	lease := int(registry.LeaseFor(c.agent) / time.Second)
+// writeJobs answers a poll with its prepared jobs.
+func (s *Server) writeJobs(c *call, jobs []registry.DeliveredJob) error {
 	out := jobsResponse{Jobs: make([]wireJob, len(jobs))}
 	for i := range jobs {
-		// The plaintext (opened if sealed) is what is signed; the wire
-		// carries it encrypted when the cluster requires that.
-		plain, encrypted, err := s.reg.DeliverPayload(c.agent.Cluster, &jobs[i])
-		if err != nil {
-			return err
-		}
-		jobs[i].Payload = plain
-		out.Jobs[i] = toWireJob(&jobs[i], lease)
-		if c.agent.Cluster.Policy.RequireSignedPayloads {
-			sig, kid, err := s.reg.SignClusterPayload(c.ctx, c.agent.Cluster.ID, out.Jobs[i].Payload)
-			if err != nil {
-				return err
-			}
-			out.Jobs[i].Signature, out.Jobs[i].SignatureKeyID = sig, kid
-		}
-		if encrypted != "" {
-			out.Jobs[i].Payload, out.Jobs[i].EncryptedPayload = nil, encrypted
-		}
+		out.Jobs[i] = toWireJob(&jobs[i])
 	}
 	return writeJSON(c.w, http.StatusOK, out)
 }
 
 // handleKeys is GET /api/agent/keys: the cluster's payload-signing public
-// keys as a JWK set, the current key first.
+// keys as a JWK set, the current key first, each with the endorsement by
+// the key it replaced. The set proves nothing by itself (it travels with
+// the jobs): an agent takes from it only keys a key it trusts endorsed.
 func (s *Server) handleKeys(c *call) error {
 	keys, err := s.reg.PublishedSigningKeys(c.ctx, c.agent.Cluster)
 	if err != nil {
@@ -260,7 +254,7 @@ func (s *Server) withServerKey(ctx context.Context, ic *registry.IssuedCredentia
 	if err != nil {
 		return err
 	}
-	jwk := registry.Ed25519JWK(k.ID, k.PublicKey)
+	jwk := k.JWK()
 	out.ServerPublicKey = &jwk
 	return nil
 }

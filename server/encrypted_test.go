@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	jwxjwe "github.com/lestrrat-go/jwx/v3/jwe"
@@ -27,9 +26,11 @@ import (
 
 type encryptedJob struct {
 	ID               string           `json:"id"`
+	Kind             string           `json:"kind"`
+	ExpiresAt        *time.Time       `json:"expiresAt"`
 	Payload          *json.RawMessage `json:"payload"`
 	EncryptedPayload string           `json:"encryptedPayload"`
-	Signature        string           `json:"signature"`
+	JobSignature     string           `json:"jobSignature"`
 	SignatureKeyID   string           `json:"signatureKeyId"`
 }
 
@@ -176,18 +177,14 @@ func encryptedPayloadsOver(t *testing.T, e *env, atRest func(marker string)) {
 	if !strings.Contains(string(plain), marker) {
 		t.Fatalf("decrypted %s", plain)
 	}
-	// The signature covers the plaintext's JCS form.
+	// The signature covers the plaintext.
 	set := keySet(t, a)
 	pub, err := set[0].Ed25519PublicKey()
 	if err != nil || set[0].Kid != j.SignatureKeyID {
 		t.Fatalf("key set %+v for signature key %s: %v", set, j.SignatureKeyID, err)
 	}
-	canonical, err := jcs.Transform(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := base64Std(j.Signature)
-	if err != nil || !ed25519.Verify(pub, canonical, sig) {
+	sig, err := base64Std(j.JobSignature)
+	if err != nil || !ed25519.Verify(pub, boundMessage(t, c.ID, j.ID, j.Kind, j.ExpiresAt, plain), sig) {
 		t.Fatal("the signature does not verify over the decrypted payload")
 	}
 

@@ -87,6 +87,22 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	}](t, e.api("POST", "/clusters/prod/registration-tokens", root, nil))
 	e.api("POST", "/registration-tokens/"+issued.ID+"/revoke", root, map[string]any{"reason": "unused"}).want(t, 200)
 	e.api("POST", "/clusters/prod/signing-keys/rotate", root, map[string]any{"overlap": "1h"}).want(t, 200)
+	// A signed job, both signatures on (jobSignature, signature), and the
+	// key set with the rotated key's endorsement.
+	e.api("PATCH", "/clusters/prod", root, map[string]any{"policy": map[string]any{"requireSignedPayloads": true, "allowLegacyPayloadSignatures": true}},
+		withHeader("If-Match", e.api("GET", "/clusters/prod", root, nil).header.Get("ETag"))).want(t, 200)
+	e.api("POST", "/clusters/prod/signing-keys/rotate", root, nil).want(t, 200) // endorsed by the first
+	e.submit(a.clusterID)
+	signed := a.poll(0)
+	signed.want(t, 200)
+	if !strings.Contains(string(signed.body), `"jobSignature"`) || !strings.Contains(string(signed.body), `"signature"`) {
+		t.Fatalf("a signed poll: %s", signed.body)
+	}
+	keys := a.do("GET", "/api/agent/keys")
+	keys.want(t, 200)
+	if !strings.Contains(string(keys.body), `"endorsement"`) {
+		t.Fatalf("the key set carries no endorsement: %s", keys.body)
+	}
 	e.api("POST", "/ca", root, nil).want(t, 201)
 	e.api("GET", "/ca", root, nil).want(t, 200)
 	csr, _ := json.Marshal(map[string]string{"csr": newCSRPEM(t)})

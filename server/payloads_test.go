@@ -14,10 +14,37 @@ import (
 )
 
 type signedJob struct {
-	ID             string          `json:"id"`
-	Payload        json.RawMessage `json:"payload"`
-	Signature      *string         `json:"signature"`
-	SignatureKeyID *string         `json:"signatureKeyId"`
+	ID                 string          `json:"id"`
+	Kind               string          `json:"kind"`
+	ExpiresAt          *time.Time      `json:"expiresAt"`
+	Payload            json.RawMessage `json:"payload"`
+	Signature          *string         `json:"signature"`
+	SignatureKeyID     *string         `json:"signatureKeyId"`
+	JobSignature       *string         `json:"jobSignature"`
+	JobSignatureFormat *string         `json:"jobSignatureFormat"`
+}
+
+// boundMessage is what a bound (v2) signature signs, built from
+// docs/protocol.md's words with nothing of tether's: the context line, then
+// the RFC 8785 form of the job's fields.
+func boundMessage(t *testing.T, clusterID, jobID, kind string, expiresAt *time.Time, payload json.RawMessage) []byte {
+	t.Helper()
+	var expires any // null without an expiry
+	if expiresAt != nil {
+		expires = expiresAt.UnixMilli()
+	}
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	raw, err := json.Marshal(map[string]any{"v": 2, "clusterId": clusterID, "jobId": jobID, "kind": kind, "expiresAt": expires, "payload": payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("tether job signature v2\n"), canonical...)
 }
 
 func pollSigned(t *testing.T, a *agent) []signedJob {
@@ -45,32 +72,37 @@ func keySet(t *testing.T, a *agent) []registry.JWK {
 	return set.Keys
 }
 
-// verifyIndependently checks a job's signature with the key of its kid in
-// the set, with crypto/ed25519 over the JCS form (not tether's verifier).
-func verifyIndependently(t *testing.T, set []registry.JWK, j signedJob) {
+// verifyIndependently checks a job's bound signature with the key of its
+// kid in the set, with crypto/ed25519 over boundMessage (not tether's
+// verifier); and that it carries no legacy signature.
+func verifyIndependently(t *testing.T, set []registry.JWK, clusterID string, j signedJob) {
 	t.Helper()
-	if j.Signature == nil || j.SignatureKeyID == nil {
-		t.Fatalf("job %s is not signed", j.ID)
+	if j.JobSignature == nil || j.SignatureKeyID == nil || j.JobSignatureFormat == nil || *j.JobSignatureFormat != "v2" {
+		t.Fatalf("job %s carries no bound signature", j.ID)
 	}
+	if j.Signature != nil {
+		t.Fatalf("job %s carries a legacy signature, which the cluster's policy does not allow", j.ID)
+	}
+	pub := keyOf(t, set, *j.SignatureKeyID)
+	sig, err := base64Std(*j.JobSignature)
+	if err != nil || !ed25519.Verify(pub, boundMessage(t, clusterID, j.ID, j.Kind, j.ExpiresAt, j.Payload), sig) {
+		t.Fatalf("job %s: bound signature does not verify with key %s (%v)", j.ID, *j.SignatureKeyID, err)
+	}
+}
+
+func keyOf(t *testing.T, set []registry.JWK, kid string) ed25519.PublicKey {
+	t.Helper()
 	for _, k := range set {
-		if k.Kid != *j.SignatureKeyID {
-			continue
+		if k.Kid == kid {
+			pub, err := k.Ed25519PublicKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pub
 		}
-		pub, err := k.Ed25519PublicKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		canonical, err := jcs.Transform(j.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sig, err := base64Std(*j.Signature)
-		if err != nil || !ed25519.Verify(pub, canonical, sig) {
-			t.Fatalf("job %s: signature does not verify with key %s (%v)", j.ID, k.Kid, err)
-		}
-		return
 	}
-	t.Fatalf("job %s is signed with %s, which is not in the key set %v", j.ID, *j.SignatureKeyID, set)
+	t.Fatalf("key %s is not in the key set %v", kid, set)
+	return nil
 }
 
 func TestSignedPayloads(t *testing.T) {
@@ -94,7 +126,7 @@ func TestSignedPayloads(t *testing.T) {
 	if len(jobs) != 1 || len(set) != 1 || set[0].Kid != ans.ServerPublicKey.Kid || *jobs[0].SignatureKeyID != set[0].Kid {
 		t.Fatalf("jobs %+v, key set %+v: want one job signed with the registered key", jobs, set)
 	}
-	verifyIndependently(t, set, jobs[0])
+	verifyIndependently(t, set, a.clusterID, jobs[0])
 
 	// Rotation: new jobs use the new key, the old key stays in the set.
 	if _, err := e.reg.RotateSigningKey(adminCtx(), a.clusterID, 0); err != nil {
@@ -107,7 +139,7 @@ func TestSignedPayloads(t *testing.T) {
 		t.Fatalf("after rotation the key set is %+v, want the new key and the old one", set)
 	}
 	for _, j := range pollSigned(t, a) {
-		verifyIndependently(t, set, j)
+		verifyIndependently(t, set, a.clusterID, j)
 		if *j.SignatureKeyID == ans.ServerPublicKey.Kid && j.ID != jobs[0].ID {
 			t.Errorf("job %s queued after the rotation is signed with the old key", j.ID)
 		}
@@ -132,7 +164,7 @@ func TestUnsignedClusterUnchanged(t *testing.T) {
 	a := e.newAgent("plain")
 	e.submit(a.clusterID)
 	for _, j := range pollSigned(t, a) {
-		if j.Signature != nil || j.SignatureKeyID != nil {
+		if j.Signature != nil || j.SignatureKeyID != nil || j.JobSignature != nil || j.JobSignatureFormat != nil {
 			t.Fatalf("job %s of an unsigned cluster carries a signature", j.ID)
 		}
 	}

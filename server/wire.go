@@ -149,22 +149,31 @@ type wireJob struct {
 	ExpiresAt        time.Time `json:"expiresAt,omitzero"`
 	Attempt          int       `json:"attempt"`
 	LeaseSeconds     int       `json:"leaseSeconds,omitempty"`
-	// Signature and SignatureKeyID: for clusters that require signed
-	// payloads, the standard base64 Ed25519 signature over the payload's
-	// RFC 8785 form and the id of the key in GET /api/agent/keys.
-	Signature      string `json:"signature,omitempty"`
-	SignatureKeyID string `json:"signatureKeyId,omitempty"`
+	// For clusters that require signed payloads: JobSignature, the bound
+	// signature (standard base64 Ed25519 over the job's id, cluster, kind,
+	// expiry and payload, in the format JobSignatureFormat names: see
+	// internal/jobsig), and SignatureKeyID, the id of its key in GET
+	// /api/agent/keys. Signature is the legacy payload-only signature
+	// (Ed25519 over the payload's RFC 8785 form) by the same key, present
+	// only where the cluster's policy allows it, for older agents.
+	Signature          string `json:"signature,omitempty"`
+	SignatureKeyID     string `json:"signatureKeyId,omitempty"`
+	JobSignature       string `json:"jobSignature,omitempty"`
+	JobSignatureFormat string `json:"jobSignatureFormat,omitempty"`
 }
 
-func toWireJob(j *registry.Job, leaseSeconds int) wireJob {
-	payload := j.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
+// toWireJob is a prepared job as the wire carries it.
+func toWireJob(j *registry.DeliveredJob) wireJob {
+	w := wireJob{
+		ID: j.ID, Kind: string(j.Kind), Payload: j.Payload, EncryptedPayload: j.EncryptedPayload, IdempotencyKey: j.IdempotencyKey,
+		CreatedAt: j.CreatedAt.UTC(), ExpiresAt: j.ExpiresAt.UTC(), Attempt: j.Attempt, LeaseSeconds: j.LeaseSeconds,
+		Signature: j.LegacySignature, SignatureKeyID: j.SignatureKeyID,
+		JobSignature: j.JobSignature, JobSignatureFormat: j.JobSignatureFormat,
 	}
-	return wireJob{
-		ID: j.ID, Kind: string(j.Kind), Payload: payload, IdempotencyKey: j.IdempotencyKey,
-		CreatedAt: j.CreatedAt.UTC(), ExpiresAt: j.ExpiresAt.UTC(), Attempt: j.Attempt, LeaseSeconds: leaseSeconds,
+	if w.EncryptedPayload == "" && len(w.Payload) == 0 {
+		w.Payload = json.RawMessage("null") // always there for v1 clients
 	}
+	return w
 }
 
 // decodeJSON decodes a request body into v. An empty body is an error only

@@ -446,7 +446,11 @@ func securityPosture(c *registry.Cluster) []posture {
 		v, k := onOff(on, yes, no)
 		out = append(out, posture{label, v, k})
 	}
-	add("signed payloads", c.Policy.RequireSignedPayloads, "yes: Ed25519 over the payload's JCS form", "no")
+	signed := "yes: Ed25519, bound to each job"
+	if c.Policy.AllowLegacyPayloadSignatures {
+		signed += "; payload-only too (old agents)"
+	}
+	add("signed payloads", c.Policy.RequireSignedPayloads, signed, "no")
 	add("encrypted payloads", c.Policy.RequireEncryptedPayloads, "yes: JWE to the public key; sealed at rest", "no")
 	hmac := slices.Contains(c.Policy.RequiredCapabilities, registry.CapabilityHMAC)
 	agentHMAC := slices.Contains(c.Status.Capabilities, registry.CapabilityHMAC)

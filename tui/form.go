@@ -105,6 +105,8 @@ func newClusterForm(ctx *Context, spec registry.ClusterSpec, editing *registry.C
 	security := &formField{key: "security", label: "Security", help: "sign payloads (Ed25519), encrypt them to the public key (and seal them at rest), require mTLS",
 		kind: fieldFlags, choices: securityChoices,
 		flags: []bool{spec.Policy.RequireSignedPayloads, spec.Policy.RequireEncryptedPayloads, spec.Policy.RequireClientCertificate}}
+	legacy := &formField{key: "legacysig", label: "Legacy sigs", help: "with signed payloads: also send the payload-only signature agents older than the bound form verify",
+		kind: fieldFlags, choices: []string{"payload-only signatures for older agents"}, flags: []bool{spec.Policy.AllowLegacyPayloadSignatures}}
 	pubKey := text("publickey", "Public key", "encryption key: a JWK on one line (X25519 or P-256); its agent sends one at register", string(spec.PublicKey), fieldText)
 	pubKey.input.Placeholder = `{"kty":"OKP","crv":"X25519","x":"…"}`
 	f.fields = []*formField{
@@ -120,6 +122,7 @@ func newClusterForm(ctx *Context, spec registry.ClusterSpec, editing *registry.C
 			strconv.Itoa(spec.Policy.MaxAttempts), fieldNumber),
 		caps,
 		security,
+		legacy,
 		pubKey,
 	}
 	if editing == nil {
@@ -185,6 +188,7 @@ func (f *clusterForm) spec() (registry.ClusterSpec, time.Duration, error) {
 	s.PublicKey = registry.AgentPublicKey(f.field("publickey").value())
 	sec := f.field("security")
 	s.Policy.RequireSignedPayloads, s.Policy.RequireEncryptedPayloads, s.Policy.RequireClientCertificate = sec.flags[0], sec.flags[1], sec.flags[2]
+	s.Policy.AllowLegacyPayloadSignatures = f.field("legacysig").flags[0]
 	s.Name = f.field("name").value()
 	s.Organization = f.field("organization").value()
 	m := f.field("mode")

@@ -58,6 +58,7 @@ func describeDiff(a, b registry.ClusterSpec) string {
 	scalar("max attempts", a.Policy.MaxAttempts, b.Policy.MaxAttempts)
 	list("requires", a.Policy.RequiredCapabilities, b.Policy.RequiredCapabilities)
 	scalar("signed payloads", a.Policy.RequireSignedPayloads, b.Policy.RequireSignedPayloads)
+	scalar("legacy signatures", a.Policy.AllowLegacyPayloadSignatures, b.Policy.AllowLegacyPayloadSignatures)
 	scalar("encrypted payloads", a.Policy.RequireEncryptedPayloads, b.Policy.RequireEncryptedPayloads)
 	scalar("mTLS", a.Policy.RequireClientCertificate, b.Policy.RequireClientCertificate)
 	if keyText(a.PublicKey) != keyText(b.PublicKey) {

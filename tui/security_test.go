@@ -99,8 +99,8 @@ func TestEditFormSecurityToggles(t *testing.T) {
 			}
 			h.golden()
 
-			// Paste a key in the Public key field and save.
-			h.keys("tab")
+			// Paste a key in the Public key field (after Legacy sigs) and save.
+			h.keys("tab", "tab")
 			h.typeText(fixedKey)
 			h.keys("ctrl+s")
 			h.waitIdle(func(m *Model) bool { return m.modal == nil })

@@ -232,7 +232,8 @@ func (r *remoteAPI) RotateSigningKey(ctx context.Context, ref string, overlap ti
 	if err != nil {
 		return nil, registry.Errorf(registry.CodeInternal, "tether answered a signing key that is not Ed25519: %v", err)
 	}
-	return &registry.SigningKey{ID: out.Key.Kid, ClusterID: out.ClusterID, PublicKey: pub, CreatedAt: out.CreatedAt}, nil
+	return &registry.SigningKey{ID: out.Key.Kid, ClusterID: out.ClusterID, PublicKey: pub, CreatedAt: out.CreatedAt,
+		EndorsedBy: out.Key.EndorsedBy, Endorsement: out.Key.Endorsement}, nil
 }
 
 // RevokeToken names the token by its id: given the secret itself, it sends

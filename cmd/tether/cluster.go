@@ -104,7 +104,8 @@ again; issue a new one with 'tether token issue CLUSTER' if it is lost.`,
 	f.IntVar(&spec.Policy.MaxAttempts, "max-attempts", registry.DefaultMaxAttempts, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "capabilities the agent must negotiate: hmac, lease (comma-separated)")
 	f.BoolVar(&spec.Policy.RequireClientCertificate, "require-client-cert", false, "refuse the agent's requests without a verified client certificate naming the cluster (mTLS; serve --tls-client-ca)")
-	f.BoolVar(&spec.Policy.RequireSignedPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key (signature, signatureKeyId)")
+	f.BoolVar(&spec.Policy.RequireSignedPayloads, "sign-payloads", false, "sign every job with the cluster's Ed25519 key, bound to the job (jobSignature, signatureKeyId)")
+	f.BoolVar(&spec.Policy.AllowLegacyPayloadSignatures, "legacy-payload-signatures", false, "with --sign-payloads: also send the payload-only signature (signature) that agents older than the bound form verify")
 	f.BoolVar(&spec.Policy.RequireEncryptedPayloads, "encrypt-payloads", false, "hand every job's payload to the agent encrypted to the cluster's public key, and store it sealed (needs --public-key-file)")
 	f.StringVar(&keyFile, "public-key-file", "", "the agent's encryption public key: a JWK or PEM file, X25519 or P-256 (- reads stdin); its agent may instead send one at register")
 	f.Var(newDuration(&tokenTTL, registry.DefaultTokenTTL), "token-ttl", "lifetime of the registration token (1m to 7d)")
@@ -489,7 +490,11 @@ func printSpec(w io.Writer, s *registry.ClusterSpec) error {
 func payloadPosture(s *registry.ClusterSpec) string {
 	var parts []string
 	if s.Policy.RequireSignedPayloads {
-		parts = append(parts, "signed (Ed25519 over JCS)")
+		signed := "signed (Ed25519 over JCS, bound to each job)"
+		if s.Policy.AllowLegacyPayloadSignatures {
+			signed += ", with payload-only signatures for older agents"
+		}
+		parts = append(parts, signed)
 	}
 	if s.Policy.RequireEncryptedPayloads {
 		parts = append(parts, "encrypted to the public key (JWE ECDH-ES+A256KW, A256GCM), sealed at rest")

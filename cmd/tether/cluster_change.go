@@ -60,6 +60,7 @@ func newClusterEditCmd(g *globals) *cobra.Command {
 		caps         []string
 		mtls         bool
 		signPayloads bool
+		legacySigs   bool
 		encrypt      bool
 		keyFile      string
 		setLabels    []string
@@ -111,7 +112,7 @@ otherwise it fails and names the current version.`,
 				return usagef("--if-version %d is not a version: versions start at 1", ifVersion)
 			}
 			changes := ns.changes() || catalog.changes() || templates.changes()
-			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "sign-payloads", "encrypt-payloads", "public-key-file", "label", "remove-label"} {
+			for _, f := range []string{"name", "org", "mode", "lease-seconds", "max-attempts", "require-capability", "require-client-cert", "sign-payloads", "legacy-payload-signatures", "encrypt-payloads", "public-key-file", "label", "remove-label"} {
 				changes = changes || fl.Changed(f)
 			}
 			if !changes {
@@ -157,6 +158,9 @@ otherwise it fails and names the current version.`,
 				}
 				if fl.Changed("sign-payloads") {
 					s.Policy.RequireSignedPayloads = signPayloads
+				}
+				if fl.Changed("legacy-payload-signatures") {
+					s.Policy.AllowLegacyPayloadSignatures = legacySigs
 				}
 				if fl.Changed("public-key-file") {
 					s.PublicKey = newKey // "" removes it
@@ -233,7 +237,8 @@ otherwise it fails and names the current version.`,
 	f.IntVar(&attempts, "max-attempts", 0, "attempts before a job whose lease keeps expiring fails")
 	f.StringSliceVar(&caps, "require-capability", nil, "replace the required capabilities: hmac, lease (\"\" for none)")
 	f.BoolVar(&mtls, "require-client-cert", false, "require a verified client certificate naming the cluster on the agent's requests (mTLS); =false to stop")
-	f.BoolVar(&signPayloads, "sign-payloads", false, "sign every job's payload with the cluster's Ed25519 key; =false to stop")
+	f.BoolVar(&signPayloads, "sign-payloads", false, "sign every job with the cluster's Ed25519 key, bound to the job; =false to stop")
+	f.BoolVar(&legacySigs, "legacy-payload-signatures", false, "also send the payload-only signature agents older than the bound form verify; =false once every agent is upgraded")
 	f.BoolVar(&encrypt, "encrypt-payloads", false, "hand every job's payload to the agent encrypted to the cluster's public key and store it sealed; =false to stop")
 	f.StringVar(&keyFile, "public-key-file", "", "set the cluster's encryption public key from a JWK or PEM file, X25519 or P-256 (- reads stdin; \"\" removes it)")
 	f.StringArrayVarP(&setLabels, "label", "l", nil, "set a label KEY=VALUE (repeat for more)")

@@ -210,7 +210,9 @@ var (
 	parityPart     = regexp.MustCompile(`(\d+(?:\.\d+)?)(ns|µs|ms|s|m|h|d)`)
 	parityActor    = regexp.MustCompile(`\badmin(-token)?:[\w.@-]+`)
 	parityKey      = regexp.MustCompile(`"x": "[A-Za-z0-9_-]+"`)
-	paritySpaces   = regexp.MustCompile(`[ \t]+`)
+	// A key's endorsement is a signature over it: each side's key differs.
+	parityEndorsement = regexp.MustCompile(`"endorsement": "[A-Za-z0-9+/=]+"`)
+	paritySpaces      = regexp.MustCompile(`[ \t]+`)
 )
 
 // normalize puts aside what differs between two registries by nature: ids
@@ -238,6 +240,7 @@ func (s *paritySide) normalize(out string) string {
 	out = parityDuration.ReplaceAllStringFunc(out, roughDuration)
 	out = parityActor.ReplaceAllString(out, "<actor>")
 	out = parityKey.ReplaceAllString(out, `"x": <key>`)
+	out = parityEndorsement.ReplaceAllString(out, `"endorsement": <signature>`)
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(paritySpaces.ReplaceAllString(l, " "), " ")

@@ -37,7 +37,7 @@ key file and never shown.`,
 			if overlap == 0 {
 				overlap = registry.DefaultSigningKeyOverlap
 			}
-			jwk := registry.Ed25519JWK(k.ID, k.PublicKey)
+			jwk := k.JWK()
 			if g.output == "json" {
 				return printJSON(g.stdout, jwk)
 			}

@@ -40,8 +40,25 @@ func TestClusterSignPayloadsFlag(t *testing.T) {
 	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); !c.Policy.RequireSignedPayloads {
 		t.Error("--sign-payloads was not stored")
 	}
-	if out := ok(t, db, "cluster", "get", "sp").stdout; !strings.Contains(out, "signed (Ed25519 over JCS)") {
-		t.Errorf("cluster get does not say payloads are signed:\n%s", out)
+	if out := ok(t, db, "cluster", "get", "sp").stdout; !strings.Contains(out, "signed (Ed25519 over JCS, bound to each job)") || strings.Contains(out, "older agents") {
+		t.Errorf("cluster get does not say payloads are signed, bound:\n%s", out)
+	}
+	// Payload-only signatures for agents older than the bound form: on
+	// with edit, shown, and off again.
+	ok(t, db, "cluster", "edit", "sp", "--legacy-payload-signatures")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); !c.Policy.AllowLegacyPayloadSignatures || !c.Policy.RequireSignedPayloads {
+		t.Errorf("--legacy-payload-signatures: policy %+v", c.Policy)
+	}
+	if out := ok(t, db, "cluster", "get", "sp").stdout; !strings.Contains(out, "payload-only signatures for older agents") {
+		t.Errorf("cluster get does not say legacy signatures are sent:\n%s", out)
+	}
+	ok(t, db, "cluster", "edit", "sp", "--legacy-payload-signatures=false")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); c.Policy.AllowLegacyPayloadSignatures {
+		t.Error("--legacy-payload-signatures=false did not turn it off")
+	}
+	ok(t, db, "cluster", "create", "--name", "sp-legacy", "--sign-payloads", "--legacy-payload-signatures")
+	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp-legacy", "-o", "json"); !c.Policy.AllowLegacyPayloadSignatures {
+		t.Error("cluster create --legacy-payload-signatures was not stored")
 	}
 	ok(t, db, "cluster", "edit", "sp", "--sign-payloads=false")
 	if c := okJSON[registry.Cluster](t, db, "cluster", "get", "sp", "-o", "json"); c.Policy.RequireSignedPayloads {

@@ -14,7 +14,7 @@ import (
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
 	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads,
+	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
 	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
 
 const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -26,7 +26,7 @@ func scanCluster(row pgx.Row) (*registry.Cluster, error) {
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
 	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
 		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads,
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
 		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -85,12 +85,12 @@ func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParam
 	return s.write(ctx, "create a cluster", func(ctx context.Context, q db) error {
 		c := &p.Cluster
 		_, err := q.Exec(ctx, `INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
-			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads, require_encrypted_payloads)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads, require_encrypted_payloads, allow_legacy_payload_signatures)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 			c.ID, c.Name, c.Organization, string(c.PublicKey), col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
 			col.JSONText(c.AllowedOperationTemplates), string(c.Mode), string(c.State), c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
 			col.JSONText(c.Policy.RequiredCapabilities), c.Version, col.MS(c.CreatedAt), col.MS(c.UpdatedAt), col.MS(c.RegisteredAt), col.JSONObject(c.Labels),
-			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads, c.Policy.RequireEncryptedPayloads)
+			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads, c.Policy.RequireEncryptedPayloads, c.Policy.AllowLegacyPayloadSignatures)
 		if isUniqueViolation(err, "clusters_name") {
 			return errNameTaken(c.Name)
 		}
@@ -123,6 +123,7 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 			`, require_client_cert = ` + a.add(sp.Policy.RequireClientCertificate) +
 			`, require_signed_payloads = ` + a.add(sp.Policy.RequireSignedPayloads) +
 			`, require_encrypted_payloads = ` + a.add(sp.Policy.RequireEncryptedPayloads) +
+			`, allow_legacy_payload_signatures = ` + a.add(sp.Policy.AllowLegacyPayloadSignatures) +
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)

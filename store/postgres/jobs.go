@@ -237,6 +237,17 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 	return out, nil
 }
 
+func (s *Store) JobsUnhide(ctx context.Context, p registry.JobsUnhideParams) error {
+	if len(p.IDs) == 0 {
+		return nil
+	}
+	return s.stmt(ctx, "unhide jobs", func(ctx context.Context, q db) error {
+		_, err := q.Exec(ctx, `UPDATE jobs SET visible_after = NULL WHERE cluster_id = $1 AND state = 'queued' AND visible_after = $2
+			AND id = ANY($3)`, p.ClusterID, col.MS(p.HiddenUntil), p.IDs)
+		return err
+	})
+}
+
 // qualified prefixes every column of a column list with a table name.
 func qualified(prefix, cols string) string {
 	parts := strings.Split(cols, ",")

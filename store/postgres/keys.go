@@ -45,11 +45,12 @@ func (s *Store) SignaturesPrune(ctx context.Context, before time.Time) (int, err
 	return n, err
 }
 
-const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at`
+const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at, endorsed_by, endorsement`
 
 func scanSigningKey(row pgx.Row) (*registry.SigningKey, error) {
 	var k registry.SigningKey
-	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt))
+	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt),
+		col.String(&k.EndorsedBy), col.String(&k.Endorsement))
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +85,26 @@ func (s *Store) SigningKeyRotate(ctx context.Context, p registry.SigningKeyRotat
 		if !exists {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s not found", p.New.ClusterID)
 		}
+		conflict := registry.Errorf(registry.CodeConflict, "cluster %s's signing key was rotated by someone else at the same time; look at its keys and rotate again if needed", p.New.ClusterID)
+		// p.New is endorsed by p.Retire: retire exactly that key. The row
+		// lock makes a concurrent rotation wait, then find it retired.
+		var current string
+		err := q.QueryRow(ctx, `SELECT id FROM cluster_signing_keys WHERE cluster_id = $1 AND retired_at IS NULL FOR UPDATE`, p.New.ClusterID).Scan(&current)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if current != p.Retire {
+			return conflict
+		}
 		if _, err := q.Exec(ctx, `UPDATE cluster_signing_keys SET retired_at = $1, expires_at = $2 WHERE cluster_id = $3 AND retired_at IS NULL`,
 			col.MS(p.Now), col.MS(p.OverlapUntil), p.New.ClusterID); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, `INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			p.New.ID, p.New.ClusterID, p.New.PublicKey, p.New.SealedPrivate, col.MS(p.New.CreatedAt))
+		_, err = q.Exec(ctx, `INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at, endorsed_by, endorsement) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			p.New.ID, p.New.ClusterID, p.New.PublicKey, p.New.SealedPrivate, col.MS(p.New.CreatedAt),
+			col.NullIfEmpty(p.New.EndorsedBy), col.NullIfEmpty(p.New.Endorsement))
 		if isUniqueViolation(err, "cluster_signing_keys_current") {
-			return registry.Errorf(registry.CodeConflict, "cluster %s's signing key was rotated by someone else at the same time; look at its keys and rotate again if needed", p.New.ClusterID)
+			return conflict
 		}
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 
 const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
 	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads,
+	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
 	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
 
 const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
@@ -27,7 +27,7 @@ func scanCluster(row scanner) (*registry.Cluster, error) {
 	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
 	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
 		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads,
+		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
 		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -86,12 +86,12 @@ func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParam
 	return s.write(ctx, func(t *txn) error {
 		c := &p.Cluster
 		_, err := t.exec(`INSERT INTO clusters (id, name, organization, public_key, allowed_namespaces, allowed_catalog_entries,
-			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads, require_encrypted_payloads)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			allowed_operation_templates, mode, state, lease_seconds, max_attempts, required_capabilities, version, created_at, updated_at, registered_at, labels, require_client_cert, require_signed_payloads, require_encrypted_payloads, allow_legacy_payload_signatures)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Name, c.Organization, string(c.PublicKey), col.JSONText(c.AllowedNamespaces), col.JSONText(c.AllowedCatalogEntries),
 			col.JSONText(c.AllowedOperationTemplates), c.Mode, c.State, c.Policy.LeaseSeconds, c.Policy.MaxAttempts,
 			col.JSONText(c.Policy.RequiredCapabilities), c.Version, col.MS(c.CreatedAt), col.MS(c.UpdatedAt), col.MS(c.RegisteredAt), col.JSONObject(c.Labels),
-			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads, c.Policy.RequireEncryptedPayloads)
+			c.Policy.RequireClientCertificate, c.Policy.RequireSignedPayloads, c.Policy.RequireEncryptedPayloads, c.Policy.AllowLegacyPayloadSignatures)
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a cluster named %q already exists; choose another name", c.Name)
 		}
@@ -113,11 +113,11 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 		sp := &p.Spec
 		res, err := t.exec(`UPDATE clusters SET name = ?, organization = ?, public_key = ?, allowed_namespaces = ?,
 			allowed_catalog_entries = ?, allowed_operation_templates = ?, mode = ?, lease_seconds = ?, max_attempts = ?,
-			required_capabilities = ?, labels = ?, require_client_cert = ?, require_signed_payloads = ?, require_encrypted_payloads = ?, version = version + 1, updated_at = ?
+			required_capabilities = ?, labels = ?, require_client_cert = ?, require_signed_payloads = ?, require_encrypted_payloads = ?, allow_legacy_payload_signatures = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ?`,
 			sp.Name, sp.Organization, string(sp.PublicKey), col.JSONText(sp.AllowedNamespaces), col.JSONText(sp.AllowedCatalogEntries),
 			col.JSONText(sp.AllowedOperationTemplates), sp.Mode, sp.Policy.LeaseSeconds, sp.Policy.MaxAttempts,
-			col.JSONText(sp.Policy.RequiredCapabilities), col.JSONObject(sp.Labels), sp.Policy.RequireClientCertificate, sp.Policy.RequireSignedPayloads, sp.Policy.RequireEncryptedPayloads, col.MS(p.Now), p.ID, p.Version)
+			col.JSONText(sp.Policy.RequiredCapabilities), col.JSONObject(sp.Labels), sp.Policy.RequireClientCertificate, sp.Policy.RequireSignedPayloads, sp.Policy.RequireEncryptedPayloads, sp.Policy.AllowLegacyPayloadSignatures, col.MS(p.Now), p.ID, p.Version)
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a cluster named %q already exists; choose another name", sp.Name)
 		}

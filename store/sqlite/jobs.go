@@ -333,6 +333,21 @@ func (s *Store) JobsDeliver(ctx context.Context, p registry.JobsDeliverParams) (
 	return out, nil
 }
 
+func (s *Store) JobsUnhide(ctx context.Context, p registry.JobsUnhideParams) error {
+	if len(p.IDs) == 0 {
+		return nil
+	}
+	args := []any{p.ClusterID, col.MS(p.HiddenUntil)}
+	for _, id := range p.IDs {
+		args = append(args, id)
+	}
+	return s.write(ctx, func(t *txn) error {
+		_, err := t.exec(`UPDATE jobs SET visible_after = NULL WHERE cluster_id = ? AND state = 'queued' AND visible_after = ?
+			AND id IN (`+placeholders(len(p.IDs))+`)`, args...)
+		return err
+	})
+}
+
 func (s *Store) JobHistory(ctx context.Context, jobID string) ([]registry.JobHistoryEntry, error) {
 	rows, err := s.query(ctx, `SELECT seq, job_id, at, type, actor, attempt, state, phase, message, conditions, reported_at
 		FROM job_history WHERE job_id = ? ORDER BY seq`, jobID)

@@ -51,11 +51,12 @@ func (s *Store) SignaturesPrune(ctx context.Context, before time.Time) (int, err
 	return int(n), err
 }
 
-const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at`
+const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at, endorsed_by, endorsement`
 
 func scanSigningKey(row scanner) (*registry.SigningKey, error) {
 	var k registry.SigningKey
-	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt))
+	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt),
+		col.String(&k.EndorsedBy), col.String(&k.Endorsement))
 	if err != nil {
 		return nil, err
 	}
@@ -90,12 +91,21 @@ func (s *Store) SigningKeyRotate(ctx context.Context, p registry.SigningKeyRotat
 		if exists == 0 {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s not found", p.New.ClusterID)
 		}
+		var current string
+		err := t.selectRow(`SELECT id FROM cluster_signing_keys WHERE cluster_id = ? AND retired_at IS NULL`, p.New.ClusterID).Scan(&current)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if current != p.Retire {
+			return registry.Errorf(registry.CodeConflict, "cluster %s's signing key was rotated by someone else at the same time; look at its keys and rotate again if needed", p.New.ClusterID)
+		}
 		if _, err := t.exec(`UPDATE cluster_signing_keys SET retired_at = ?, expires_at = ? WHERE cluster_id = ? AND retired_at IS NULL`,
 			col.MS(p.Now), col.MS(p.OverlapUntil), p.New.ClusterID); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at) VALUES (?, ?, ?, ?, ?)`,
-			p.New.ID, p.New.ClusterID, p.New.PublicKey, p.New.SealedPrivate, col.MS(p.New.CreatedAt)); err != nil {
+		if _, err := t.exec(`INSERT INTO cluster_signing_keys (id, cluster_id, public_key, sealed_private, created_at, endorsed_by, endorsement) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.New.ID, p.New.ClusterID, p.New.PublicKey, p.New.SealedPrivate, col.MS(p.New.CreatedAt),
+			col.NullIfEmpty(p.New.EndorsedBy), col.NullIfEmpty(p.New.Endorsement)); err != nil {
 			return err
 		}
 		return t.audit(p.Audit)

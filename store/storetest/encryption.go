@@ -155,23 +155,21 @@ func testEncryptedPayloads(t *testing.T, newStore NewStore) {
 
 		a, err := e.reg.Authenticate(e.ctx, cred.Token.Reveal(), registry.AuthAny)
 		wantNoErr(t, err)
-		polled, err := e.reg.PollJobs(e.ctx, a, c.ID, 10)
+		polled, err := e.reg.DeliverJobs(e.ctx, a, c.ID, 10)
 		wantNoErr(t, err)
-		if len(polled) != 2 {
-			t.Fatalf("polled %d jobs, want 2", len(polled))
+		if len(polled.Jobs) != 2 {
+			t.Fatalf("polled %d jobs, want 2", len(polled.Jobs))
 		}
-		for i := range polled {
-			plain, enc, err := e.reg.DeliverPayload(a.Cluster, &polled[i])
-			wantNoErr(t, err)
-			if enc == "" {
-				t.Fatalf("job %s handed out without encryption", polled[i].ID)
+		for _, j := range polled.Jobs {
+			if j.EncryptedPayload == "" || j.Payload != nil || j.SealedPayload != nil {
+				t.Fatalf("job %s handed out without encryption, or with its payload beside it", j.ID)
 			}
-			got, err := key.Decrypt(enc)
+			got, err := key.Decrypt(j.EncryptedPayload)
 			wantNoErr(t, err)
 			var want, have any
 			_ = json.Unmarshal([]byte(applyPayload), &want)
 			_ = json.Unmarshal(got, &have)
-			if string(mustJSON(t, want)) != string(mustJSON(t, have)) || string(got) != string(plain) {
+			if string(mustJSON(t, want)) != string(mustJSON(t, have)) {
 				t.Fatalf("decrypted %s, want the submitted payload", got)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/jobsig"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -104,6 +105,66 @@ func testSigningKeys(t *testing.T, newStore NewStore) {
 		}
 		_, err = e.reg.RotateSigningKey(e.ctx, "nope", 0)
 		wantCode(t, err, registry.CodeNotFound)
+	})
+
+	t.Run("RotationEndorsesTheNextKey", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		c, _ := e.cluster("prod", nil)
+		first, err := e.reg.CurrentSigningKey(e.ctx, c.ID)
+		wantNoErr(t, err)
+		if first.EndorsedBy != "" || first.Endorsement != "" {
+			t.Fatalf("a cluster's first key is endorsed by %q", first.EndorsedBy)
+		}
+		// Concurrent rotations: every key that became current is endorsed
+		// by the key it replaced, so the chain from the first key is whole.
+		const n = 6
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := e.reg.RotateSigningKey(e.ctx, c.ID, 24*time.Hour); err != nil && registry.ErrorCode(err) != registry.CodeConflict {
+					t.Errorf("RotateSigningKey: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		set, err := e.reg.SigningKeySet(e.ctx, c.ID)
+		wantNoErr(t, err)
+		if len(set) < 2 || set[len(set)-1].Kid != first.ID {
+			t.Fatalf("key set %+v, want rotated keys then the first %s", set, first.ID)
+		}
+		for i := 0; i+1 < len(set); i++ {
+			k, prev := set[i], set[i+1]
+			if k.EndorsedBy != prev.Kid {
+				t.Fatalf("key %s is endorsed by %q, want the key it replaced, %s (set %+v)", k.Kid, k.EndorsedBy, prev.Kid, set)
+			}
+			prevPub, err := prev.Ed25519PublicKey()
+			wantNoErr(t, err)
+			pub, err := k.Ed25519PublicKey()
+			wantNoErr(t, err)
+			wantNoErr(t, jobsig.VerifyEndorsement(prevPub, c.ID, k.Kid, pub, k.Endorsement))
+			if jobsig.VerifyEndorsement(prevPub, "cl-other", k.Kid, pub, k.Endorsement) == nil {
+				t.Fatal("an endorsement verifies for another cluster")
+			}
+		}
+		if got := len(e.auditFor(registry.AuditSigningKeyRotate)); got != len(set)-1 {
+			t.Fatalf("%d rotations audited, %d keys rotated in", got, len(set)-1)
+		}
+		// A rotation that read a key another rotation has retired since
+		// (its new key endorsed by that key) is a conflict, never stored.
+		now := e.clock.Now()
+		stale := registry.SigningKeyRotateParams{
+			New:    registry.SigningKey{ID: "sk-stale", ClusterID: c.ID, PublicKey: make([]byte, 32), SealedPrivate: []byte("x"), CreatedAt: now, EndorsedBy: first.ID},
+			Retire: first.ID, Now: now, OverlapUntil: now.Add(time.Hour),
+			Audit: registry.AuditEntry{At: now, Actor: "test", Action: registry.AuditSigningKeyRotate, ClusterID: c.ID},
+		}
+		wantCode(t, e.store.SigningKeyRotate(e.ctx, stale), registry.CodeConflict)
+		stale.Retire = ""
+		wantCode(t, e.store.SigningKeyRotate(e.ctx, stale), registry.CodeConflict)
+		if after, _ := e.reg.SigningKeySet(e.ctx, c.ID); len(after) != len(set) || after[0].Kid != set[0].Kid {
+			t.Fatalf("a refused rotation changed the key set: %+v", after)
+		}
 	})
 
 	t.Run("SealedAndCounted", func(t *testing.T) {

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
 	t.Run("EncryptedPayloads", func(t *testing.T) { testEncryptedPayloads(t, newStore) })
+	t.Run("Delivery", func(t *testing.T) { testDelivery(t, newStore) })
 	t.Run("CertificateAuthority", func(t *testing.T) { testCertificateAuthority(t, newStore) })
 	t.Run("KeyRotation", func(t *testing.T) { testKeyRotation(t, newStore) })
 	t.Run("QueueHealth", func(t *testing.T) { testQueueHealth(t, newStore) })
