@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,14 +17,32 @@ import (
 // server over a real SQLite file: serve starts on a database file it cannot
 // write. /readyz says so, every write (an agent's registration, events, a
 // poll that hands out a job, a producer's submit) answers 503 with
-// Retry-After and a message that says what failed but not where; once the
-// file is writable again, the same server (no restart) takes writes and is
-// ready.
+// Retry-After and a message that says what failed but not where, while reads
+// go on; once the file is writable again, the same server (no restart) takes
+// writes within sqlite.ReopenInterval, and is ready at its next readiness
+// check.
 func TestReadOnlyDatabaseAnswers503AndRecovers(t *testing.T) {
+	t.Run("database file", func(t *testing.T) { testReadOnlyDatabase(t, false, false) })
+	// Issue 28 item 9: serve restarted while the -wal and -shm files and the
+	// directory were read-only too used to fail every write, and /readyz,
+	// until it was restarted again: SQLite shares the read-only -shm mapping
+	// among all the process's connections to the file for as long as one of
+	// them is open.
+	t.Run("database, -wal, -shm and directory", func(t *testing.T) { testReadOnlyDatabase(t, true, false) })
+	t.Run("database, -wal, -shm and directory, readyz first", func(t *testing.T) { testReadOnlyDatabase(t, true, true) })
+}
+
+// testReadOnlyDatabase runs TestReadOnlyDatabaseAnswers503AndRecovers with
+// the database file read-only, or (wal) with the -wal and -shm files the
+// previous run left behind and their directory read-only too. Once they are
+// writable again, writes recover by themselves after ReopenInterval, or
+// (readyFirst) the next readiness check sees the recovery at once.
+func testReadOnlyDatabase(t *testing.T, wal, readyFirst bool) {
 	var (
 		regToken, credential, adminToken, clusterID string
 		undo                                        func()
 	)
+	storeClock := clocktest.New() // times the store's reopening; the env's clock, the registry's
 	e := newEnvOn(t, func(path string) (registry.Store, error) {
 		// What the database held before it became read-only: written by an
 		// earlier run of tether, on the same clock and key file.
@@ -52,12 +71,29 @@ func TestReadOnlyDatabaseAnswers503AndRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		clusterID, credential, regToken, adminToken = c.ID, cred.Token.Reveal(), tok2.Secret.Reveal(), admin.Secret.Reveal()
+		var undos []func()
+		if wal {
+			// The directory made read-only while the previous run still
+			// has the database open: it cannot remove the -wal and -shm
+			// files as it stops. (The files are made read-only after: see
+			// store/sqlite's readOnlyWAL.)
+			undos = append(undos, testfs.ReadOnly(t, filepath.Dir(path)))
+		}
 		reg.Close()
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		undo = testfs.ReadOnly(t, path)
-		return sqlite.Open(context.Background(), path, sqlite.Options{})
+		undos = append(undos, testfs.ReadOnly(t, path))
+		if wal {
+			undos = append(undos, testfs.ReadOnly(t, path+"-wal"), testfs.ReadOnly(t, path+"-shm"))
+		}
+		undo = func() {
+			for _, u := range undos {
+				u()
+			}
+			testfs.OwnerWritable(t, path+"-wal", path+"-shm")
+		}
+		return sqlite.Open(context.Background(), path, sqlite.Options{Clock: storeClock})
 	}, registry.Config{})
 	a := &agent{e: e, clusterID: clusterID, token: credential}
 
@@ -113,8 +149,16 @@ func TestReadOnlyDatabaseAnswers503AndRecovers(t *testing.T) {
 	if logs := e.logs.String(); !strings.Contains(logs, "readonly") {
 		t.Fatalf("the log does not have the driver's words for the failure:\n%s", logs)
 	}
+	e.api(http.MethodGet, "/clusters/prod", adminToken, nil).want(t, http.StatusOK) // reads go on
 
-	undo() // the operator fixes the file's permissions
+	undo() // the operator fixes the permissions
+	if readyFirst {
+		// Its probe reopens the store without waiting for ReopenInterval.
+		e.clock.Advance(registry.ReadyCacheTTL)
+		e.do(http.MethodGet, "/readyz").want(t, http.StatusOK)
+	} else {
+		storeClock.Advance(sqlite.ReopenInterval)
+	}
 	for _, w := range writes {
 		r := w.do()
 		if r.status != w.ok {

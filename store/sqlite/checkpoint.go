@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"modernc.org/sqlite"
@@ -42,6 +43,7 @@ const (
 
 // checkpointer is the state shared by the writer and the checkpoint goroutine.
 type checkpointer struct {
+	mu   sync.Mutex    // held while db checkpoints, and while a reopen replaces it
 	db   *sql.DB       // one connection; it only checkpoints
 	kick chan struct{} // the writer's wake-up, one pending at most
 	done chan struct{} // closed when the goroutine has stopped
@@ -62,11 +64,18 @@ type checkpointer struct {
 }
 
 func newCheckpointer(db *sql.DB, every int) *checkpointer {
+	c := &checkpointer{kick: make(chan struct{}, 1), done: make(chan struct{}),
+		every: every, limit: walLimitFactor * every}
+	c.setDB(db)
+	return c
+}
+
+// setDB gives the checkpointer its pool (c.mu held, or before its loop runs).
+func (c *checkpointer) setDB(db *sql.DB) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
-	return &checkpointer{db: db, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		every: every, limit: walLimitFactor * every}
+	c.db = db
 }
 
 // loop runs a checkpoint at each kick until closing is closed.
@@ -78,7 +87,9 @@ func (c *checkpointer) loop(closing <-chan struct{}) {
 			return
 		case <-c.kick:
 		}
+		c.mu.Lock()
 		walSize, err := checkpoint(context.Background(), c.db)
+		c.mu.Unlock()
 		if errors.Is(err, errCheckpointBusy) {
 			continue // another checkpoint is copying: the next one goes on
 		}

@@ -5,7 +5,9 @@
 // commits concurrent requests together (group commit): a batch of requests
 // pays for one commit, and one request's failure is its own (writer.go). Reads use a separate pool of read-only
 // connections, which WAL lets run alongside the writer, and a goroutine of
-// its own copies the WAL back into the database file (checkpoint.go).
+// its own copies the WAL back into the database file (checkpoint.go). After
+// a failure that may have left SQLite unable to write, all of them are
+// closed and opened again (reopen.go).
 package sqlite
 
 import (
@@ -50,24 +52,41 @@ type Options struct {
 	// nothing.
 	NotifyInterval time.Duration
 
+	// Clock is what the writer's retries after a failure are timed by
+	// (ReopenInterval); default the wall clock. Tests advance a fake one.
+	Clock registry.Clock
+
 	// checkpointPages overrides checkpointPages, for tests.
 	checkpointPages int
 }
 
 // Store is a registry.Store on a SQLite file.
 type Store struct {
-	path    string
-	writer  *sql.DB
-	wconn   *sql.Conn // the writer's one connection (reopened after it failed; see reopenWriter)
-	readers *sql.DB
-	opts    Options
+	path string
+	opts Options
 
-	// writerDSN opens the writer's connection again; writerBroken (writer
-	// goroutine only) says its last batch failed in a way a new connection
-	// may cure (see needsReopen).
-	writerDSN    string
-	writerBroken bool
-	reopened     atomic.Int64 // times the writer was reopened, for tests
+	// The writer's pool and its one connection: the writer goroutine's (and
+	// Close's, once it stopped). Both nil while a reopen could not open them.
+	writer *sql.DB
+	wconn  *sql.Conn
+
+	// poolMu guards readers and replaced, which a reopen replaces (reopen.go).
+	// A read holds it for reading until it has its connection: a reopen
+	// then waits for no read that has not started, and closes the pool
+	// under those that have, which finish on their connection.
+	poolMu   sync.RWMutex
+	readers  *sql.DB
+	replaced chan struct{} // closed when readers is replaced (NotifyChanges lets its connection go)
+
+	// The DSNs open the connections again. writerBroken (writer goroutine
+	// only) says a batch failed in a way that only opening every connection
+	// again may cure (see needsReopen); brokenErr is that failure, answered
+	// until ReopenInterval after lastReopen.
+	writerDSN, readerDSN string
+	writerBroken         bool
+	brokenErr            error
+	lastReopen           time.Time
+	reopened             atomic.Int64 // times the store reopened its connections, for tests
 
 	ckpt *checkpointer // runs the WAL's checkpoints beside the writer
 
@@ -104,6 +123,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.NotifyInterval <= 0 {
 		opts.NotifyInterval = 10 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = registry.SystemClock{}
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
@@ -156,35 +178,41 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, openError(path, err)
 	}
-	readers, err := sql.Open("sqlite", dsn("query_only(1)"))
-	if err != nil {
-		wconn.Close()
-		writer.Close()
-		return nil, openError(path, err)
-	}
-	// The checkpoint goroutine's connection changes no row: a checkpoint
-	// is allowed under query_only.
-	ckptDB, err := sql.Open("sqlite", dsn("query_only(1)"))
-	if err != nil {
-		readers.Close()
-		wconn.Close()
-		writer.Close()
-		return nil, openError(path, err)
-	}
-	readers.SetMaxOpenConns(opts.Readers + 1) // +1: the change notifier holds one
-	readers.SetMaxIdleConns(opts.Readers + 1)
-	readers.SetConnMaxIdleTime(0)
 	s := &Store{
-		path: path, writer: writer, wconn: wconn, readers: readers, opts: opts, writerDSN: writerDSN,
-		queue: make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
+		path: path, writer: writer, wconn: wconn, opts: opts, writerDSN: writerDSN, readerDSN: dsn("query_only(1)"),
+		replaced: make(chan struct{}),
+		queue:    make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
 		wstmts:    map[string]*sql.Stmt{},
 		rstmts:    map[string]*sql.Stmt{},
 		listeners: map[chan<- struct{}]struct{}{},
-		ckpt:      newCheckpointer(ckptDB, cmp.Or(opts.checkpointPages, checkpointPages)),
 	}
+	readers, ckptDB, err := s.openReaders()
+	if err != nil {
+		wconn.Close()
+		writer.Close()
+		return nil, openError(path, err)
+	}
+	s.readers, s.ckpt = readers, newCheckpointer(ckptDB, cmp.Or(opts.checkpointPages, checkpointPages))
 	go s.writeLoop()
 	go s.ckpt.loop(s.closing)
 	return s, nil
+}
+
+// openReaders opens the read pool and the checkpoint goroutine's pool (whose
+// connection changes no row: a checkpoint is allowed under query_only). They
+// connect on first use.
+func (s *Store) openReaders() (readers, ckpt *sql.DB, err error) {
+	if readers, err = sql.Open("sqlite", s.readerDSN); err != nil {
+		return nil, nil, err
+	}
+	if ckpt, err = sql.Open("sqlite", s.readerDSN); err != nil {
+		readers.Close()
+		return nil, nil, err
+	}
+	readers.SetMaxOpenConns(s.opts.Readers + 1) // +1: the change notifier holds one
+	readers.SetMaxIdleConns(s.opts.Readers + 1)
+	readers.SetConnMaxIdleTime(0)
+	return readers, ckpt, nil
 }
 
 // openWriter opens the pool of the writer's one connection, and connects it.
@@ -222,16 +250,19 @@ func (s *Store) Close() error {
 		for _, st := range s.wstmts {
 			st.Close()
 		}
+		err = errors.Join(s.ckpt.db.Close(), s.readers.Close())
 		// The writer's connection closes last: the last connection to a
 		// database checkpoints what is left and removes the WAL.
-		err = errors.Join(s.ckpt.db.Close(), s.readers.Close(), s.wconn.Close(), s.writer.Close())
+		if s.wconn != nil {
+			err = errors.Join(err, s.wconn.Close(), s.writer.Close())
+		}
 	})
 	return err
 }
 
 func (s *Store) Ping(ctx context.Context) error {
 	var v int
-	if err := s.readers.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v); err != nil {
+	if err := s.queryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v); err != nil {
 		return s.wrap(err, "reach the database")
 	}
 	if v != len(migrationNames()) {
@@ -300,7 +331,8 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 const maxReadStatements = 256
 
 // rstmt returns the prepared read statement for q, or nil when the cache is
-// full and q is not in it (the caller then runs q unprepared).
+// full and q is not in it (the caller then runs q unprepared). The caller
+// holds poolMu for reading.
 func (s *Store) rstmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
@@ -318,7 +350,11 @@ func (s *Store) rstmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// query and queryRow hold poolMu until the statement has its connection,
+// which its rows keep until they are closed.
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s.poolMu.RLock()
+	defer s.poolMu.RUnlock()
 	st, err := s.rstmt(ctx, q)
 	if err != nil {
 		return nil, s.wrap(err, "prepare a query")
@@ -335,6 +371,8 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	s.poolMu.RLock()
+	defer s.poolMu.RUnlock()
 	st, err := s.rstmt(ctx, q)
 	if err != nil || st == nil {
 		return s.readers.QueryRowContext(ctx, q, args...)
@@ -388,11 +426,13 @@ func unavailable(err error) string {
 	return ""
 }
 
-// needsReopen reports whether err may have left the writer's connection
-// unable to write until it is opened again. A connection SQLite opened while
-// the file was read-only stays read-only for its life (it fell back to a
-// read-only descriptor), whatever happens to the file; after an I/O error or
-// a file that could not be opened, a fresh connection is the safe start.
+// needsReopen reports whether err may have left the store unable to write
+// until its connections are opened again (reopen.go). A connection SQLite
+// opened while the file was read-only stays read-only for its life (it fell
+// back to a read-only descriptor), whatever happens to the file, and so does
+// the -shm mapping that all the process's connections to the file share;
+// after an I/O error or a file that could not be opened, fresh connections
+// are the safe start.
 func needsReopen(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -441,15 +481,35 @@ func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
 		delete(s.listeners, ch)
 		s.listenMu.Unlock()
 	}()
-	conn, err := s.readers.Conn(ctx)
-	if err != nil {
-		return s.wrap(err, "open a connection to watch for changes")
-	}
-	defer conn.Close()
-	var last int64 = -1
+	var (
+		conn     *sql.Conn
+		replaced <-chan struct{}
+		last     int64
+	)
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	t := time.NewTicker(s.opts.NotifyInterval)
 	defer t.Stop()
 	for {
+		if conn == nil {
+			// First, or after a reopen (which waits for this connection
+			// to be let go): a new connection's data_version starts anew,
+			// and the first signal after it covers what the swap hid.
+			s.poolMu.RLock()
+			c, err := s.readers.Conn(ctx)
+			replaced = s.replaced
+			s.poolMu.RUnlock()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return s.wrap(err, "open a connection to watch for changes")
+			}
+			conn, last = c, -1
+		}
 		var v int64
 		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 			if ctx.Err() != nil {
@@ -472,6 +532,9 @@ func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
 			return nil
 		case <-s.closing:
 			return nil
+		case <-replaced:
+			conn.Close()
+			conn = nil
 		case <-t.C:
 		}
 	}

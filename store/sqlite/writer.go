@@ -140,7 +140,7 @@ func (s *Store) drain(batch []*writeRequest) []*writeRequest {
 // whole batch is rolled back and each request run again in a savepoint of its
 // own, so that every caller still gets its own outcome.
 func (s *Store) commit(batch []*writeRequest) {
-	if err := s.reviveWriter(); err != nil {
+	if err := s.reviveWriter(batch); err != nil {
 		s.failAll(batch, err)
 		return
 	}
@@ -245,51 +245,20 @@ func (s *Store) failAll(batch []*writeRequest, err error) {
 	}
 }
 
-// noteFailure marks the writer's connection for reopening when err may have
-// left it unable to write (see needsReopen).
+// noteFailure marks the store's connections for reopening when err may have
+// left them unable to write (see needsReopen).
 func (s *Store) noteFailure(err error) {
 	if err != nil && needsReopen(err) {
-		s.writerBroken = true
+		s.writerBroken, s.brokenErr = true, err
 	}
-}
-
-// reviveWriter opens the writer's connection again if the previous batch
-// left it broken, so that the store recovers by itself once the cause is gone
-// (permissions fixed, a file system remounted read-write) instead of failing
-// every write until a restart. While the cause remains, each batch tries once
-// more: opening costs about a millisecond, and callers are told to come back
-// later (503 with Retry-After) rather than retrying at once. The old
-// connection is closed only once a new one is open.
-func (s *Store) reviveWriter() error {
-	if !s.writerBroken {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
-	defer cancel()
-	writer, err := openWriter(ctx, s.writerDSN)
-	if err != nil {
-		return s.wrap(err, "open the database again")
-	}
-	wconn, err := writer.Conn(ctx)
-	if err != nil {
-		writer.Close()
-		return s.wrap(err, "open the database again")
-	}
-	for q, st := range s.wstmts {
-		st.Close()
-		delete(s.wstmts, q)
-	}
-	s.wconn.Close()
-	s.writer.Close()
-	s.writer, s.wconn, s.writerBroken = writer, wconn, false
-	s.reopened.Add(1)
-	return nil
 }
 
 // CheckWritable commits one increment of the probe row (migration 0013)
 // through the writer, in the next batch like any write: it sees what writes
 // see (a read-only file, a full disk, another process holding the lock past
-// the busy timeout), and a writer broken by such a failure is reopened for it.
+// the busy timeout), and connections broken by such a failure are reopened
+// for it at once, whatever ReopenInterval says: readiness checks are few
+// (registry.ReadyCacheTTL), and the one after a fix should see it.
 // It stops waiting when ctx ends; the probe may still run, harmlessly.
 func (s *Store) CheckWritable(ctx context.Context) error {
 	req := &writeRequest{ctx: ctx, probe: true, done: make(chan error, 1), fn: func(t *txn) error {
