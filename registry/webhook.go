@@ -67,18 +67,18 @@ type WebhookDelivery struct {
 	RedeliveryOf int64 `json:"redeliveryOf,omitempty"`
 	// FirstCreatedAt is, for a redelivery, when the delivery that first
 	// sent its message was created (the body's createdAt).
-	FirstCreatedAt time.Time `json:"-"`
-	Event      string          `json:"event"`
-	ClusterID  string          `json:"clusterId,omitempty"`
-	SubjectID  string          `json:"subjectId"`
-	Data       json.RawMessage `json:"data"`
-	CreatedAt  time.Time       `json:"createdAt"`
-	State      DeliveryState   `json:"state"`
-	Attempts   int             `json:"attempts"`
-	NextAt     time.Time       `json:"nextAttemptAt,omitzero"`
-	LastStatus int             `json:"lastStatus,omitempty"`
-	LastError  string          `json:"lastError,omitempty"`
-	FinishedAt time.Time       `json:"finishedAt,omitzero"`
+	FirstCreatedAt time.Time       `json:"-"`
+	Event          string          `json:"event"`
+	ClusterID      string          `json:"clusterId,omitempty"`
+	SubjectID      string          `json:"subjectId"`
+	Data           json.RawMessage `json:"data"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	State          DeliveryState   `json:"state"`
+	Attempts       int             `json:"attempts"`
+	NextAt         time.Time       `json:"nextAttemptAt,omitzero"`
+	LastStatus     int             `json:"lastStatus,omitempty"`
+	LastError      string          `json:"lastError,omitempty"`
+	FinishedAt     time.Time       `json:"finishedAt,omitzero"`
 }
 
 // DeliveryID names this delivery (webhook deliveries lists it, webhook
