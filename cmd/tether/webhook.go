@@ -163,8 +163,8 @@ func newWebhookDeleteCmd(g *globals) *cobra.Command {
 func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
-		Use:     "deliveries NAME",
-		Short:   "Show a subscription's recent deliveries: attempts, last answer, next retry",
+		Use:   "deliveries NAME",
+		Short: "Show a subscription's recent deliveries: attempts, last answer, next retry",
 		Long: `Show a subscription's recent deliveries, newest first: each one's id (what
 tether webhook redeliver takes), the webhook-id receivers see (a redelivery's
 is the id of the delivery that first sent the message), its state, attempts,
