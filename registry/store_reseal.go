@@ -21,13 +21,15 @@ type SealedKind string
 const (
 	SealedHMACKey       SealedKind = "credential_hmac_key" // credentials.sealed_hmac
 	SealedWebhookSecret SealedKind = "webhook_secret"      // webhooks.sealed_secret
-	SealedSigningKey    SealedKind = "signing_key"         // cluster_signing_keys.sealed_private
-	SealedCAKey         SealedKind = "ca_key"              // certificate_authorities.sealed_key
-	SealedJobPayload    SealedKind = "job_payload"         // jobs.payload where payload_sealed
+	// SealedWebhookPrevious is a rotated webhook's previous secret.
+	SealedWebhookPrevious SealedKind = "webhook_previous_secret" // webhooks.sealed_previous_secret
+	SealedSigningKey      SealedKind = "signing_key"             // cluster_signing_keys.sealed_private
+	SealedCAKey           SealedKind = "ca_key"                  // certificate_authorities.sealed_key
+	SealedJobPayload      SealedKind = "job_payload"             // jobs.payload where payload_sealed
 )
 
 // SealedKinds is every kind, in the order tether keys re-seals them.
-var SealedKinds = []SealedKind{SealedHMACKey, SealedWebhookSecret, SealedSigningKey, SealedCAKey, SealedJobPayload}
+var SealedKinds = []SealedKind{SealedHMACKey, SealedWebhookSecret, SealedWebhookPrevious, SealedSigningKey, SealedCAKey, SealedJobPayload}
 
 // SealedValue is one sealed value and the id of its row.
 type SealedValue struct {

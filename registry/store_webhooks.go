@@ -15,10 +15,27 @@ type WebhookStore interface {
 	WebhookCreate(ctx context.Context, p WebhookCreateParams) error
 	// WebhookList returns every subscription, by name.
 	WebhookList(ctx context.Context) ([]Webhook, error)
+	// WebhookUpdate changes a subscription's name, URL and events if it is
+	// still at p.Version, with p.Audit, and returns it as changed (its
+	// version one more). CodeNotFound if it does not exist; CodeConflict if
+	// its version moved on or the name is taken.
+	WebhookUpdate(ctx context.Context, p WebhookUpdateParams) (Webhook, error)
+	// WebhookRotateSecret replaces a subscription's sealed secret with
+	// p.Sealed; the replaced one becomes its previous secret until
+	// p.PreviousUntil, or is dropped when that is zero (as is any older
+	// previous secret). The version goes up by one; p.Audit is written with
+	// it. It returns the subscription as changed. CodeNotFound.
+	WebhookRotateSecret(ctx context.Context, p WebhookRotateParams) (Webhook, error)
 	// WebhookDelete deletes a subscription and its deliveries.
 	WebhookDelete(ctx context.Context, p WebhookDeleteParams) error
 	// WebhookDeliveries returns a subscription's deliveries, newest first.
 	WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]WebhookDelivery, error)
+	// WebhookDelivery returns one delivery. CodeNotFound.
+	WebhookDelivery(ctx context.Context, id int64) (WebhookDelivery, error)
+	// WebhookDeliveryAdd queues a delivery an admin asked for (a test, a
+	// redelivery), pending and due at its CreatedAt, with p.Audit, and
+	// returns it with its id. CodeNotFound if its webhook does not exist.
+	WebhookDeliveryAdd(ctx context.Context, p WebhookDeliveryAddParams) (WebhookDelivery, error)
 	// WebhookDeliveriesClaim takes up to p.Limit pending deliveries due at
 	// p.Now, oldest first, for one sender: it moves their next attempt to
 	// p.Until (so no other sender takes them meanwhile, and a sender that
@@ -61,4 +78,27 @@ type WebhookRecordParams struct {
 	Status       int
 	Error        string
 	FinishedAt   time.Time // delivered or failed
+}
+
+type WebhookUpdateParams struct {
+	ID      string
+	Version int64 // the version the change was made to
+	Name    string
+	URL     string
+	Events  []string
+	Audit   AuditEntry
+}
+
+type WebhookRotateParams struct {
+	ID     string
+	Sealed []byte // the new secret, sealed
+	// PreviousUntil is when the replaced secret stops signing; zero: it
+	// is dropped at once.
+	PreviousUntil time.Time
+	Audit         AuditEntry
+}
+
+type WebhookDeliveryAddParams struct {
+	Delivery WebhookDelivery // its id, state and attempts are the store's
+	Audit    AuditEntry
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,16 +13,24 @@ import (
 )
 
 // Webhook is a subscription: changes of the given types (in its
-// organization, when it has one) are POSTed to URL, signed with its secret.
+// organization, when it has one) are POSTed to URL, signed with its secret
+// (and, for a while after a rotation, with its previous one too).
 type Webhook struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	URL          string    `json:"url"`
-	Events       []string  `json:"events"`
-	Org          string    `json:"org,omitempty"`
-	CreatedAt    time.Time `json:"createdAt"`
-	CreatedBy    string    `json:"createdBy"`
-	SealedSecret []byte    `json:"-"`
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	Org       string    `json:"org,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	CreatedBy string    `json:"createdBy"`
+	// Version goes up with every change (edit, rotation): an edit names
+	// the version it read (If-Match), as a cluster's does.
+	Version int64 `json:"version"`
+	// PreviousSecretUntil is when the secret a rotation replaced stops
+	// signing deliveries (zero: no previous secret signs).
+	PreviousSecretUntil  time.Time `json:"previousSecretUntil,omitzero"`
+	SealedSecret         []byte    `json:"-"`
+	SealedPreviousSecret []byte    `json:"-"`
 }
 
 // Webhook event types.
@@ -35,6 +44,10 @@ const (
 // WebhookEvents lists every event type a webhook may subscribe to.
 var WebhookEvents = []string{WebhookJobFinished, WebhookCredentialRevoked, WebhookRolloutHalted, WebhookRolloutCompleted}
 
+// WebhookTest is the event of a test delivery (webhook test): sent to the
+// one webhook an admin names, whatever it subscribes to.
+const WebhookTest = "webhook.test"
+
 // DeliveryState is where a delivery is.
 type DeliveryState string
 
@@ -46,23 +59,50 @@ const (
 
 // WebhookDelivery is one change to deliver to one webhook.
 type WebhookDelivery struct {
-	ID         int64           `json:"id"`
-	WebhookID  string          `json:"webhookId"`
-	Event      string          `json:"event"`
-	ClusterID  string          `json:"clusterId,omitempty"`
-	SubjectID  string          `json:"subjectId"`
-	Data       json.RawMessage `json:"data"`
-	CreatedAt  time.Time       `json:"createdAt"`
-	State      DeliveryState   `json:"state"`
-	Attempts   int             `json:"attempts"`
-	NextAt     time.Time       `json:"nextAttemptAt,omitzero"`
-	LastStatus int             `json:"lastStatus,omitempty"`
-	LastError  string          `json:"lastError,omitempty"`
-	FinishedAt time.Time       `json:"finishedAt,omitzero"`
+	ID        int64  `json:"id"`
+	WebhookID string `json:"webhookId"`
+	// RedeliveryOf is, for a delivery an admin asked to send again, the id
+	// of the delivery that first sent its message: receivers see that id
+	// (MessageID), so that one that did process it ignores it.
+	RedeliveryOf int64 `json:"redeliveryOf,omitempty"`
+	// FirstCreatedAt is, for a redelivery, when the delivery that first
+	// sent its message was created (the body's createdAt).
+	FirstCreatedAt time.Time       `json:"-"`
+	Event          string          `json:"event"`
+	ClusterID      string          `json:"clusterId,omitempty"`
+	SubjectID      string          `json:"subjectId"`
+	Data           json.RawMessage `json:"data"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	State          DeliveryState   `json:"state"`
+	Attempts       int             `json:"attempts"`
+	NextAt         time.Time       `json:"nextAttemptAt,omitzero"`
+	LastStatus     int             `json:"lastStatus,omitempty"`
+	LastError      string          `json:"lastError,omitempty"`
+	FinishedAt     time.Time       `json:"finishedAt,omitzero"`
 }
 
-// DeliveryID is what receivers de-duplicate on.
+// DeliveryID names this delivery (webhook deliveries lists it, webhook
+// redeliver takes it, serve's log names it).
 func (d *WebhookDelivery) DeliveryID() string { return fmt.Sprintf("wd-%d", d.ID) }
+
+// MessageID is what receivers de-duplicate on (webhook-id,
+// X-Tether-Delivery, the body's id): the delivery's own id, or for a
+// redelivery the id of the delivery that first sent the message.
+func (d *WebhookDelivery) MessageID() string {
+	if d.RedeliveryOf != 0 {
+		return fmt.Sprintf("wd-%d", d.RedeliveryOf)
+	}
+	return d.DeliveryID()
+}
+
+// MessageCreatedAt is the body's createdAt: when the change was recorded,
+// the same on a redelivery.
+func (d *WebhookDelivery) MessageCreatedAt() time.Time {
+	if d.RedeliveryOf != 0 && !d.FirstCreatedAt.IsZero() {
+		return d.FirstCreatedAt
+	}
+	return d.CreatedAt
+}
 
 // Delivery retry policy: exponential backoff with jitter, for a day.
 const (
@@ -70,7 +110,20 @@ const (
 	webhookFirstBackoff = 5 * time.Second
 	webhookMaxBackoff   = time.Hour
 	webhookSecretPrefix = "whsec_"
+	// webhookSecretBytes is the random part of a secret. Standard Webhooks
+	// wants 24 to 64 bytes, shown as whsec_ and their base64.
+	webhookSecretBytes = 32
 )
+
+// newWebhookSecret is a Standard Webhooks secret: whsec_ and the standard
+// base64 of random bytes, which the official libraries decode into their
+// HMAC key. (Secrets made before, whsec_ and 32 base32 letters, decode the
+// same way, to 24 bytes: they are Standard Webhooks secrets too.) The
+// secret is sealed as this text; X-Tether-Signature keys its HMAC with the
+// text itself, as it always has.
+func newWebhookSecret() Secret {
+	return Secret(webhookSecretPrefix + base64.StdEncoding.EncodeToString(randomBytes(webhookSecretBytes)))
+}
 
 // CreateWebhook subscribes url to events. The signing secret is returned
 // this once; the registry keeps it sealed by the key file, because it must
@@ -79,36 +132,17 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 	if err := authorize(ctx, PermAdmin); err != nil {
 		return nil, "", err
 	}
-	name = strings.TrimSpace(name)
-	if !adminTokenName.MatchString(name) {
-		return nil, "", Errorf(CodeInvalid, "webhook name %q must be 1 to 63 lowercase letters, digits, '.', '_' or '-'", name)
-	}
-	u, err := url.Parse(strings.TrimSpace(rawURL))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		shown := rawURL
-		if err == nil {
-			shown = u.Redacted() // the refusal must not repeat a password
-		}
-		return nil, "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", shown)
-	}
-	if u.Hostname() == "" {
-		return nil, "", Errorf(CodeInvalid, "webhook URL %s://%s names no host", u.Scheme, u.Host)
-	}
-	if err := r.checkWebhookHost(u); err != nil {
+	name, err := checkWebhookName(name)
+	if err != nil {
 		return nil, "", err
 	}
-	if len(events) == 0 {
-		return nil, "", Errorf(CodeInvalid, "a webhook needs at least one event type: %s", strings.Join(WebhookEvents, ", "))
+	u, err := r.checkWebhookURL(rawURL)
+	if err != nil {
+		return nil, "", err
 	}
-	var evs []string
-	for _, e := range events {
-		e = strings.TrimSpace(e)
-		if !slices.Contains(WebhookEvents, e) {
-			return nil, "", Errorf(CodeInvalid, "event type %q is not one of %s", e, strings.Join(WebhookEvents, ", "))
-		}
-		if !slices.Contains(evs, e) {
-			evs = append(evs, e)
-		}
+	evs, err := checkWebhookEvents(events)
+	if err != nil {
+		return nil, "", err
 	}
 	org = strings.TrimSpace(org)
 	if scope := orgScope(ctx); scope != "" {
@@ -120,8 +154,8 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 	if r.cfg.Keyring == nil {
 		return nil, "", Errorf(CodeUnavailable, "webhooks need the sealing key file to keep their secrets; start tether with one")
 	}
-	w := &Webhook{ID: "wh-" + newULID(), Name: name, URL: u.String(), Events: evs, Org: org, CreatedAt: r.Now(), CreatedBy: ActorFrom(ctx).String()}
-	secret := Secret(webhookSecretPrefix + randomString(secretChars))
+	w := &Webhook{ID: "wh-" + newULID(), Name: name, URL: u, Events: evs, Org: org, CreatedAt: r.Now(), CreatedBy: ActorFrom(ctx).String(), Version: 1}
+	secret := newWebhookSecret()
 	if w.SealedSecret, err = r.cfg.Keyring.Seal([]byte(secret.Reveal()), []byte(w.ID)); err != nil {
 		return nil, "", Internal(err, "seal the webhook secret")
 	}
@@ -133,6 +167,51 @@ func (r *Registry) CreateWebhook(ctx context.Context, name, rawURL string, event
 		return nil, "", err
 	}
 	return w, secret, nil
+}
+
+func checkWebhookName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if !adminTokenName.MatchString(name) {
+		return "", Errorf(CodeInvalid, "webhook name %q must be 1 to 63 lowercase letters, digits, '.', '_' or '-'", name)
+	}
+	return name, nil
+}
+
+// checkWebhookURL reads a receiver's URL and checks that webhooks may be
+// sent there (webhook_dest.go), at creation and at every edit.
+func (r *Registry) checkWebhookURL(rawURL string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		shown := rawURL
+		if err == nil {
+			shown = u.Redacted() // the refusal must not repeat a password
+		}
+		return "", Errorf(CodeInvalid, "webhook URL %q must be an http:// or https:// URL without credentials in it", shown)
+	}
+	if u.Hostname() == "" {
+		return "", Errorf(CodeInvalid, "webhook URL %s://%s names no host", u.Scheme, u.Host)
+	}
+	if err := r.checkWebhookHost(u); err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func checkWebhookEvents(events []string) ([]string, error) {
+	if len(events) == 0 {
+		return nil, Errorf(CodeInvalid, "a webhook needs at least one event type: %s", strings.Join(WebhookEvents, ", "))
+	}
+	var evs []string
+	for _, e := range events {
+		e = strings.TrimSpace(e)
+		if !slices.Contains(WebhookEvents, e) {
+			return nil, Errorf(CodeInvalid, "event type %q is not one of %s", e, strings.Join(WebhookEvents, ", "))
+		}
+		if !slices.Contains(evs, e) {
+			evs = append(evs, e)
+		}
+	}
+	return evs, nil
 }
 
 // ListWebhooks returns the subscriptions the actor may see.
@@ -192,8 +271,12 @@ func (r *Registry) WebhookDeliveries(ctx context.Context, ref string, limit int)
 // DueDelivery is a claimed delivery with what sending it needs.
 type DueDelivery struct {
 	WebhookDelivery
+	Name   string // the webhook's, for serve's log
 	URL    string
 	Secret Secret
+	// Previous is the secret a rotation replaced, while it still signs
+	// (webhook rotate-secret --overlap); "" otherwise.
+	Previous Secret
 }
 
 // ClaimWebhookDeliveries takes up to limit due deliveries for one sender,
@@ -214,11 +297,20 @@ func (r *Registry) ClaimWebhookDeliveries(ctx context.Context, limit int, hold t
 		if i < 0 {
 			continue // deleted meanwhile, with its deliveries
 		}
-		secret, err := r.cfg.Keyring.Open(hooks[i].SealedSecret, []byte(hooks[i].ID))
+		w := &hooks[i]
+		secret, err := r.cfg.Keyring.Open(w.SealedSecret, []byte(w.ID))
 		if err != nil {
-			return nil, Internal(err, "open a webhook's secret (is this the key file the webhook was created with?)")
+			return nil, Internal(err, fmt.Sprintf("open the secret of webhook %s (%s) (is this the key file the webhook was created with?)", w.Name, w.ID))
 		}
-		out = append(out, DueDelivery{WebhookDelivery: d, URL: hooks[i].URL, Secret: Secret(secret)})
+		due := DueDelivery{WebhookDelivery: d, Name: w.Name, URL: w.URL, Secret: Secret(secret)}
+		if len(w.SealedPreviousSecret) > 0 && now.Before(w.PreviousSecretUntil) {
+			previous, err := r.cfg.Keyring.Open(w.SealedPreviousSecret, []byte(w.ID))
+			if err != nil {
+				return nil, Internal(err, fmt.Sprintf("open the previous secret of webhook %s (%s) (is this the key file the webhook was created with?)", w.Name, w.ID))
+			}
+			due.Previous = Secret(previous)
+		}
+		out = append(out, due)
 	}
 	return out, nil
 }

@@ -96,8 +96,14 @@ func (s *Server) adminRoutes() []*route {
 
 		read("/webhooks", s.adminListWebhooks),
 		write(http.MethodPost, "/webhooks", s.adminCreateWebhook),
+		read("/webhooks/{w}", s.adminGetWebhook),
+		write(http.MethodPatch, "/webhooks/{w}", s.adminPatchWebhook),
 		write(http.MethodDelete, "/webhooks/{w}", s.adminDeleteWebhook),
+		write(http.MethodPost, "/webhooks/{w}/rotate-secret", s.adminRotateWebhookSecret),
+		write(http.MethodPost, "/webhooks/{w}/test", s.adminTestWebhook),
 		read("/webhooks/{w}/deliveries", s.adminWebhookDeliveries),
+		read("/webhook-deliveries/{id}", s.adminGetWebhookDelivery),
+		write(http.MethodPost, "/webhook-deliveries/{id}/redeliver", s.adminRedeliverWebhook),
 
 		read("/admin-tokens", s.adminListAdminTokens),
 		write(http.MethodPost, "/admin-tokens", s.adminCreateAdminToken),

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -122,5 +125,107 @@ func TestAdminAPIAuditShowsNoWebhookPathOrQuery(t *testing.T) {
 	r.want(t, 200)
 	if !strings.Contains(string(r.body), "token=s3cret") {
 		t.Errorf("an admin's webhook list %s lacks the URL", r.body)
+	}
+}
+
+// An admin edits a webhook with compare-and-swap (If-Match, as a cluster's
+// PATCH), where the rule on internal addresses holds as at creation;
+// rotates its secret (24 h of overlap unless told); sends it a test; and
+// redelivers what ended. An organization's admin reaches none of another
+// organization's.
+func TestAdminAPIWebhookEditRotateTestRedeliver(t *testing.T) {
+	e := newEnv(t)
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	other := e.adminToken("other", registry.RoleAdmin, "elsewhere")
+	created := e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://hooks.example.com/a", "events": []string{"job.finished"}})
+	created.want(t, 201)
+	first := decodeAs[struct {
+		Secret  string `json:"secret"`
+		Version int64  `json:"version"`
+	}](t, created)
+
+	got := e.api("GET", "/webhooks/hook", root, nil)
+	got.want(t, 200)
+	if got.header.Get("ETag") != `"1"` || first.Version != 1 {
+		t.Fatalf("ETag %q, version %d: want 1", got.header.Get("ETag"), first.Version)
+	}
+	wantAPIError(t, e.api("PATCH", "/webhooks/hook", root, map[string]any{"url": "https://b.example.com/"}), 428, "precondition_required", "If-Match")
+	wantAPIError(t, e.api("PATCH", "/webhooks/hook", root, map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}, withHeader("If-Match", `"1"`)),
+		400, "invalid", "link-local", "--webhook-allow-cidr")
+	wantAPIError(t, e.api("PATCH", "/webhooks/hook", root, map[string]any{"events": nil}, withHeader("If-Match", `"1"`)), 400, "invalid", "events")
+	wantAPIError(t, e.api("PATCH", "/webhooks/hook", other, map[string]any{"name": "mine"}, withHeader("If-Match", `"1"`)), 404, "not_found")
+	patched := e.api("PATCH", "/webhooks/hook", root, map[string]any{"url": "https://b.example.com/new", "name": "renamed"},
+		withHeader("If-Match", `"1"`), withHeader("Content-Type", "application/merge-patch+json"))
+	patched.want(t, 200)
+	w := decodeAs[registry.Webhook](t, patched)
+	if w.Name != "renamed" || w.URL != "https://b.example.com/new" || w.Version != 2 || patched.header.Get("ETag") != `"2"` || strings.Join(w.Events, ",") != "job.finished" {
+		t.Fatalf("patched %+v (ETag %s)", w, patched.header.Get("ETag"))
+	}
+	wantAPIError(t, e.api("PATCH", "/webhooks/renamed", root, map[string]any{"url": "https://c.example.com/"}, withHeader("If-Match", `"1"`)),
+		409, "conflict", "version 1", "version 2")
+
+	rotated := e.api("POST", "/webhooks/renamed/rotate-secret", root, nil)
+	rotated.want(t, 200)
+	r := decodeAs[struct {
+		Secret              string    `json:"secret"`
+		PreviousSecretUntil time.Time `json:"previousSecretUntil"`
+		Version             int64     `json:"version"`
+	}](t, rotated)
+	if r.Secret == first.Secret || !strings.HasPrefix(r.Secret, "whsec_") || !r.PreviousSecretUntil.Equal(e.clock.Now().Add(24*time.Hour)) || r.Version != 3 {
+		t.Fatalf("rotated: %+v, want a new secret and 24h of overlap", r)
+	}
+	rotated = e.api("POST", "/webhooks/renamed/rotate-secret", root, map[string]any{"overlap": "0s"})
+	rotated.want(t, 200)
+	if strings.Contains(string(rotated.body), "previousSecretUntil") {
+		t.Fatalf("an overlap of 0s keeps the previous secret: %s", rotated.body)
+	}
+	wantAPIError(t, e.api("POST", "/webhooks/renamed/rotate-secret", root, map[string]any{"overlap": "31d"}), 400, "invalid", "30d")
+	wantAPIError(t, e.api("POST", "/webhooks/renamed/rotate-secret", other, nil), 404, "not_found")
+
+	test := e.api("POST", "/webhooks/renamed/test", root, nil)
+	test.want(t, 202)
+	d := decodeAs[registry.WebhookDelivery](t, test)
+	if d.Event != registry.WebhookTest || d.State != registry.DeliveryPending {
+		t.Fatalf("test delivery %+v", d)
+	}
+	wantAPIError(t, e.api("POST", "/webhooks/renamed/test", other, nil), 404, "not_found")
+	wantAPIError(t, e.api("POST", "/webhook-deliveries/"+d.DeliveryID()+"/redeliver", root, nil), 409, "conflict", "pending")
+	due, err := e.reg.ClaimWebhookDeliveries(adminCtx(), 10, time.Minute)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("claim: %d %v", len(due), err)
+	}
+	if err := e.reg.RecordWebhookAttempt(adminCtx(), &due[0], 0, "could not connect to the receiver"); err != nil {
+		t.Fatal(err)
+	}
+	after := decodeAs[registry.WebhookDelivery](t, e.api("GET", "/webhook-deliveries/"+strconv.FormatInt(d.ID, 10), root, nil))
+	if after.Attempts != 1 || after.LastError != "could not connect to the receiver" {
+		t.Fatalf("the delivery after its attempt: %+v", after)
+	}
+	wantAPIError(t, e.api("GET", "/webhook-deliveries/"+d.DeliveryID(), other, nil), 404, "not_found")
+	// Failed for good a day later, then sent again.
+	e.clock.Advance(registry.WebhookRetryFor)
+	due, _ = e.reg.ClaimWebhookDeliveries(adminCtx(), 10, time.Minute)
+	if err := e.reg.RecordWebhookAttempt(adminCtx(), &due[0], 0, "could not connect to the receiver"); err != nil {
+		t.Fatal(err)
+	}
+	again := e.api("POST", "/webhook-deliveries/"+d.DeliveryID()+"/redeliver", root, nil)
+	again.want(t, 202)
+	if a := decodeAs[registry.WebhookDelivery](t, again); a.RedeliveryOf != d.ID || a.ID == d.ID || a.State != registry.DeliveryPending {
+		t.Fatalf("redelivery %+v of %s", a, d.DeliveryID())
+	}
+	wantAPIError(t, e.api("POST", "/webhook-deliveries/"+d.DeliveryID()+"/redeliver", other, nil), 404, "not_found")
+
+	audit := decodeAs[struct{ Items []registry.AuditEntry }](t, e.api("GET", "/audit?action=webhook.", root, nil))
+	var actions []string
+	for _, a := range audit.Items {
+		actions = append(actions, a.Action)
+	}
+	for _, want := range []string{"webhook.update", "webhook.rotate-secret", "webhook.test", "webhook.redeliver"} {
+		if !slices.Contains(actions, want) {
+			t.Errorf("audit %v lacks %s", actions, want)
+		}
+	}
+	if strings.Contains(string(e.api("GET", "/audit?action=webhook.", root, nil).body), "whsec_") {
+		t.Error("the audit trail shows a secret")
 	}
 }

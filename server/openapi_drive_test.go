@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -72,6 +73,22 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://hooks.example.com/t", "events": []string{"job.finished"}}).want(t, 201)
 	e.api("GET", "/webhooks", root, nil).want(t, 200)
 	e.api("GET", "/webhooks/hook/deliveries", root, nil).want(t, 200)
+	e.api("PATCH", "/webhooks/hook", root, map[string]any{"events": []string{"job.finished", "rollout.halted"}},
+		withHeader("If-Match", e.api("GET", "/webhooks/hook", root, nil).header.Get("ETag"))).want(t, 200)
+	e.api("POST", "/webhooks/hook/rotate-secret", root, map[string]any{"overlap": "1h"}).want(t, 200)
+	test := e.api("POST", "/webhooks/hook/test", root, nil)
+	test.want(t, 202)
+	testDelivery := decodeAs[registry.WebhookDelivery](t, test)
+	testID := testDelivery.DeliveryID()
+	e.api("GET", "/webhook-deliveries/"+testID, root, nil).want(t, 200)
+	due, err := e.reg.ClaimWebhookDeliveries(adminCtx(), 10, time.Minute)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("claim the test delivery: %d, %v", len(due), err)
+	}
+	if err := e.reg.RecordWebhookAttempt(adminCtx(), &due[0], 200, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.api("POST", "/webhook-deliveries/"+testID+"/redeliver", root, nil).want(t, 202)
 	e.api("DELETE", "/webhooks/hook", root, nil).want(t, 200)
 	e.api("POST", "/admin-tokens", root, map[string]any{"name": "ci", "role": "operator"}).want(t, 201)
 	e.api("DELETE", "/admin-tokens/ci", root, nil).want(t, 200)

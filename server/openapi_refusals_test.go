@@ -24,6 +24,8 @@ func TestOpenAPIRefusalsAreDeclared(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": ns}}
 	}
 	job := decodeAs[registry.Job](t, e.api("POST", "/jobs", root, map[string]any{"cluster": "prod", "kind": "apply", "payload": manifest("apps")}))
+	e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": "https://hooks.example.com/t", "events": []string{"job.finished"}}).want(t, 201)
+	pending := decodeAs[registry.WebhookDelivery](t, e.api("POST", "/webhooks/hook/test", root, nil))
 
 	for _, r := range []struct {
 		method, path, token string
@@ -84,6 +86,19 @@ func TestOpenAPIRefusalsAreDeclared(t *testing.T) {
 		{"POST", "/admin-tokens", root, map[string]any{"name": "viewer", "role": "viewer"}, 409, nil},
 		{"POST", "/webhooks", root, map[string]any{"name": "h", "url": "ftp://x"}, 400, []reqOption{invalidRequest()}},
 		{"DELETE", "/webhooks/nope", root, nil, 404, nil},
+		{"GET", "/webhooks/nope", root, nil, 404, nil},
+		{"GET", "/webhooks/hook", viewer, nil, 403, nil},
+		{"PATCH", "/webhooks/hook", root, map[string]any{"url": "https://b.example.com/"}, 428, []reqOption{invalidRequest()}},
+		{"PATCH", "/webhooks/hook", root, map[string]any{"url": "https://b.example.com/"}, 409, []reqOption{withHeader("If-Match", `"7"`)}},
+		{"PATCH", "/webhooks/hook", root, map[string]any{"url": "http://10.0.0.1/"}, 400, []reqOption{withHeader("If-Match", `"1"`)}},
+		{"PATCH", "/webhooks/nope", root, map[string]any{"url": "https://b.example.com/"}, 404, []reqOption{withHeader("If-Match", `"1"`)}},
+		{"POST", "/webhooks/nope/rotate-secret", root, nil, 404, nil},
+		{"POST", "/webhooks/hook/rotate-secret", root, map[string]any{"overlap": "40d"}, 400, nil},
+		{"POST", "/webhooks/nope/test", root, nil, 404, nil},
+		{"GET", "/webhook-deliveries/wd-999999", root, nil, 404, nil},
+		{"GET", "/webhook-deliveries/x", root, nil, 400, nil},
+		{"POST", "/webhook-deliveries/wd-999999/redeliver", root, nil, 404, nil},
+		{"POST", "/webhook-deliveries/" + pending.DeliveryID() + "/redeliver", root, nil, 409, nil},
 		{"GET", "/stats", viewer, nil, 200, nil},
 		{"POST", "/rollouts/nope/resume", root, nil, 404, nil},
 		{"POST", "/rollouts/r/resume", root, nil, 409, nil},

@@ -2,7 +2,11 @@
 // deliveries from the store's outbox, POSTs each one signed with its
 // subscription's secret, and records how it went. Deliveries are at least
 // once: a sender that dies mid-send leaves its claim to run out, and the
-// delivery is sent again (receivers de-duplicate on X-Tether-Delivery).
+// delivery is sent again (receivers de-duplicate on webhook-id).
+//
+// Deliveries are signed as Standard Webhooks (standardwebhooks.com) sign
+// them, so that its libraries verify them in any language, and, for one
+// release more, as tether signed them before (X-Tether-Signature).
 package webhook
 
 import (
@@ -12,6 +16,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,10 +38,26 @@ import (
 	"github.com/tetherhq/tether/registry"
 )
 
-// Headers of a delivery.
+// Headers of a delivery: Standard Webhooks' three, and tether's own.
 const (
-	HeaderSignature = "X-Tether-Signature" // t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + body)>
-	HeaderDelivery  = "X-Tether-Delivery"  // wd-<n>: the same on every attempt of one delivery
+	// HeaderID is the message's id, wd-<n>: the same on every attempt of
+	// one delivery and on an admin's redelivery of it (receivers
+	// de-duplicate on it).
+	HeaderID = "webhook-id"
+	// HeaderTimestamp is this attempt's time, in Unix seconds.
+	HeaderTimestamp = "webhook-timestamp"
+	// HeaderStandardSignature is "v1,<base64 HMAC-SHA256(key, id + "." +
+	// timestamp + "." + body)>" for each secret that signs (two during a
+	// rotation's overlap), separated by spaces; key is the base64 after
+	// the secret's whsec_.
+	HeaderStandardSignature = "webhook-signature"
+
+	// HeaderSignature is tether's own signature, deprecated for
+	// HeaderStandardSignature and sent for one release more:
+	// t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + body)>, keyed with the
+	// whole secret text, with one v1 per secret that signs.
+	HeaderSignature = "X-Tether-Signature"
+	HeaderDelivery  = "X-Tether-Delivery" // as webhook-id
 	HeaderEvent     = "X-Tether-Event"
 )
 
@@ -58,7 +79,9 @@ type Config struct {
 type Attempt struct {
 	Event       string
 	Webhook     string // the subscription's id
+	WebhookName string
 	Delivery    string // wd-<n>
+	Message     string // webhook-id: Delivery, or for a redelivery the delivery first sent
 	Receiver    string // scheme://host[:port]
 	Fingerprint string // registry.WebhookURLFingerprint of the URL
 	Status      int    // the receiver's HTTP status; 0 when none came
@@ -126,46 +149,89 @@ func New(reg *registry.Registry, cfg Config) *Sender {
 
 // Body is what a receiver gets.
 type Body struct {
-	ID        string          `json:"id"` // the delivery id, as in X-Tether-Delivery
+	ID        string          `json:"id"` // the message id, as in webhook-id
 	Event     string          `json:"event"`
 	CreatedAt time.Time       `json:"createdAt"`
 	Data      json.RawMessage `json:"data"`
 }
 
-// Sign computes a delivery's signature header value.
+// Sign computes a delivery's X-Tether-Signature (deprecated) with one
+// secret.
 func Sign(secret string, at time.Time, body []byte) string {
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "." + string(body)))
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	return signLegacy([]string{secret}, at, body)
 }
 
-// Verify checks a signature header against the body and secret, accepting
-// timestamps within tolerance of now. Receivers written in Go can use it.
+// signLegacy is X-Tether-Signature with a v1 for each secret, as Stripe
+// lists several.
+func signLegacy(secrets []string, at time.Time, body []byte) string {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	h := "t=" + ts
+	for _, secret := range secrets {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts + "." + string(body)))
+		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	return h
+}
+
+// StandardKey is the HMAC key of a whsec_ secret, as the Standard Webhooks
+// libraries read it: the standard base64 after the prefix.
+func StandardKey(secret string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("the webhook secret is not whsec_ and standard base64")
+	}
+	return key, nil
+}
+
+// SignStandard computes webhook-signature: a "v1,<base64>" for each
+// secret, separated by spaces.
+func SignStandard(secrets []string, msgID string, at time.Time, body []byte) (string, error) {
+	var sigs []string
+	for _, secret := range secrets {
+		key, err := StandardKey(secret)
+		if err != nil {
+			return "", err
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(msgID + "." + strconv.FormatInt(at.Unix(), 10) + "."))
+		mac.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// Verify checks an X-Tether-Signature header (deprecated: receivers verify
+// webhook-signature with a Standard Webhooks library) against the body and
+// secret, accepting timestamps within tolerance of now and any of the
+// header's v1 values (a rotation's overlap carries two).
 func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
-	var ts, sig string
+	var ts string
+	var sigs []string
 	for _, part := range strings.Split(header, ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
 		case "t":
 			ts = v
 		case "v1":
-			sig = v
+			sigs = append(sigs, v)
 		}
 	}
 	n, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || sig == "" {
+	if err != nil || len(sigs) == 0 {
 		return fmt.Errorf("signature header %q is not t=<unix>,v1=<hex>", header)
 	}
 	at := time.Unix(n, 0)
 	if d := now.Sub(at); d > tolerance || d < -tolerance {
 		return fmt.Errorf("signature timestamp %s is outside the %s tolerance", at.UTC().Format(time.RFC3339), tolerance)
 	}
-	want := Sign(secret, at, body)
-	if !hmac.Equal([]byte(want), []byte("t="+ts+",v1="+sig)) {
-		return fmt.Errorf("signature does not match the body")
+	_, want, _ := strings.Cut(Sign(secret, at, body), ",v1=")
+	for _, sig := range sigs {
+		if hmac.Equal([]byte(want), []byte(sig)) {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("signature does not match the body")
 }
 
 // RunOnce sends every delivery due now (in batches) and returns how many
@@ -203,7 +269,7 @@ func (s *Sender) RunOnce(ctx context.Context) (int, error) {
 }
 
 func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
-	body, _ := json.Marshal(Body{ID: d.DeliveryID(), Event: d.Event, CreatedAt: d.CreatedAt, Data: d.Data})
+	body, _ := json.Marshal(Body{ID: d.MessageID(), Event: d.Event, CreatedAt: d.MessageCreatedAt(), Data: d.Data})
 	status, detail, err := s.post(ctx, d, body)
 	if ctx.Err() != nil {
 		return // shutting down: the claim runs out and another attempt follows
@@ -215,7 +281,7 @@ func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
 		errText = fmt.Sprintf("the receiver answered %d", status)
 	}
 	if s.cfg.Report != nil {
-		s.cfg.Report(Attempt{Event: d.Event, Webhook: d.WebhookID, Delivery: d.DeliveryID(),
+		s.cfg.Report(Attempt{Event: d.Event, Webhook: d.WebhookID, WebhookName: d.Name, Delivery: d.DeliveryID(), Message: d.MessageID(),
 			Receiver: registry.WebhookURLOrigin(d.URL), Fingerprint: registry.WebhookURLFingerprint(d.URL),
 			Status: status, Err: err, Detail: detail})
 	}
@@ -240,10 +306,24 @@ func (s *Sender) post(ctx context.Context, d *registry.DueDelivery, body []byte)
 	if err != nil {
 		return 0, err.Error(), errors.New("the URL cannot be requested")
 	}
+	// The receiver checks the timestamp against its own clock: the real
+	// one, whatever clock the registry runs on.
+	now := time.Now()
+	secrets := []string{d.Secret.Reveal()}
+	if d.Previous != "" {
+		secrets = append(secrets, d.Previous.Reveal())
+	}
+	standard, err := SignStandard(secrets, d.MessageID(), now, body)
+	if err != nil {
+		return 0, err.Error(), errors.New("the webhook's secret cannot sign (rotate it: tether webhook rotate-secret)")
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "tether-webhook/"+buildinfo.Get().Version)
-	req.Header.Set(HeaderSignature, Sign(d.Secret.Reveal(), time.Now(), body))
-	req.Header.Set(HeaderDelivery, d.DeliveryID())
+	req.Header.Set(HeaderID, d.MessageID())
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderStandardSignature, standard)
+	req.Header.Set(HeaderSignature, signLegacy(secrets, now, body))
+	req.Header.Set(HeaderDelivery, d.MessageID())
 	req.Header.Set(HeaderEvent, d.Event)
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -71,6 +71,14 @@ type adminAPI interface {
 	ListWebhooks(ctx context.Context) ([]registry.Webhook, error)
 	DeleteWebhook(ctx context.Context, ref string) (*registry.Webhook, error)
 	WebhookDeliveries(ctx context.Context, ref string, limit int) (*registry.Webhook, []registry.WebhookDelivery, error)
+	GetWebhook(ctx context.Context, ref string) (*registry.Webhook, error)
+	UpdateWebhook(ctx context.Context, ref string, version int64, edit registry.WebhookEdit) (*registry.Webhook, error)
+	RotateWebhookSecret(ctx context.Context, ref string, overlap time.Duration) (*registry.Webhook, registry.Secret, error)
+	SendTestWebhook(ctx context.Context, ref string) (*registry.WebhookDelivery, error)
+	// GetWebhookDelivery answers the delivery's webhook too, locally; over
+	// --server, nil.
+	GetWebhookDelivery(ctx context.Context, ref string) (*registry.WebhookDelivery, *registry.Webhook, error)
+	RedeliverWebhook(ctx context.Context, ref string) (*registry.WebhookDelivery, error)
 
 	CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error)
 	ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error)

@@ -379,6 +379,69 @@ func (r *remoteAPI) WebhookDeliveries(ctx context.Context, ref string, limit int
 	return nil, page.Items, err
 }
 
+func (r *remoteAPI) GetWebhook(ctx context.Context, ref string) (*registry.Webhook, error) {
+	var w registry.Webhook
+	if err := r.call(ctx, http.MethodGet, apiPath("webhooks", ref), nil, nil, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (r *remoteAPI) UpdateWebhook(ctx context.Context, ref string, version int64, edit registry.WebhookEdit) (*registry.Webhook, error) {
+	body := map[string]any{}
+	if edit.Name != nil {
+		body["name"] = *edit.Name
+	}
+	if edit.URL != nil {
+		body["url"] = *edit.URL
+	}
+	if edit.Events != nil {
+		body["events"] = edit.Events
+	}
+	h := http.Header{}
+	h.Set("If-Match", `"`+strconv.FormatInt(version, 10)+`"`)
+	var w registry.Webhook
+	if err := r.call(ctx, http.MethodPatch, apiPath("webhooks", ref), nil, body, &w, adminclient.WithHeader(h)); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (r *remoteAPI) RotateWebhookSecret(ctx context.Context, ref string, overlap time.Duration) (*registry.Webhook, registry.Secret, error) {
+	var out struct {
+		registry.Webhook
+		Secret string `json:"secret"`
+	}
+	if err := r.call(ctx, http.MethodPost, apiPath("webhooks", ref, "rotate-secret"), nil, map[string]string{"overlap": overlap.String()}, &out); err != nil {
+		return nil, "", err
+	}
+	return &out.Webhook, registry.Secret(out.Secret), nil
+}
+
+func (r *remoteAPI) SendTestWebhook(ctx context.Context, ref string) (*registry.WebhookDelivery, error) {
+	var d registry.WebhookDelivery
+	if err := r.call(ctx, http.MethodPost, apiPath("webhooks", ref, "test"), nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (r *remoteAPI) GetWebhookDelivery(ctx context.Context, ref string) (*registry.WebhookDelivery, *registry.Webhook, error) {
+	var d registry.WebhookDelivery
+	if err := r.call(ctx, http.MethodGet, apiPath("webhook-deliveries", ref), nil, nil, &d); err != nil {
+		return nil, nil, err
+	}
+	return &d, nil, nil
+}
+
+func (r *remoteAPI) RedeliverWebhook(ctx context.Context, ref string) (*registry.WebhookDelivery, error) {
+	var d registry.WebhookDelivery
+	if err := r.call(ctx, http.MethodPost, apiPath("webhook-deliveries", ref, "redeliver"), nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 func (r *remoteAPI) CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error) {
 	body := map[string]any{"name": name, "role": role}
 	if org != "" {

@@ -51,7 +51,10 @@ var examples = map[string]string{
   tether rollout get upgrade-2024-05`,
 	"tether webhook": `  tether webhook create --name billing --url https://billing.example.com/tether --events job.finished
   tether webhook list
-  tether webhook deliveries billing`,
+  tether webhook test billing --wait
+  tether webhook rotate-secret billing --overlap 24h
+  tether webhook deliveries billing
+  tether webhook redeliver wd-8812`,
 	"tether agent": `  tether agent register --server http://127.0.0.1:7070 --token - --state-dir ~/.local/state/tether-agent < token.txt
   tether agent run --state-dir ~/.local/state/tether-agent --exec ./apply-job.sh`,
 	"tether agent run": `  tether agent run --state-dir /var/lib/tether-agent --exec 'kubectl apply -f -'

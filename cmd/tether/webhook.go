@@ -15,7 +15,8 @@ func init() { register(newWebhookCmd) }
 
 func newWebhookCmd(g *globals) *cobra.Command {
 	return groupCommand("webhook", "Send job outcomes and fleet changes to other systems as signed HTTP callbacks",
-		newWebhookCreateCmd(g), newWebhookListCmd(g), newWebhookDeleteCmd(g), newWebhookDeliveriesCmd(g))
+		newWebhookCreateCmd(g), newWebhookListCmd(g), newWebhookEditCmd(g), newWebhookRotateSecretCmd(g), newWebhookTestCmd(g),
+		newWebhookDeliveriesCmd(g), newWebhookRedeliverCmd(g), newWebhookDeleteCmd(g))
 }
 
 func newWebhookCreateCmd(g *globals) *cobra.Command {
@@ -24,10 +25,13 @@ func newWebhookCreateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --url URL --events job.finished[,...] [--org ORG]",
 		Short: "Subscribe a URL to changes (its signing secret is shown once)",
-		Long: `Subscribe a URL to changes. Each change is POSTed as JSON, signed with the
-subscription's secret: X-Tether-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret,
-t + "." + body)>, with X-Tether-Delivery (the same on every retry, for
-de-duplication) and X-Tether-Event.
+		Long: `Subscribe a URL to changes. Each change is POSTed as JSON, signed as
+Standard Webhooks (standardwebhooks.com) sign, so that its libraries verify
+it in any language: webhook-id (the same on every retry, for
+de-duplication), webhook-timestamp, and webhook-signature: v1,<base64
+HMAC-SHA256>, keyed with the secret whsec_... shown once here. The former
+X-Tether-Signature (t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + body)>),
+X-Tether-Delivery and X-Tether-Event are sent too, for one release more.
 
 Deliveries are written in the same transaction as the change, retried with
 exponential backoff and jitter for 24 hours, at least once, and survive
@@ -77,7 +81,8 @@ Its signing secret is shown only this once:
 
   %s
 
-Verify each delivery: HMAC-SHA256(secret, t + "." + body) equals v1 in X-Tether-Signature.
+Verify each delivery with a Standard Webhooks library (webhook-signature);
+docs/webhooks.md shows how in Go, Python and JavaScript.
 `, w.Name, w.ID, strings.Join(w.Events, ", "), w.URL, secret.Reveal())
 			return err
 		},
@@ -158,8 +163,12 @@ func newWebhookDeleteCmd(g *globals) *cobra.Command {
 func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
-		Use:     "deliveries NAME",
-		Short:   "Show a subscription's recent deliveries: attempts, last answer, next retry",
+		Use:   "deliveries NAME",
+		Short: "Show a subscription's recent deliveries: attempts, last answer, next retry",
+		Long: `Show a subscription's recent deliveries, newest first: each one's id (what
+tether webhook redeliver takes), the webhook-id receivers see (a redelivery's
+is the id of the delivery that first sent the message), its state, attempts,
+the receiver's last answer and when the next attempt is due.`,
 		Example: "  tether webhook deliveries billing --limit 20",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,7 +186,7 @@ func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
 				return printJSON(g.stdout, ds)
 			}
 			now := api.Now()
-			t := newTable(g.stdout, "DELIVERY", "EVENT", "SUBJECT", "STATE", "ATTEMPTS", "LAST STATUS", "NEXT ATTEMPT", "CREATED", "LAST ERROR")
+			t := newTable(g.stdout, "DELIVERY", "WEBHOOK-ID", "EVENT", "SUBJECT", "STATE", "ATTEMPTS", "LAST STATUS", "NEXT ATTEMPT", "CREATED", "LAST ERROR")
 			for _, d := range ds {
 				next, status := "-", "-"
 				if d.State == registry.DeliveryPending {
@@ -186,7 +195,7 @@ func newWebhookDeliveriesCmd(g *globals) *cobra.Command {
 				if d.LastStatus != 0 {
 					status = strconv.Itoa(d.LastStatus)
 				}
-				t.row(d.DeliveryID(), d.Event, d.SubjectID, string(d.State), strconv.Itoa(d.Attempts), status, next, ago(now, d.CreatedAt),
+				t.row(d.DeliveryID(), d.MessageID(), d.Event, d.SubjectID, string(d.State), strconv.Itoa(d.Attempts), status, next, ago(now, d.CreatedAt),
 					orDash(display.Safe(oneLine(d.LastError, 80))))
 			}
 			return t.flush()

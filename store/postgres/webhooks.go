@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,22 +12,24 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by`
+const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by, version,
+	sealed_previous_secret, previous_secret_until`
 
 func scanWebhook(row pgx.Row) (registry.Webhook, error) {
 	var w registry.Webhook
-	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy)
+	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy, &w.Version,
+		col.Bytes(&w.SealedPreviousSecret), col.Time(&w.PreviousSecretUntil))
 	return w, err
 }
 
 const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
-	last_status, last_error, finished_at`
+	last_status, last_error, finished_at, COALESCE(redelivery_of, 0), first_created_at`
 
 func scanDelivery(row pgx.Row) (registry.WebhookDelivery, error) {
 	var d registry.WebhookDelivery
 	var data, state string
 	err := row.Scan(&d.ID, &d.WebhookID, &d.Event, &d.ClusterID, &d.SubjectID, &data, col.Time(&d.CreatedAt), &state, &d.Attempts,
-		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt))
+		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt), &d.RedeliveryOf, col.Time(&d.FirstCreatedAt))
 	d.Data, d.State = json.RawMessage(data), registry.DeliveryState(state)
 	return d, err
 }
@@ -34,7 +37,8 @@ func scanDelivery(row pgx.Row) (registry.WebhookDelivery, error) {
 func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParams) error {
 	return s.write(ctx, "create a webhook", func(ctx context.Context, q db) error {
 		w := &p.Webhook
-		_, err := q.Exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		_, err := q.Exec(ctx, `INSERT INTO webhooks (id, name, url, events, organization, sealed_secret, created_at, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			w.ID, w.Name, w.URL, col.JSONText(w.Events), w.Org, w.SealedSecret, col.MS(w.CreatedAt), w.CreatedBy)
 		if isUniqueViolation(err, "webhooks_name") {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; delete it first or choose another name", w.Name)
@@ -104,4 +108,91 @@ func (s *Store) WebhookDeliveryRecord(ctx context.Context, p registry.WebhookRec
 			string(p.State), next, p.Status, strings.ReplaceAll(strings.ToValidUTF8(p.Error, "\uFFFD"), "\x00", ""), col.MS(p.FinishedAt), p.ID, p.Attempts, col.MS(p.ClaimedUntil))
 		return err
 	})
+}
+
+func (s *Store) WebhookUpdate(ctx context.Context, p registry.WebhookUpdateParams) (registry.Webhook, error) {
+	var out registry.Webhook
+	err := s.write(ctx, "edit a webhook", func(ctx context.Context, q db) error {
+		var err error
+		out, err = scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET name = $1, url = $2, events = $3, version = version + 1
+			WHERE id = $4 AND version = $5 RETURNING `+webhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
+		if isUniqueViolation(err, "webhooks_name") {
+			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; choose another name", p.Name)
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			var version int64
+			if err := q.QueryRow(ctx, "SELECT version FROM webhooks WHERE id = $1", p.ID).Scan(&version); errors.Is(err, pgx.ErrNoRows) {
+				return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+			} else if err != nil {
+				return err
+			}
+			return registry.Errorf(registry.CodeConflict,
+				"webhook %s was changed by someone else: you edited version %d, it is now at version %d; reload it and apply your change again",
+				p.ID, p.Version, version)
+		}
+		if err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotateParams) (registry.Webhook, error) {
+	var out registry.Webhook
+	err := s.write(ctx, "rotate a webhook's secret", func(ctx context.Context, q db) error {
+		var err error
+		keep := !p.PreviousUntil.IsZero()
+		out, err = scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET
+				sealed_previous_secret = CASE WHEN $1::boolean THEN sealed_secret END, previous_secret_until = $2,
+				sealed_secret = $3, version = version + 1
+			WHERE id = $4 RETURNING `+webhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) WebhookDelivery(ctx context.Context, id int64) (registry.WebhookDelivery, error) {
+	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, registry.Errorf(registry.CodeNotFound, "no webhook delivery has the id wd-%d (tether webhook deliveries NAME lists a webhook's)", id)
+	}
+	return d, s.wrap(err, "read a webhook delivery")
+}
+
+// WebhookDeliveryAdd inserts only while the webhook exists: one that was
+// deleted meanwhile inserts nothing, and says so.
+func (s *Store) WebhookDeliveryAdd(ctx context.Context, p registry.WebhookDeliveryAddParams) (registry.WebhookDelivery, error) {
+	var out registry.WebhookDelivery
+	err := s.write(ctx, "queue a webhook delivery", func(ctx context.Context, q db) error {
+		d := &p.Delivery
+		var err error
+		out, err = scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries (webhook_id, event, cluster_id, subject_id, data, created_at,
+				next_attempt_at, redelivery_of, first_created_at)
+			SELECT id, $1, $2, $3, $4, $5, $5, $6, $7 FROM webhooks WHERE id = $8
+			RETURNING `+deliveryCols,
+			d.Event, d.ClusterID, d.SubjectID, string(d.Data), col.MS(d.CreatedAt), nullID(d.RedeliveryOf), col.MS(d.FirstCreatedAt), d.WebhookID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", d.WebhookID)
+		}
+		if err != nil {
+			return err
+		}
+		return insertAudit(ctx, q, p.Audit)
+	})
+	return out, err
+}
+
+// nullID stores an id of 0 (none) as NULL.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }

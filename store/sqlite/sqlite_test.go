@@ -129,6 +129,19 @@ func TestNoSecretsInTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A webhook's secret, and after a rotation the previous one too.
+	_, hookSecret, err := reg.CreateWebhook(admin, "hook", "https://hooks.example.com/", []string{registry.WebhookJobFinished}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rotated, err := reg.RotateWebhookSecret(admin, "hook", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []registry.Secret{hookSecret, rotated} {
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(s.Reveal(), "whsec_"))
+		secrets = append(secrets, s.Reveal(), strings.TrimPrefix(s.Reveal(), "whsec_"), string(raw))
+	}
 	for _, s := range []registry.Secret{tok.Secret, cred.Token, cred.HMACKey, next.Token, next.HMACKey, unused.Secret} {
 		secrets = append(secrets, s.Reveal())
 		if raw, err := base64.RawURLEncoding.DecodeString(s.Reveal()); err == nil && len(raw) == 32 {

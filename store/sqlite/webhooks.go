@@ -2,29 +2,33 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by`
+const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by, version,
+	sealed_previous_secret, previous_secret_until`
 
 func scanWebhook(row scanner) (registry.Webhook, error) {
 	var w registry.Webhook
-	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy)
+	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy, &w.Version,
+		col.Bytes(&w.SealedPreviousSecret), col.Time(&w.PreviousSecretUntil))
 	return w, err
 }
 
 const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
-	last_status, last_error, finished_at`
+	last_status, last_error, finished_at, COALESCE(redelivery_of, 0), first_created_at`
 
 func scanDelivery(row scanner) (registry.WebhookDelivery, error) {
 	var d registry.WebhookDelivery
 	var data string
 	err := row.Scan(&d.ID, &d.WebhookID, &d.Event, &d.ClusterID, &d.SubjectID, &data, col.Time(&d.CreatedAt), &d.State, &d.Attempts,
-		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt))
+		col.Time(&d.NextAt), &d.LastStatus, &d.LastError, col.Time(&d.FinishedAt), &d.RedeliveryOf, col.Time(&d.FirstCreatedAt))
 	d.Data = json.RawMessage(data)
 	return d, err
 }
@@ -32,7 +36,8 @@ func scanDelivery(row scanner) (registry.WebhookDelivery, error) {
 func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParams) error {
 	return s.write(ctx, func(t *txn) error {
 		w := &p.Webhook
-		_, err := t.exec(`INSERT INTO webhooks (`+webhookCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := t.exec(`INSERT INTO webhooks (id, name, url, events, organization, sealed_secret, created_at, created_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.Name, w.URL, col.JSONText(w.Events), w.Org, w.SealedSecret, col.MS(w.CreatedAt), w.CreatedBy)
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; delete it first or choose another name", w.Name)
@@ -127,4 +132,91 @@ func (s *Store) WebhookDeliveryRecord(ctx context.Context, p registry.WebhookRec
 			p.State, next, p.Status, strings.ToValidUTF8(p.Error, "\uFFFD"), col.MS(p.FinishedAt), p.ID, p.Attempts, col.MS(p.ClaimedUntil))
 		return err
 	})
+}
+
+func (s *Store) WebhookUpdate(ctx context.Context, p registry.WebhookUpdateParams) (registry.Webhook, error) {
+	var out registry.Webhook
+	err := s.write(ctx, func(t *txn) error {
+		var err error
+		out, err = scanWebhook(t.queryRow(`UPDATE webhooks SET name = ?, url = ?, events = ?, version = version + 1
+			WHERE id = ? AND version = ? RETURNING `+webhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
+		if isUniqueViolation(err) {
+			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; choose another name", p.Name)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			var version int64
+			if err := t.queryRow("SELECT version FROM webhooks WHERE id = ?", p.ID).Scan(&version); errors.Is(err, sql.ErrNoRows) {
+				return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+			} else if err != nil {
+				return err
+			}
+			return registry.Errorf(registry.CodeConflict,
+				"webhook %s was changed by someone else: you edited version %d, it is now at version %d; reload it and apply your change again",
+				p.ID, p.Version, version)
+		}
+		if err != nil {
+			return err
+		}
+		return t.audit(p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotateParams) (registry.Webhook, error) {
+	var out registry.Webhook
+	err := s.write(ctx, func(t *txn) error {
+		var err error
+		keep := !p.PreviousUntil.IsZero()
+		out, err = scanWebhook(t.queryRow(`UPDATE webhooks SET
+				sealed_previous_secret = CASE WHEN ? THEN sealed_secret END, previous_secret_until = ?,
+				sealed_secret = ?, version = version + 1
+			WHERE id = ? RETURNING `+webhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return t.audit(p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) WebhookDelivery(ctx context.Context, id int64) (registry.WebhookDelivery, error) {
+	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, registry.Errorf(registry.CodeNotFound, "no webhook delivery has the id wd-%d (tether webhook deliveries NAME lists a webhook's)", id)
+	}
+	return d, s.wrap(err, "read a webhook delivery")
+}
+
+// WebhookDeliveryAdd inserts only while the webhook exists: one that was
+// deleted meanwhile inserts nothing, and says so.
+func (s *Store) WebhookDeliveryAdd(ctx context.Context, p registry.WebhookDeliveryAddParams) (registry.WebhookDelivery, error) {
+	var out registry.WebhookDelivery
+	err := s.write(ctx, func(t *txn) error {
+		d := &p.Delivery
+		var err error
+		out, err = scanDelivery(t.queryRow(`INSERT INTO webhook_deliveries (webhook_id, event, cluster_id, subject_id, data, created_at,
+				next_attempt_at, redelivery_of, first_created_at)
+			SELECT id, ?, ?, ?, ?, ?, ?, ?, ? FROM webhooks WHERE id = ?
+			RETURNING `+deliveryCols,
+			d.Event, d.ClusterID, d.SubjectID, string(d.Data), col.MS(d.CreatedAt), col.MS(d.CreatedAt), nullID(d.RedeliveryOf), col.MS(d.FirstCreatedAt), d.WebhookID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", d.WebhookID)
+		}
+		if err != nil {
+			return err
+		}
+		return t.audit(p.Audit)
+	})
+	return out, err
+}
+
+// nullID stores an id of 0 (none) as NULL.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }

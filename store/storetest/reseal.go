@@ -3,6 +3,7 @@ package storetest
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/internal/jwe"
 	"github.com/tetherhq/tether/registry"
@@ -23,6 +24,8 @@ func testKeyRotation(t *testing.T, newStore NewStore) {
 		agents = append(agents, a)
 	}
 	_, _, err := e.reg.CreateWebhook(e.ctx, "hook", "https://example.com/x", []string{registry.WebhookJobFinished}, "")
+	wantNoErr(t, err)
+	_, _, err = e.reg.RotateWebhookSecret(e.ctx, "hook", time.Hour) // a previous secret, sealed too
 	wantNoErr(t, err)
 	_, err = e.reg.CurrentSigningKey(e.ctx, agents[0].Cluster.ID)
 	wantNoErr(t, err)

@@ -15,11 +15,12 @@ type Column struct {
 }
 
 var columns = map[registry.SealedKind]Column{
-	registry.SealedHMACKey:       {Table: "credentials", ID: "id", Sealed: "sealed_hmac", Where: "sealed_hmac IS NOT NULL"},
-	registry.SealedWebhookSecret: {Table: "webhooks", ID: "id", Sealed: "sealed_secret"},
-	registry.SealedSigningKey:    {Table: "cluster_signing_keys", ID: "id", Sealed: "sealed_private"},
-	registry.SealedCAKey:         {Table: "certificate_authorities", ID: "id", Sealed: "sealed_key"},
-	registry.SealedJobPayload:    {Table: "jobs", ID: "id", Sealed: "payload", Where: "payload_sealed"},
+	registry.SealedHMACKey:         {Table: "credentials", ID: "id", Sealed: "sealed_hmac", Where: "sealed_hmac IS NOT NULL"},
+	registry.SealedWebhookSecret:   {Table: "webhooks", ID: "id", Sealed: "sealed_secret"},
+	registry.SealedWebhookPrevious: {Table: "webhooks", ID: "id", Sealed: "sealed_previous_secret", Where: "sealed_previous_secret IS NOT NULL"},
+	registry.SealedSigningKey:      {Table: "cluster_signing_keys", ID: "id", Sealed: "sealed_private"},
+	registry.SealedCAKey:           {Table: "certificate_authorities", ID: "id", Sealed: "sealed_key"},
+	registry.SealedJobPayload:      {Table: "jobs", ID: "id", Sealed: "payload", Where: "payload_sealed"},
 }
 
 // Of returns the column of kind.
