@@ -24,7 +24,9 @@ const searchIndexMax = 2000
 func (s *Store) indexedWords(ctx context.Context, p registry.JobListParams) (map[string]bool, error) {
 	var out map[string]bool
 	for _, word := range strings.Fields(p.Search) {
-		if utf8.RuneCountInString(word) < 3 || !utf8.ValidString(word) || out[word] {
+		// FTS5's query parser ends a string at a NUL: such a word (and one
+		// that is not UTF-8) is left to the scan, which finds it or not.
+		if utf8.RuneCountInString(word) < 3 || !utf8.ValidString(word) || strings.ContainsRune(word, 0) || out[word] {
 			continue
 		}
 		var n int
