@@ -115,6 +115,7 @@ var rows = []row{
 	{"console: filter by a cluster and a state, first page", "BenchmarkJobsFilter/cluster_and_state", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by a cluster, first page", "BenchmarkJobsFilter/cluster", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by words, first page", "BenchmarkJobsFilter/words", "ms/filter", "< 100 ms", below(100), false},
+	{"console: filter by a rare word (app-99999: 11 of 1,000,000 jobs), first page", "BenchmarkJobsFilter/rare_word", "ms/filter", "< 100 ms", below(100), false},
 }
 
 // result is one entry of bench/results/latest.json.

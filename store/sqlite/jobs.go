@@ -176,8 +176,9 @@ func (t *txn) history(h *registry.JobHistoryEntry) error {
 	return err
 }
 
-// jobFilter renders p's filters as a WHERE clause.
-func jobFilter(p registry.JobListParams) (string, []any) {
+// jobFilter renders p's filters as a WHERE clause; indexed are the search
+// words the trigram index serves (indexedWords).
+func jobFilter(p registry.JobListParams, indexed map[string]bool) (string, []any) {
 	var where []string
 	var args []any
 	if len(p.ClusterIDs) > 0 {
@@ -212,13 +213,9 @@ func jobFilter(p registry.JobListParams) (string, []any) {
 		args = append(args, p.RetryOf)
 	}
 	for _, word := range strings.Fields(p.Search) {
-		pat := likePattern(word)
-		// The CLUSTER column shows a name: a word also matches the jobs of
-		// the clusters whose name holds it (a subquery, so that a word
-		// matching thousands of clusters binds one value, not one each).
-		where = append(where, `(id LIKE ? ESCAPE '\' OR idempotency_key LIKE ? ESCAPE '\' OR target_namespace LIKE ? ESCAPE '\' OR target_name LIKE ? ESCAPE '\'
-			OR error LIKE ? ESCAPE '\' OR kind LIKE ? ESCAPE '\' OR cluster_id IN (SELECT id FROM clusters WHERE name LIKE ? ESCAPE '\'))`)
-		args = append(args, pat, pat, pat, pat, pat, pat, pat)
+		cond, wargs := wordFilter(word, indexed[word])
+		where = append(where, cond)
+		args = append(args, wargs...)
 	}
 	if !p.LeaseExpiredBefore.IsZero() {
 		where = append(where, "id IN (SELECT job_id FROM job_claim WHERE lease_expires_at < ?)")
@@ -258,7 +255,11 @@ func placeholders(n int) string {
 }
 
 func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
-	where, args := jobFilter(p)
+	indexed, err := s.indexedWords(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	where, args := jobFilter(p, indexed)
 	order := " ORDER BY created_at DESC, id DESC"
 	if p.OldestFirst {
 		order = " ORDER BY created_at, id"
@@ -285,9 +286,13 @@ func (s *Store) collectJobs(rows *sql.Rows) ([]registry.Job, error) {
 }
 
 func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, error) {
-	where, args := jobFilter(p)
+	indexed, err := s.indexedWords(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	where, args := jobFilter(p, indexed)
 	var n int
-	err := s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, args...).Scan(&n)
+	err = s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, args...).Scan(&n)
 	return n, s.wrap(err, "count jobs")
 }
 

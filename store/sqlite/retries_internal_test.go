@@ -19,7 +19,7 @@ func TestRetriesPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	where, args := jobFilter(registry.JobListParams{RetryOf: "j-1"})
+	where, args := jobFilter(registry.JobListParams{RetryOf: "j-1"}, nil)
 	rows, err := st.readers.QueryContext(ctx, "EXPLAIN QUERY PLAN SELECT "+jobCols+" FROM jobs"+where+" ORDER BY created_at, id LIMIT 100", args...)
 	if err != nil {
 		t.Fatal(err)
