@@ -9,7 +9,7 @@ import (
 )
 
 // searchIndexMax bounds the candidates a search word may have for the
-// trigram index (job_search, migration 0022) to serve it. A rarer word is
+// trigram index (job_search, migration 0023) to serve it. A rarer word is
 // found through the index: its few jobs by rowid, then sorted. A commoner
 // one is left to the scan in the list's order, which is quick for it: its
 // matches are dense, so the first page comes from the first few thousand

@@ -11,7 +11,7 @@ import (
 
 // testSearchIndex pins the word filter's answers on tricky words: the
 // stores serve words of 3 or more characters from a trigram index
-// (migration 0022), and the index must give exactly the answers of the
+// (migration 0023), and the index must give exactly the answers of the
 // LIKE it narrows: a substring in any ASCII case (not other cases), %, _
 // and \ as plain characters, quotes, words under 3 characters (which no
 // trigram serves), an error set after the job was written, and a job
