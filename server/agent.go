@@ -310,11 +310,11 @@ func (s *Server) handleResult(c *call) error {
 	if err != nil {
 		return err
 	}
-	kind, err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res)
+	j, err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res)
 	if err != nil {
 		return err
 	}
-	s.jobFinished(kind, res.Outcome)
+	s.jobFinished(j.Kind, res.Outcome)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

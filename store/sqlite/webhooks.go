@@ -128,3 +128,11 @@ func (s *Store) WebhookDeliveryRecord(ctx context.Context, p registry.WebhookRec
 		return err
 	})
 }
+
+// WebhookDeliveriesPending counts the entries of the partial index
+// webhook_deliveries_due, which holds the pending deliveries alone.
+func (s *Store) WebhookDeliveriesPending(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.queryRow(ctx, "SELECT count(*) FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'").Scan(&n)
+	return n, s.wrap(err, "count pending webhook deliveries")
+}
