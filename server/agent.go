@@ -226,6 +226,7 @@ func (s *Server) writeJobs(c *call, jobs []registry.Job) error {
 		}
 		jobs[i].Payload = plain
 		out.Jobs[i] = toWireJob(&jobs[i], lease)
+		out.Jobs[i].Traceparent = jobs[i].Traceparent
 		if c.agent.Cluster.Policy.RequireSignedPayloads {
 			sig, kid, err := s.reg.SignClusterPayload(c.ctx, c.agent.Cluster.ID, out.Jobs[i].Payload)
 			if err != nil {
@@ -237,6 +238,7 @@ func (s *Server) writeJobs(c *call, jobs []registry.Job) error {
 			out.Jobs[i].Payload, out.Jobs[i].EncryptedPayload = nil, encrypted
 		}
 	}
+	s.traceDeliveries(c, jobs)
 	return writeJSON(c.w, http.StatusOK, out)
 }
 
@@ -270,6 +272,8 @@ func (s *Server) handleAck(c *call) error {
 	if err != nil {
 		return err
 	}
+	s.metrics.jobs.acked(c.agent.Cluster, claim.Job)
+	c.linkJobTrace(claim.Job)
 	h := c.w.Header()
 	if c.agent.Credential.HasCapability(registry.CapabilityLease) {
 		h.Set(headerClaimID, claim.ClaimID)
@@ -315,6 +319,8 @@ func (s *Server) handleResult(c *call) error {
 		return err
 	}
 	s.jobFinished(j.Kind, res.Outcome)
+	s.metrics.jobs.finished(c.agent.Cluster, j)
+	c.linkJobTrace(j)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -154,6 +154,10 @@ type wireJob struct {
 	// RFC 8785 form and the id of the key in GET /api/agent/keys.
 	Signature      string `json:"signature,omitempty"`
 	SignatureKeyID string `json:"signatureKeyId,omitempty"`
+	// Traceparent is the W3C trace context of the job's submission (an
+	// extension: clients that do not know it ignore it). An agent sends it
+	// back in the traceparent header of its ack, status and result.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 func toWireJob(j *registry.Job, leaseSeconds int) wireJob {
