@@ -34,8 +34,8 @@ func newJobLatency(perCluster bool) *jobLatency {
 	return &jobLatency{
 		perCluster: perCluster,
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tether_job_wait_seconds",
-			Help: "Time from a job's submission to its first ack, observed by the replica that recorded the ack (later attempts are not: their wait would count the runs before them).",
+			Name:    "tether_job_wait_seconds",
+			Help:    "Time from a job's submission to its first ack, observed by the replica that recorded the ack (later attempts are not: their wait would count the runs before them).",
 			Buckets: jobLatencyBuckets,
 		}, labels),
 		run: prometheus.NewHistogramVec(prometheus.HistogramOpts{

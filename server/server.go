@@ -279,8 +279,8 @@ type route struct {
 	perAddress bool
 	// span names the operation of a traced route (tracing.go): submit,
 	// poll, ack, status, result. Empty: not traced.
-	span string
-	serve      func(*call) error
+	span  string
+	serve func(*call) error
 }
 
 func (s *Server) buildRoutes() {
@@ -365,7 +365,7 @@ type call struct {
 	requestID string
 	logWith   *slog.Logger // built on first use: a held poll should not carry one
 	start     time.Time
-	pattern   string // the route's pattern ("unmatched" if none): metric label and log field
+	pattern   string     // the route's pattern ("unmatched" if none): metric label and log field
 	span      trace.Span // the request's span, when traced (tracing.go)
 }
 
