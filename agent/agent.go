@@ -12,7 +12,9 @@
 // Without a ::result line, exit status 0 is outcome succeeded and anything
 // else is failed, with the command's last stderr line as the error. The job
 // (as JSON) is on stdin; TETHER_JOB_ID, TETHER_JOB_KIND, TETHER_JOB_ATTEMPT,
-// TETHER_JOB_IDEMPOTENCY_KEY and TETHER_CLUSTER_ID are in the environment.
+// TETHER_JOB_IDEMPOTENCY_KEY and TETHER_CLUSTER_ID are in the environment,
+// and TRACEPARENT when the job was traced (the W3C trace context of its
+// submission; the agent's own requests about the job send it too).
 package agent
 
 import (

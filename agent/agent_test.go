@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/apiclient"
 	"github.com/tetherhq/tether/registry"
@@ -40,6 +42,7 @@ type env struct {
 	stopSrv context.CancelFunc
 	srvDone chan error
 	dir     string
+	tracing trace.TracerProvider // the server's, when set before start
 }
 
 func newEnv(t *testing.T) *env {
@@ -53,11 +56,14 @@ func newEnv(t *testing.T) *env {
 }
 
 // newEnvOn is newEnv over the caller's store.
-func newEnvOn(t *testing.T, dir string, st registry.Store) *env {
+func newEnvOn(t *testing.T, dir string, st registry.Store, tp ...trace.TracerProvider) *env {
 	t.Helper()
 	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(dir, "tether.db.key"))})
 	t.Cleanup(func() { reg.Close(); st.Close() })
 	e := &env{t: t, reg: reg, dir: dir}
+	if len(tp) > 0 {
+		e.tracing = tp[0]
+	}
 	e.start("127.0.0.1:0")
 	return e
 }
@@ -77,7 +83,7 @@ func (e *env) start(addr string) {
 	}
 	e.addr = ln.Addr().String()
 	e.url = "http://" + e.addr
-	srv := server.New(e.reg, server.Config{Logger: slog.New(slog.DiscardHandler), ShutdownTimeout: 2 * time.Second})
+	srv := server.New(e.reg, server.Config{Logger: slog.New(slog.DiscardHandler), ShutdownTimeout: 2 * time.Second, TracerProvider: e.tracing})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopSrv, e.srvDone = cancel, make(chan error, 1)
 	go func() { e.srvDone <- srv.Serve(ctx, ln) }()

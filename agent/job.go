@@ -23,6 +23,8 @@ import (
 // handle takes one polled job through ack, run and result.
 func (a *Agent) handle(ctx context.Context, j apiclient.Job) {
 	log := a.log.With("job", j.ID, "kind", j.Kind, "attempt", j.Attempt)
+	// The job's requests (ack, status, heartbeats, result) join its trace.
+	ctx = apiclient.WithTraceparent(ctx, j.Traceparent)
 	if j.Expired(time.Now()) {
 		// Seed 000: skip it and say so. A noop result is accepted for a job
 		// never acked.
@@ -123,7 +125,7 @@ func (a *Agent) execute(ctx context.Context, j apiclient.Job, claim apiclient.Cl
 
 	cmd := exec.Command("/bin/sh", "-c", a.cfg.Command)
 	cmd.Stdin = bytes.NewReader(append(input, '\n'))
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(jobEnviron(os.Environ(), j.Traceparent),
 		"TETHER_JOB_ID="+j.ID, "TETHER_JOB_KIND="+j.Kind, "TETHER_JOB_ATTEMPT="+strconv.Itoa(j.Attempt),
 		"TETHER_JOB_IDEMPOTENCY_KEY="+j.IdempotencyKey, "TETHER_CLUSTER_ID="+a.ClusterID())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the whole process group
@@ -339,4 +341,22 @@ func (t *tailBuffer) last() string {
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// jobEnviron is the agent's environment for a job's command, with the job's
+// trace context as TRACEPARENT (the variable OpenTelemetry's SDKs and tools
+// such as otel-cli read), so that what the command does joins the job's
+// trace. A TRACEPARENT or TRACESTATE the agent itself was started with
+// belongs to no job and is dropped.
+func jobEnviron(environ []string, traceparent string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "TRACEPARENT=") && !strings.HasPrefix(kv, "TRACESTATE=") {
+			out = append(out, kv)
+		}
+	}
+	if traceparent != "" {
+		out = append(out, "TRACEPARENT="+traceparent)
+	}
+	return out
 }

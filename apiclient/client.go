@@ -518,6 +518,9 @@ func (c *Client) once(ctx context.Context, cl call, body []byte) error {
 	if cl.claimID != "" {
 		req.Header.Set("X-Claim-Id", cl.claimID)
 	}
+	if tp, _ := ctx.Value(traceparentKey{}).(string); tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
 	if key != nil && !cl.unsigned && cl.method == http.MethodPost {
 		sign(req.Header, key, cl.method, req.URL.RequestURI(), body, time.Now())
 	}

@@ -95,6 +95,11 @@ type Job struct {
 	JobSignatureFormat string `json:"jobSignatureFormat,omitempty"`
 	Attempt            int    `json:"attempt,omitempty"`
 	LeaseSeconds       int    `json:"leaseSeconds,omitempty"`
+	// Traceparent is the W3C trace context of the job's submission, when it
+	// was traced (a tether extension). Send it back on the job's requests
+	// with WithTraceparent, and hand it to the work the job runs, so that
+	// everything the job causes joins one trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Expired reports whether the job's expiresAt has passed: the agent must not

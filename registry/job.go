@@ -135,6 +135,11 @@ type Job struct {
 	SubmittedBy string    `json:"submittedBy,omitempty"`
 	// RetryOf names the job this one retries (RetryJob).
 	RetryOf string `json:"retryOf,omitempty"`
+	// Traceparent is the W3C trace context of the job's submission (empty
+	// when it was not traced): agents get it, so that their work and the
+	// server's spans for ack, status and result join the submitter's trace,
+	// whichever replica answers them.
+	Traceparent string `json:"traceparent,omitempty"`
 	// RetriedBy names the jobs retried from this one, oldest first: the
 	// forward link of RetryOf, so that whoever opens a failed job sees it
 	// was retried already. Only a single job's read (GetJob) fills it;
@@ -220,6 +225,10 @@ type JobSubmission struct {
 	ExpiresIn time.Duration
 	// RetryOf names the finished job this one retries (RetryJob sets it).
 	RetryOf string
+	// Traceparent is the W3C trace context the submission ran in
+	// ("00-<trace id>-<span id>-<flags>"), stored with the job; empty for
+	// none.
+	Traceparent string
 }
 
 // StatusReport is a job's interim status from its agent (seed 000).
@@ -242,4 +251,7 @@ type ResultReport struct {
 type Claim struct {
 	ClaimID        string
 	LeaseExpiresAt time.Time // zero unless the agent is a lease client and the cluster has leases
+	// Job is the job as claimed: its key fields only (see
+	// JobUpdateParams.FullJob), for the server's metrics and traces.
+	Job *Job
 }

@@ -60,11 +60,15 @@ func (r *Registry) submit(ctx context.Context, s JobSubmission, action, reason s
 	if err := checkIdempotencyKey(s.IdempotencyKey); err != nil {
 		return nil, false, err
 	}
+	if !ValidTraceparent(s.Traceparent) {
+		return nil, false, Errorf(CodeInvalid, "traceparent %q is not a W3C trace context (00-<32 hex>-<16 hex>-<2 hex>)", truncateText(s.Traceparent, 80))
+	}
 	now := r.Now()
 	j := Job{
 		ID: newJobID(), ClusterID: c.ID, Kind: s.Kind, Intent: checked.intent, Target: checked.target,
 		Payload: s.Payload, IdempotencyKey: s.IdempotencyKey, State: JobQueued, Attempt: 1,
 		CreatedAt: now, UpdatedAt: now, SubmittedBy: ActorFrom(ctx).String(), RetryOf: s.RetryOf,
+		Traceparent: s.Traceparent,
 	}
 	if s.ExpiresIn != 0 {
 		if s.ExpiresIn < MinJobExpiry || s.ExpiresIn > MaxJobExpiry {
@@ -324,7 +328,7 @@ func (r *Registry) AckJob(ctx context.Context, a *Agent, jobID string) (*Claim, 
 	if !applied {
 		return nil, r.refuseJob(a, j, jobID, "", opAck, now)
 	}
-	return &Claim{ClaimID: claim.ClaimID, LeaseExpiresAt: claim.LeaseExpiresAt}, nil
+	return &Claim{ClaimID: claim.ClaimID, LeaseExpiresAt: claim.LeaseExpiresAt, Job: j}, nil
 }
 
 // ReportStatus records a job's interim status and renews its lease. claimID
@@ -393,20 +397,21 @@ func (r *Registry) HeartbeatJob(ctx context.Context, a *Agent, jobID, claimID st
 }
 
 // ReportResult records a job's result, exactly once. A queued job (never
-// acked) accepts only a noop result: the agent skipping an expired job.
-func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) (JobKind, error) {
+// acked) accepts only a noop result: the agent skipping an expired job. It
+// returns the job as finished: its key fields only (JobUpdateParams.FullJob).
+func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID string, res ResultReport) (*Job, error) {
 	if err := agentJobID(jobID); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := agentText("error", &res.Error); err != nil {
-		return "", err
+		return nil, err
 	}
 	state, ok := res.Outcome.State()
 	if !ok {
-		return "", Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)
+		return nil, Errorf(CodeInvalidOutcome, "outcome %q is not one of succeeded, failed, noop, conflict", res.Outcome)
 	}
 	if (res.Outcome == OutcomeFailed || res.Outcome == OutcomeConflict) && strings.TrimSpace(res.Error) == "" {
-		return "", Errorf(CodeErrorRequired, "a %s result must say what went wrong in its error field", res.Outcome)
+		return nil, Errorf(CodeErrorRequired, "a %s result must say what went wrong in its error field", res.Outcome)
 	}
 	from := []JobState{JobInProgress}
 	if res.Outcome == OutcomeNoop {
@@ -429,12 +434,12 @@ func (r *Registry) ReportResult(ctx context.Context, a *Agent, jobID, claimID st
 		Audit:   ptr(r.auditEntry(WithActor(ctx, a.Actor()), AuditJobResult, a.Cluster.ID, "job", jobID, msg)),
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !applied {
-		return "", r.refuseJob(a, j, jobID, claimID, opResult, now)
+		return nil, r.refuseJob(a, j, jobID, claimID, opResult, now)
 	}
-	return j.Kind, nil
+	return j, nil
 }
 
 type jobOp int

@@ -51,6 +51,10 @@ type WebhookStore interface {
 	// (delivered or failed) before before, oldest first, and says how many.
 	// Pending deliveries are never deleted.
 	WebhookDeliveriesPrune(ctx context.Context, before time.Time, limit int) (int, error)
+	// WebhookDeliveriesPending counts the deliveries not yet delivered nor
+	// given up on, through the index of pending deliveries (a scrape reads
+	// it: its cost is the pending deliveries', not the table's).
+	WebhookDeliveriesPending(ctx context.Context) (int64, error)
 }
 
 type WebhookCreateParams struct {

@@ -268,6 +268,17 @@ func (r *Registry) WebhookDeliveries(ctx context.Context, ref string, limit int)
 	return w, ds, err
 }
 
+// PendingWebhookDeliveries counts the deliveries of every webhook not yet
+// delivered nor given up on: what /metrics reports, so that a receiver that
+// is down shows as a growing number long before WebhookRetryFor gives up.
+// It is fleet-wide, so an organization-scoped admin may not read it.
+func (r *Registry) PendingWebhookDeliveries(ctx context.Context) (int64, error) {
+	if err := authorizeFleet(ctx, "the count of pending webhook deliveries"); err != nil {
+		return 0, err
+	}
+	return r.store.WebhookDeliveriesPending(ctx)
+}
+
 // DueDelivery is a claimed delivery with what sending it needs.
 type DueDelivery struct {
 	WebhookDelivery

@@ -71,7 +71,7 @@ func (s *Server) adminRoutes() []*route {
 
 		read("/jobs", s.adminListJobs),
 		read("/jobs/count", s.adminCountJobs),
-		write(http.MethodPost, "/jobs", s.adminSubmitJob),
+		traced(write(http.MethodPost, "/jobs", s.adminSubmitJob), "submit"),
 		read("/jobs/{id}", s.adminGetJob),
 		write(http.MethodPost, "/jobs/{id}/requeue", s.adminRequeueJob),
 		write(http.MethodPost, "/jobs/{id}/cancel", s.adminCancelJob),
@@ -293,4 +293,10 @@ func queryOrBodyReason(c *call) (string, error) {
 		reason = q
 	}
 	return reason, nil
+}
+
+// traced marks an admin route as traced, its span named op (tracing.go).
+func traced(rt *route, op string) *route {
+	rt.span = op
+	return rt
 }

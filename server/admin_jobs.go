@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -285,9 +287,13 @@ func (s *Server) adminSubmitJob(c *call) error {
 	}
 	j, created, err := s.reg.SubmitJob(c.ctx, registry.JobSubmission{
 		ClusterID: b.Cluster, Kind: b.Kind, Payload: b.Payload, IdempotencyKey: b.IdempotencyKey, ExpiresIn: expires,
+		Traceparent: c.traceparent(),
 	})
 	if err != nil {
 		return err
+	}
+	if c.span != nil {
+		c.span.SetAttributes(attribute.String("tether.job.id", j.ID), attribute.String("tether.cluster.id", j.ClusterID))
 	}
 	if !created {
 		c.w.Header().Set("Idempotent-Replayed", "true")

@@ -229,6 +229,7 @@ func (s *Server) writeJobs(c *call, jobs []registry.DeliveredJob) error {
 	for i := range jobs {
 		out.Jobs[i] = toWireJob(&jobs[i])
 	}
+	s.traceDeliveries(c, jobs)
 	return writeJSON(c.w, http.StatusOK, out)
 }
 
@@ -264,6 +265,8 @@ func (s *Server) handleAck(c *call) error {
 	if err != nil {
 		return err
 	}
+	s.metrics.jobs.acked(c.agent.Cluster, claim.Job)
+	c.linkJobTrace(claim.Job)
 	h := c.w.Header()
 	if c.agent.Credential.HasCapability(registry.CapabilityLease) {
 		h.Set(headerClaimID, claim.ClaimID)
@@ -304,11 +307,13 @@ func (s *Server) handleResult(c *call) error {
 	if err != nil {
 		return err
 	}
-	kind, err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res)
+	j, err := s.reg.ReportResult(c.ctx, c.agent, c.jobID, claimID(c.r), res)
 	if err != nil {
 		return err
 	}
-	s.jobFinished(kind, res.Outcome)
+	s.jobFinished(j.Kind, res.Outcome)
+	s.metrics.jobs.finished(c.agent.Cluster, j)
+	c.linkJobTrace(j)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -63,6 +63,7 @@ func (s *Server) finish(c *call) {
 		status = http.StatusOK
 	}
 	elapsed := time.Since(c.start)
+	c.endSpan(status)
 	s.metrics.requests.WithLabelValues(pattern, c.r.Method, fmt.Sprint(status)).Inc()
 	s.metrics.latency.WithLabelValues(pattern).Observe(elapsed.Seconds())
 

@@ -31,9 +31,11 @@ type metrics struct {
 	clusterExpired *prometheus.CounterVec
 	// webhooks is tether_webhook_deliveries_total.
 	webhooks *prometheus.CounterVec
+	// jobs is tether_job_wait_seconds and tether_job_run_seconds.
+	jobs *jobLatency
 }
 
-func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
+func newMetrics(reg *registry.Registry, log *slog.Logger, perCluster bool) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -77,7 +79,9 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		finished:       newFinished(),
 		clusterExpired: newLeaseExpirations(),
 		webhooks:       newWebhookDeliveries(),
+		jobs:           newJobLatency(perCluster),
 	}
+	m.registry.MustRegister(m.jobs.collectors()...)
 	for _, a := range []string{"requeued", "failed", "expired"} {
 		m.reaped.WithLabelValues(a) // present at zero, so rate() works from the start
 	}
@@ -86,6 +90,7 @@ func newMetrics(reg *registry.Registry, log *slog.Logger) *metrics {
 		m.finished, m.clusterExpired, m.webhooks,
 		&jobsCollector{reg: reg, log: log},
 		&fleetCollector{reg: reg, log: log},
+		&webhooksCollector{reg: reg, log: log},
 		newBuildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

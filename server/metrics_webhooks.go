@@ -1,7 +1,10 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,4 +39,28 @@ func (s *Server) RecordWebhookDelivery(event string, status int, err error) {
 		result = "rejected"
 	}
 	s.metrics.webhooks.WithLabelValues(event, result).Inc()
+}
+
+var webhooksPendingDesc = prometheus.NewDesc("tether_webhook_deliveries_pending",
+	"Webhook deliveries waiting to be sent or retried, every webhook and replica together: it grows while a receiver is down.", nil, nil)
+
+// webhooksCollector reads the pending deliveries at scrape time: one count
+// over the index of pending deliveries, which holds nothing else.
+type webhooksCollector struct {
+	reg *registry.Registry
+	log *slog.Logger
+}
+
+func (c *webhooksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- webhooksPendingDesc }
+
+func (c *webhooksCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := c.reg.PendingWebhookDeliveries(ctx)
+	if err != nil {
+		c.log.Warn("metrics: cannot count pending webhook deliveries", "err", err)
+		ch <- prometheus.NewInvalidMetric(webhooksPendingDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(webhooksPendingDesc, prometheus.GaugeValue, float64(n))
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -81,6 +82,14 @@ type Config struct {
 	// too_many_connections and closed. Zero takes
 	// DefaultMaxConnsPerAddress; negative sets no cap.
 	MaxConnsPerAddress int
+	// NoClusterLatencyLabel drops the cluster label of the job latency
+	// histograms (tether_job_wait_seconds, tether_job_run_seconds): one
+	// histogram of each for the fleet instead of one per cluster, for fleets
+	// too large for 32 series a cluster (serve --metrics-per-cluster=false).
+	NoClusterLatencyLabel bool
+	// TracerProvider makes the spans of submit, poll, ack, status and result
+	// requests (see tracing.go). Nil: no spans, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Config.
@@ -109,6 +118,7 @@ type Server struct {
 	admin      []*adminRoute               // /api/admin/v1
 	jobs       map[string][]*route         // /api/agent/jobs/{id}/{action}, by action
 	promh      http.Handler
+	tracer     trace.Tracer // nil: tracing is off
 
 	trusted []netip.Prefix // Config.TrustedProxies
 
@@ -152,7 +162,10 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		draining:   make(chan struct{}),
 		trusted:    cfg.TrustedProxies,
 	}
-	s.metrics = newMetrics(reg, s.log)
+	s.metrics = newMetrics(reg, s.log, !cfg.NoClusterLatencyLabel)
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	s.promh = promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	})
@@ -262,7 +275,10 @@ type route struct {
 	// perAddress limits the route per client address: registration, whose
 	// caller has no cluster yet to be limited by.
 	perAddress bool
-	serve      func(*call) error
+	// span names the operation of a traced route (tracing.go): submit,
+	// poll, ack, status, result. Empty: not traced.
+	span  string
+	serve func(*call) error
 }
 
 func (s *Server) buildRoutes() {
@@ -270,7 +286,7 @@ func (s *Server) buildRoutes() {
 	fixed := []*route{
 		{pattern: "/api/agent/register", method: http.MethodPost, agentAPI: true, maxBody: body, perAddress: true, serve: s.handleRegister},
 		{pattern: "/api/agent/credentials/rotate", method: http.MethodPost, agentAPI: true, auth: authRotate, signed: true, maxBody: body, serve: s.handleRotate},
-		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handlePoll},
+		{pattern: "/api/agent/jobs", method: http.MethodGet, agentAPI: true, auth: authAgent, span: "poll", serve: s.handlePoll},
 		{pattern: "/api/agent/events", method: http.MethodPost, agentAPI: true, auth: authAgent, signed: true, maxBody: events, serve: s.handleEvents},
 		{pattern: "/api/agent/keys", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handleKeys},
 		{pattern: "/healthz", method: http.MethodGet, quiet: true, head: true, serve: s.handleHealth},
@@ -278,10 +294,10 @@ func (s *Server) buildRoutes() {
 		{pattern: "/metrics", method: http.MethodGet, quiet: true, head: true, serve: s.handleMetrics},
 	}
 	perJob := []*route{
-		{pattern: "/api/agent/jobs/{id}/ack", method: http.MethodPost, serve: s.handleAck},
-		{pattern: "/api/agent/jobs/{id}/status", method: http.MethodPost, serve: s.handleStatus},
+		{pattern: "/api/agent/jobs/{id}/ack", method: http.MethodPost, span: "ack", serve: s.handleAck},
+		{pattern: "/api/agent/jobs/{id}/status", method: http.MethodPost, span: "status", serve: s.handleStatus},
 		{pattern: "/api/agent/jobs/{id}/heartbeat", method: http.MethodPost, serve: s.handleHeartbeat},
-		{pattern: "/api/agent/jobs/{id}/result", method: http.MethodPost, serve: s.handleResult},
+		{pattern: "/api/agent/jobs/{id}/result", method: http.MethodPost, span: "result", serve: s.handleResult},
 	}
 	s.routes, s.jobs = map[string][]*route{}, map[string][]*route{}
 	for _, rt := range fixed {
@@ -347,7 +363,8 @@ type call struct {
 	requestID string
 	logWith   *slog.Logger // built on first use: a held poll should not carry one
 	start     time.Time
-	pattern   string // the route's pattern ("unmatched" if none): metric label and log field
+	pattern   string     // the route's pattern ("unmatched" if none): metric label and log field
+	span      trace.Span // the request's span, when traced (tracing.go)
 }
 
 // log returns the request's logger, with its request id and (once known) its
@@ -460,6 +477,7 @@ func (s *Server) admit(c *call) bool {
 		return false
 	}
 	c.jobID = jobID
+	s.startSpan(c)
 	if err := s.prepare(c); err != nil {
 		c.err = err
 		writeError(c.w, err)

@@ -160,6 +160,10 @@ type wireJob struct {
 	SignatureKeyID     string `json:"signatureKeyId,omitempty"`
 	JobSignature       string `json:"jobSignature,omitempty"`
 	JobSignatureFormat string `json:"jobSignatureFormat,omitempty"`
+	// Traceparent is the W3C trace context of the job's submission (an
+	// extension: clients that do not know it ignore it). An agent sends it
+	// back in the traceparent header of its ack, status and result.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // toWireJob is a prepared job as the wire carries it.
@@ -168,7 +172,7 @@ func toWireJob(j *registry.DeliveredJob) wireJob {
 		ID: j.ID, Kind: string(j.Kind), Payload: j.Payload, EncryptedPayload: j.EncryptedPayload, IdempotencyKey: j.IdempotencyKey,
 		CreatedAt: j.CreatedAt.UTC(), ExpiresAt: j.ExpiresAt.UTC(), Attempt: j.Attempt, LeaseSeconds: j.LeaseSeconds,
 		Signature: j.LegacySignature, SignatureKeyID: j.SignatureKeyID,
-		JobSignature: j.JobSignature, JobSignatureFormat: j.JobSignatureFormat,
+		JobSignature: j.JobSignature, JobSignatureFormat: j.JobSignatureFormat, Traceparent: j.Traceparent,
 	}
 	if w.EncryptedPayload == "" && len(w.Payload) == 0 {
 		w.Payload = json.RawMessage("null") // always there for v1 clients

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tetherhq/tether/internal/tracing"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/webhook"
@@ -79,11 +80,18 @@ type serveOptions struct {
 	// caRefresh is how often the client CAs are looked at again (0:
 	// clientCARefresh).
 	caRefresh time.Duration
+	// noClusterLatencyLabel is --metrics-per-cluster=false (the zero value
+	// keeps the label, as the console's embedded server wants).
+	noClusterLatencyLabel bool
+	// otlpEndpoint is --otlp-endpoint: trace to this OTLP/HTTP collector
+	// (tracing is also on when $OTEL_EXPORTER_OTLP_ENDPOINT is set).
+	otlpEndpoint string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
 	var opts serveOptions
 	var rate float64
+	perCluster := true
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the agent API: agents register, long-poll for jobs and report over HTTP",
@@ -137,6 +145,10 @@ your own network.
 			if _, err := retentionConfig(opts); err != nil {
 				return err
 			}
+			if err := tracing.CheckEndpoint(opts.otlpEndpoint); err != nil {
+				return usagef("--otlp-endpoint: %v", err)
+			}
+			opts.noClusterLatencyLabel = !perCluster
 			allow, err := registry.ParseWebhookAllow(opts.webhookAllow)
 			if err != nil {
 				return usagef("--webhook-allow-cidr: %v", err)
@@ -220,6 +232,8 @@ your own network.
 	f.IntVar(&opts.connsPerAddress, "max-conns-per-address", server.DefaultMaxConnsPerAddress, "connections one client address (not a --trusted-proxies one) may have open at once, idle ones included; at the cap its longest-idle connection gives way to a new one, or if none is idle the new one is answered 429 too_many_connections and closed (0: no cap)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
+	f.BoolVar(&perCluster, "metrics-per-cluster", true, "label the job wait and run time histograms by cluster (32 series a cluster); false: one of each for the fleet")
+	f.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces to this OTLP/HTTP collector, e.g. http://otel-collector:4318 (default: off, unless $OTEL_EXPORTER_OTLP_ENDPOINT or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)")
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
 	// Other names of two flags: --retain-finished-jobs says what is deleted,
 	// and --client-ca is the name the agent protocol's own notes use.
@@ -313,9 +327,22 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		}
 	}
 
-	srv := server.New(a.reg, server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
+	tp, err := tracing.Provider(ctx, opts.otlpEndpoint, log)
+	if err != nil {
+		ln.Close()
+		if diagLn != nil {
+			diagLn.Close()
+		}
+		return "", nil, usagef("--otlp-endpoint: %v", err)
+	}
+	cfg := server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
 		TrustedProxies: trusted, ShutdownDelay: opts.shutdownDelay, BodyTimeout: opts.bodyTimeout,
-		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress, MaxConnsPerAddress: opts.connsPerAddress})
+		MaxPollsPerCredential: opts.pollsPerCredential, MaxPollsPerAddress: opts.pollsPerAddress, MaxConnsPerAddress: opts.connsPerAddress,
+		NoClusterLatencyLabel: opts.noClusterLatencyLabel}
+	if tp != nil {
+		cfg.TracerProvider = tp // not a nil *TracerProvider in the interface
+	}
+	srv := server.New(a.reg, cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
 	// SIGHUP reloads the certificate and the client CAs at once (a renewal
@@ -439,7 +466,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 	log.Info("tether serve listening", "version", versionString(), "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
 		"tls", tlsConfig != nil, "mtls", cas != nil && cas.enabled(), "rate_limit", rateDesc,
-		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay)
+		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay, "tracing", tp != nil)
 	// Under systemd (Type=notify): ready now, a watchdog keep-alive while
 	// the handlers answer, and word when the shutdown begins.
 	notifyReady(log)
@@ -461,6 +488,15 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		once.Do(func() {
 			result = <-served
 			services.Wait()
+			if tp != nil {
+				// Send the spans still batched, within a bound: a
+				// collector that is gone must not hold the shutdown.
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := tp.Shutdown(sctx); err != nil {
+					log.Warn("tracing: spans still batched were not sent", "err", err)
+				}
+				cancel()
+			}
 		})
 		return result
 	}

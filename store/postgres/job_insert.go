@@ -64,16 +64,16 @@ func insertJobSQL(p registry.JobInsertParams) (string, []any) {
 }
 
 const jobInsertCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
-	idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of`
+	idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of, traceparent`
 
 // jobInsertTypes are the types of jobInsertCols: an INSERT ... SELECT does
 // not give its parameters the columns' types, as VALUES does.
 var jobInsertTypes = []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "BYTEA", "BOOLEAN",
-	"TEXT", "TEXT", "INTEGER", "BIGINT", "BIGINT", "BIGINT", "TEXT", "TEXT"}
+	"TEXT", "TEXT", "INTEGER", "BIGINT", "BIGINT", "BIGINT", "TEXT", "TEXT", "TEXT"}
 
 func jobInsertValues(j *registry.Job) []any {
 	return []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
-		j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf}
+		j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf, j.Traceparent}
 }
 
 // insertKeyedJobSQL is insertJobSQL for a job whose key outlives it

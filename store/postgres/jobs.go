@@ -19,7 +19,7 @@ import (
 // it lives in the job's claim (job_claim, see claims.go).
 const jobRowCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed`
+	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed, traceparent`
 
 // jobCols are what scanJob reads of a job: its row's columns from rel (jobs,
 // or a statement's relation of jobRowCols), then its claim's lease end and
@@ -44,7 +44,7 @@ func scanJob(row pgx.Row, lead ...any) (*registry.Job, error) {
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds,
 		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed,
-		col.Time(&j.LeaseExpiresAt), col.Time(&heard))...)
+		&j.Traceparent, col.Time(&j.LeaseExpiresAt), col.Time(&heard))...)
 	if err != nil {
 		return nil, err
 	}

@@ -196,3 +196,11 @@ func nullID(id int64) any {
 	}
 	return id
 }
+
+// WebhookDeliveriesPending counts through the partial index
+// webhook_deliveries_due, which holds the pending deliveries alone.
+func (s *Store) WebhookDeliveriesPending(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.queryRow(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'").Scan(&n)
+	return n, s.wrap(err, "count pending webhook deliveries")
+}

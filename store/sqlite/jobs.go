@@ -20,12 +20,15 @@ import (
 // RETURNING alike.
 const jobCols = `id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, idempotency_key,
 	state, attempt, created_at, updated_at, expires_at, submitted_by, claim_id, claimed_at, claimed_by, lease_seconds,
-	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed, ` + claimCols
+	last_activity_at, phase, outcome, error, result, finished_at, retry_of, payload_sealed, traceparent, ` + claimCols
 
 const claimCols = `(SELECT lease_expires_at FROM job_claim WHERE job_id = jobs.id), (SELECT heard_at FROM job_claim WHERE job_id = jobs.id)`
 
-// jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob).
-const jobKeyCols = `id, cluster_id, kind, state, attempt, claim_id, (SELECT lease_expires_at FROM job_claim WHERE job_id = jobs.id), updated_at`
+// jobKeyCols are what an agent's update needs back (JobUpdateParams.FullJob):
+// the claim, and the times and trace context the server's metrics and traces
+// read.
+const jobKeyCols = `id, cluster_id, kind, state, attempt, claim_id, (SELECT lease_expires_at FROM job_claim WHERE job_id = jobs.id), updated_at,
+	created_at, claimed_at, traceparent`
 
 func scanJob(row scanner) (*registry.Job, error) {
 	var j registry.Job
@@ -35,7 +38,7 @@ func scanJob(row scanner) (*registry.Job, error) {
 		col.Bytes(&payload), &j.IdempotencyKey, &j.State, &j.Attempt, col.Time(&j.CreatedAt), col.Time(&j.UpdatedAt), col.Time(&j.ExpiresAt),
 		&j.SubmittedBy, col.String(&j.ClaimID), col.Time(&j.ClaimedAt), col.String(&j.ClaimedBy), &j.LeaseSeconds,
 		col.Time(&j.LastActivityAt), &j.Phase, &j.Outcome, &j.Error, col.Bytes(&result), col.Time(&j.FinishedAt), &j.RetryOf, &j.PayloadSealed,
-		col.Time(&j.LeaseExpiresAt), col.Time(&heard))
+		&j.Traceparent, col.Time(&j.LeaseExpiresAt), col.Time(&heard))
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +100,11 @@ func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error)
 		}
 	}
 	res, err := t.exec(`INSERT INTO jobs (id, cluster_id, kind, intent, target_kind, target_namespace, target_name, payload, payload_sealed,
-		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
 		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
-		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf)
+		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf, j.Traceparent)
 	if isForeignKeyViolation(err) {
 		return nil, false, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
 	}
@@ -440,7 +443,8 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 	} else {
 		j = &registry.Job{}
 		err = t.queryRow("UPDATE jobs SET "+set+where+" RETURNING "+jobKeyCols, args...).Scan(
-			&j.ID, &j.ClusterID, &j.Kind, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt))
+			&j.ID, &j.ClusterID, &j.Kind, &j.State, &j.Attempt, col.String(&j.ClaimID), col.Time(&j.LeaseExpiresAt), col.Time(&j.UpdatedAt),
+			col.Time(&j.CreatedAt), col.Time(&j.ClaimedAt), &j.Traceparent)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		cur, err := t.jobByID(p.ID)

@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("QueueHealth", func(t *testing.T) { testQueueHealth(t, newStore) })
 	t.Run("QueueStats", func(t *testing.T) { testQueueStats(t, newStore) })
 	t.Run("Ready", func(t *testing.T) { testReady(t, newStore) })
+	t.Run("Observability", func(t *testing.T) { testObservability(t, newStore) })
 }
 
 // env is a registry over a fresh store on a fake clock.
@@ -170,7 +171,7 @@ func wantCode(t *testing.T, err error, code registry.Code) {
 }
 
 // errOf is ReportResult's error, for wantNoErr and friends.
-func errOf(_ registry.JobKind, err error) error { return err }
+func errOf[T any](_ T, err error) error { return err }
 
 func wantNoErr(t *testing.T, err error) {
 	t.Helper()
