@@ -39,7 +39,7 @@ func TestAgentChartKeepsItsState(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	token := tether("cluster", "create", "--name", "prod", "--jq", ".registrationToken")
+	token := tether("cluster", "create", "--name", "prod", "--jq", ".registrationToken.token")
 	tether("ca", "init") // the agent then gets a client certificate too
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
