@@ -261,8 +261,12 @@ func (m *Model) expireStatus() {
 	}
 }
 
+// setStatus shows a message from now on. Its time is read from the clock,
+// not from the last tick: a busy console handles its ticks late, and a
+// message stamped with a stale tick's time would be taken at the next tick
+// for one shown long ago and vanish after a second or two.
 func (m *Model) setStatus(k statusKind, text string) {
-	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Now
+	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Backend.Now()
 }
 
 func (m *Model) startSpinner() tea.Cmd {
