@@ -397,6 +397,9 @@ type JobSet struct {
 	Error          *string
 	Result         []byte
 	FinishedAt     time.Time
+	// ExpiresAt, when non-zero, moves the job's expiry (a requeue that
+	// extends it).
+	ExpiresAt time.Time
 }
 
 // JobRenewLeaseParams names the lease JobRenewLease renews.
