@@ -25,8 +25,8 @@ type Context struct {
 	// token's role (GET /whoami), locally an admin's.
 	Role    registry.Role
 	Backend Backend
-	Fleet         *fleet
-	Opts          *Options
+	Fleet   *fleet
+	Opts    *Options
 	// Wide is the wide layout (w): every list's columns at their content's
 	// width, cut only at the terminal's edge.
 	Wide bool

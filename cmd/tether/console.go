@@ -294,7 +294,7 @@ func runRemoteConsole(ctx context.Context, g *globals, opts consoleOptions, remo
 		Theme:     choice,
 		ReadOnly:  opts.readOnly,
 		Role:      remote.Role, // the keys on offer follow the token's role (GET /whoami)
-		ServerURL: server, // agents reach the same listener
+		ServerURL: server,      // agents reach the same listener
 		Source:    server + " as " + remote.Actor,
 		Start:     opts.start,
 		Context:   ctx,
