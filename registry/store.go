@@ -461,6 +461,9 @@ type HeartbeatUpdate struct {
 
 type EventListParams struct {
 	ClusterID string
+	// ClusterIDs, when set, keeps these clusters' only: the registry sets
+	// it for an actor confined to an organization.
+	ClusterIDs []string
 	Kinds     []string
 	FalseOnly bool // only events with a False condition
 	BeforeID  int64
@@ -476,6 +479,9 @@ type EventsPruneParams struct {
 
 type AuditListParams struct {
 	ClusterID string
+	// ClusterIDs, when set, keeps these clusters' entries only: the
+	// registry sets it for an actor confined to an organization.
+	ClusterIDs []string
 	Action    string // prefix, e.g. "job." or "credential.revoke"
 	BeforeID  int64
 	AfterID   int64

@@ -13,9 +13,9 @@ import (
 
 // remoteConsole is a console over e's registry served on loopback, with a
 // token of the role, started as tether console --server starts it.
-func remoteConsole(t *testing.T, e *env, role registry.Role) *Model {
+func remoteConsole(t *testing.T, e *env, role registry.Role, org string) *Model {
 	t.Helper()
-	remote := remoteEnv(t, e, role, "")
+	remote := remoteEnv(t, e, role, org)
 	m := New(Options{Backend: remote, Theme: themes.Choice{Theme: themes.Dark()}, ServerURL: "http://127.0.0.1:7070"})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	load(t, m, e)
@@ -30,7 +30,7 @@ func TestConsoleFollowsTheTokensRole(t *testing.T) {
 	e := newEnv(t)
 	fx := seedFleet(t, e)
 
-	viewer := remoteConsole(t, e, registry.RoleViewer)
+	viewer := remoteConsole(t, e, registry.RoleViewer, "")
 	do(viewer, "3")
 	viewer.status = ""
 	do(viewer, "R")
@@ -41,7 +41,7 @@ func TestConsoleFollowsTheTokensRole(t *testing.T) {
 		t.Errorf("a viewer's console offers requeue or does not name its role:\n%s", view)
 	}
 
-	op := remoteConsole(t, e, registry.RoleOperator)
+	op := remoteConsole(t, e, registry.RoleOperator, "")
 	do(op, "2")
 	for _, k := range []string{"n", "e", "t", "r", "x", "d", "D"} {
 		op.status = ""
