@@ -464,11 +464,11 @@ type EventListParams struct {
 	// ClusterIDs, when set, keeps these clusters' only: the registry sets
 	// it for an actor confined to an organization.
 	ClusterIDs []string
-	Kinds     []string
-	FalseOnly bool // only events with a False condition
-	BeforeID  int64
-	AfterID   int64
-	Limit     int
+	Kinds      []string
+	FalseOnly  bool // only events with a False condition
+	BeforeID   int64
+	AfterID    int64
+	Limit      int
 }
 
 type EventsPruneParams struct {
@@ -482,10 +482,10 @@ type AuditListParams struct {
 	// ClusterIDs, when set, keeps these clusters' entries only: the
 	// registry sets it for an actor confined to an organization.
 	ClusterIDs []string
-	Action    string // prefix, e.g. "job." or "credential.revoke"
-	BeforeID  int64
-	AfterID   int64
-	Limit     int
+	Action     string // prefix, e.g. "job." or "credential.revoke"
+	BeforeID   int64
+	AfterID    int64
+	Limit      int
 }
 
 type ChangesPruneParams struct {
