@@ -37,6 +37,13 @@ const (
 // Role is the least role that has the permission.
 func (p Permission) Role() Role { return Roles[p] }
 
+// RoleAllows reports whether a token of the role has perm: what the console
+// asks before it offers an action, so that it shows exactly what the
+// server would do (an unknown role has nothing).
+func RoleAllows(role Role, perm Permission) bool {
+	return slices.Index(Roles, role) >= int(perm)
+}
+
 // effectiveRole is the role an actor acts with: an admin actor's own role
 // (RoleAdmin when unset); agents and the system are not subject to admin
 // roles (their operations check what they may do themselves).
@@ -55,7 +62,7 @@ func (a Actor) Can(perm Permission) bool {
 	if !a.isAdminKind() {
 		return true
 	}
-	return slices.Index(Roles, a.effectiveRole()) >= int(perm)
+	return RoleAllows(a.effectiveRole(), perm)
 }
 
 // authorize refuses an operation the actor of ctx may not do, with

@@ -65,9 +65,11 @@ func (r *Registry) AppendEvents(ctx context.Context, a *Agent, clusterHint strin
 
 // ListEvents returns events matching p, newest first.
 func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, error) {
-	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
-		return nil, err
+	ids, any, err := r.scopeClusterList(ctx, p.ClusterID)
+	if err != nil || !any {
+		return []Event{}, err
 	}
+	p.ClusterIDs = ids
 	for _, k := range p.Kinds {
 		if err := checkQueryText("kind", k); err != nil {
 			return nil, err
@@ -81,9 +83,11 @@ func (r *Registry) ListEvents(ctx context.Context, p EventListParams) ([]Event, 
 
 // ListAudit returns audit entries matching p, newest first.
 func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEntry, error) {
-	if err := r.authorizeClusterList(ctx, p.ClusterID); err != nil {
-		return nil, err
+	ids, any, err := r.scopeClusterList(ctx, p.ClusterID)
+	if err != nil || !any {
+		return []AuditEntry{}, err
 	}
+	p.ClusterIDs = ids
 	if err := checkQueryText("action", p.Action); err != nil {
 		return nil, err
 	}
@@ -97,19 +101,20 @@ func (r *Registry) ListAudit(ctx context.Context, p AuditListParams) ([]AuditEnt
 	return list, err
 }
 
-// authorizeClusterList checks a read of one cluster's records (or of every
-// cluster's, when clusterID is empty). An org-scoped actor must name a
-// cluster it may see: the stores filter these lists by one cluster only.
-func (r *Registry) authorizeClusterList(ctx context.Context, clusterID string) error {
+// scopeClusterList checks a read of one cluster's records (or of every
+// cluster's, when clusterID is empty) and returns the clusters an actor
+// confined to an organization may read them of when it names none: its
+// organization's (nil: no narrowing). any is false when it may see none.
+func (r *Registry) scopeClusterList(ctx context.Context, clusterID string) (ids []string, any bool, err error) {
 	if err := authorize(ctx, PermRead); err != nil {
-		return err
+		return nil, false, err
 	}
 	if orgScope(ctx) == "" {
-		return nil
+		return nil, true, nil
 	}
-	if clusterID == "" {
-		return Errorf(CodeForbidden, "%s is confined to organization %q: name one of its clusters", ActorFrom(ctx), orgScope(ctx))
+	if clusterID != "" {
+		_, err := r.GetCluster(ctx, clusterID)
+		return nil, err == nil, err
 	}
-	_, err := r.GetCluster(ctx, clusterID)
-	return err
+	return r.scopedClusterIDs(ctx, nil)
 }

@@ -1,5 +1,7 @@
 package registry
 
+import "time"
+
 // The rules of which job an admin operation applies to, in one place: the
 // operations check them (RequeueJob, CancelJob, RetryJob, DeleteJob), and the
 // console and the CLI use them to say beforehand what a bulk action will act
@@ -20,6 +22,20 @@ const (
 // out on its last attempt.
 func (j *Job) Requeueable() bool {
 	return j.State == JobInProgress || (j.State == JobFailed && j.Error == ErrorLeaseExpired)
+}
+
+// RequeueExpiryMargin is how close to its expiry a requeued job may be and
+// still be worth requeuing: an agent polls, acks and starts within it. A job
+// nearer its expiry than that goes back in the queue only to expire there.
+const RequeueExpiryMargin = time.Minute
+
+// ExpiresOnRequeue reports whether requeuing the job at now would put it
+// back in the queue only for it to expire at once: it may be requeued, and
+// its expiry has passed or comes within RequeueExpiryMargin. The console,
+// the CLI and the API warn of it and offer to extend the expiry
+// (RequeueOptions.ExtendExpiry).
+func (j *Job) ExpiresOnRequeue(now time.Time) bool {
+	return j.Requeueable() && !j.ExpiresAt.IsZero() && j.ExpiresAt.Before(now.Add(RequeueExpiryMargin))
 }
 
 // Cancelable reports whether an admin may cancel the job: it has not ended.

@@ -491,12 +491,31 @@ func (r *Registry) refuseJob(a *Agent, j *Job, jobID, claimID string, op jobOp, 
 
 func ptr[T any](v T) *T { return &v }
 
+// RequeueOptions are a requeue's choices beyond the job.
+type RequeueOptions struct {
+	Reason string // for the job's timeline and the audit trail
+	// ExtendExpiry, when set, moves the expiry of a job that has one to
+	// now + ExtendExpiry, if that is later, in the requeue's own statement:
+	// a job requeued past (or near) its expiry would otherwise expire again
+	// at once (Job.ExpiresOnRequeue). A job without an expiry keeps none.
+	ExtendExpiry time.Duration
+}
+
 // RequeueJob puts a job back in the queue as a new attempt: an in_progress
 // job (whose holder is fenced off: its claim no longer matches), or one that
 // failed because its attempts ran out.
 func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, error) {
+	return r.RequeueJobWith(ctx, id, RequeueOptions{Reason: reason})
+}
+
+// RequeueJobWith is RequeueJob with its options: the expiry extended with
+// the requeue, atomically.
+func (r *Registry) RequeueJobWith(ctx context.Context, id string, o RequeueOptions) (*Job, error) {
 	if err := authorize(ctx, PermOperate); err != nil {
 		return nil, err
+	}
+	if o.ExtendExpiry != 0 && (o.ExtendExpiry < MinJobExpiry || o.ExtendExpiry > MaxJobExpiry) {
+		return nil, Errorf(CodeInvalid, "expiry extension %s must be between 1s and 8760h (365 days)", o.ExtendExpiry)
 	}
 	j, err := r.getJob(ctx, id)
 	if err != nil {
@@ -514,10 +533,14 @@ func (r *Registry) RequeueJob(ctx context.Context, id, reason string) (*Job, err
 	if j.ClaimID != "" {
 		msg += "; claim " + j.ClaimID + " is fenced off"
 	}
-	if reason != "" {
-		msg += ": " + reason
-	}
 	p.Set = JobSet{Now: now, State: JobQueued, AttemptIncrement: true, Reopen: true}
+	if until := now.Add(o.ExtendExpiry); o.ExtendExpiry > 0 && !j.ExpiresAt.IsZero() && j.ExpiresAt.Before(until) {
+		p.Set.ExpiresAt = until
+		msg += "; expiry extended from " + j.ExpiresAt.UTC().Format(time.RFC3339) + " to " + until.UTC().Format(time.RFC3339)
+	}
+	if o.Reason != "" {
+		msg += ": " + o.Reason
+	}
 	p.History = &JobHistoryEntry{At: now, Type: HistoryRequeued, Actor: ActorFrom(ctx).String(), Message: msg}
 	p.Audit = ptr(r.auditEntry(ctx, AuditJobRequeue, j.ClusterID, "job", j.ID, msg))
 	return r.adminJobUpdate(ctx, p, "requeue")

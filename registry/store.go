@@ -409,6 +409,9 @@ type JobSet struct {
 	Error          *string
 	Result         []byte
 	FinishedAt     time.Time
+	// ExpiresAt, when non-zero, moves the job's expiry (a requeue that
+	// extends it).
+	ExpiresAt time.Time
 }
 
 // JobRenewLeaseParams names the lease JobRenewLease renews.
@@ -470,11 +473,14 @@ type HeartbeatUpdate struct {
 
 type EventListParams struct {
 	ClusterID string
-	Kinds     []string
-	FalseOnly bool // only events with a False condition
-	BeforeID  int64
-	AfterID   int64
-	Limit     int
+	// ClusterIDs, when set, keeps these clusters' only: the registry sets
+	// it for an actor confined to an organization.
+	ClusterIDs []string
+	Kinds      []string
+	FalseOnly  bool // only events with a False condition
+	BeforeID   int64
+	AfterID    int64
+	Limit      int
 }
 
 type EventsPruneParams struct {
@@ -485,10 +491,13 @@ type EventsPruneParams struct {
 
 type AuditListParams struct {
 	ClusterID string
-	Action    string // prefix, e.g. "job." or "credential.revoke"
-	BeforeID  int64
-	AfterID   int64
-	Limit     int
+	// ClusterIDs, when set, keeps these clusters' entries only: the
+	// registry sets it for an actor confined to an organization.
+	ClusterIDs []string
+	Action     string // prefix, e.g. "job." or "credential.revoke"
+	BeforeID   int64
+	AfterID    int64
+	Limit      int
 }
 
 type ChangesPruneParams struct {

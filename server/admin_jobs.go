@@ -412,8 +412,25 @@ func waitParam(q map[string][]string) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
+// adminRequeueJob takes {"reason", "extendExpiry"}: a duration such as
+// 1h moves the expiry of a job that would expire at once when requeued.
 func (s *Server) adminRequeueJob(c *call) error {
-	return s.jobAction(c, s.reg.RequeueJob)
+	var b struct {
+		Reason       string `json:"reason"`
+		ExtendExpiry string `json:"extendExpiry"`
+	}
+	if err := decodeAdmin(c, &b, false); err != nil {
+		return err
+	}
+	by, err := parseDurationField("extendExpiry", b.ExtendExpiry)
+	if err != nil {
+		return err
+	}
+	j, err := s.reg.RequeueJobWith(c.ctx, c.params["id"], registry.RequeueOptions{Reason: b.Reason, ExtendExpiry: by})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, j)
 }
 
 func (s *Server) adminCancelJob(c *call) error {

@@ -54,6 +54,9 @@ type Backend interface {
 	ShowJobPayload(ctx context.Context, id string) (*registry.Job, error)
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	// RequeueJobWith is RequeueJob with its options: the expiry of a job
+	// that would expire at once extended with the requeue.
+	RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	// DeleteJob deletes a finished job (registry.Registry.DeleteJob).
 	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)
@@ -181,6 +184,10 @@ func (l *Local) RequeueJob(ctx context.Context, id, reason string) (*registry.Jo
 	return l.Reg.RequeueJob(l.as(ctx), id, reason)
 }
 
+func (l *Local) RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error) {
+	return l.Reg.RequeueJobWith(l.as(ctx), id, o)
+}
+
 func (l *Local) CancelJob(ctx context.Context, id, reason string) (*registry.Job, error) {
 	return l.Reg.CancelJob(l.as(ctx), id, reason)
 }
@@ -259,6 +266,10 @@ func (readOnly) RevokeCredentials(context.Context, string, string) (int, error) 
 }
 
 func (readOnly) RequeueJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) RequeueJobWith(context.Context, string, registry.RequeueOptions) (*registry.Job, error) {
 	return nil, errReadOnly
 }
 

@@ -78,12 +78,4 @@ func (readOnly) InitCA(context.Context) (*registry.CertificateAuthority, error) 
 // canAdmin reports whether the console's person may do what only an admin
 // may (create the CA): never in a read-only console, and over the admin API
 // only with an admin token (an operator's would be refused with 403).
-func canAdmin(ctx *Context) bool {
-	if ctx.ReadOnly {
-		return false
-	}
-	if r, ok := ctx.Backend.(*Remote); ok {
-		return r.Role == registry.RoleAdmin || r.Role == "" // empty is admin, as in registry.Actor
-	}
-	return true
-}
+func canAdmin(ctx *Context) bool { return ctx.allows(registry.PermAdmin, true) }

@@ -357,7 +357,7 @@ func (v *clustersView) View() string {
 		empty = "loading clusters…"
 	case v.filter != "":
 		empty = "no cluster matches /" + v.filter + " (esc clears the filter)"
-	case v.ctx.ReadOnly:
+	case !v.ctx.allows(registry.PermAdmin, true):
 		empty = "no clusters yet"
 	}
 	return pad(title, v.width) + "\n" + v.table.view(v, empty)

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
 
@@ -20,9 +21,12 @@ type Context struct {
 	Keys          *Keys
 	Now           time.Time
 	ReadOnly      bool
-	Backend       Backend
-	Fleet         *fleet
-	Opts          *Options
+	// Role is what the console's person may do: over the admin API the
+	// token's role (GET /whoami), locally an admin's.
+	Role    registry.Role
+	Backend Backend
+	Fleet   *fleet
+	Opts    *Options
 	// Wide is the wide layout (w): every list's columns at their content's
 	// width, cut only at the terminal's edge.
 	Wide bool
@@ -32,6 +36,21 @@ type Context struct {
 	// handles them right after, so that the very next key already goes
 	// where it should.
 	pending []tea.Msg
+}
+
+// allows reports whether the console may offer an action needing perm
+// (change: it changes something, which --read-only refuses).
+func (c *Context) allows(perm registry.Permission, change bool) bool {
+	return registry.RoleAllows(c.Role, perm) && !(c.ReadOnly && change)
+}
+
+// refusal says why an action is not offered: the --read-only flag, or the
+// role of the console's token and the role the action needs.
+func (c *Context) refusal(what string, perm registry.Permission, change bool) string {
+	if c.ReadOnly && change {
+		return "read-only mode: " + what + " is disabled (the console was started with --read-only)"
+	}
+	return what + " needs the " + string(perm.Role()) + " role; this console's token has the " + string(c.Role) + " role"
 }
 
 func (c *Context) request(msg tea.Msg) tea.Cmd {

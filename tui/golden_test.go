@@ -58,6 +58,8 @@ type consoleOpts struct {
 	seed func(h *harness)
 	// serveAddr: the console serves the agent API there.
 	serveAddr string
+	// role is the console's (admin when empty).
+	role registry.Role
 }
 
 func startConsole(t *testing.T, o consoleOpts) *harness {
@@ -80,7 +82,7 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 	}
 	h.ids = newStableIDs(e.backend())
 	m := New(Options{
-		Backend: h.ids, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly,
+		Backend: h.ids, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly, Role: o.role,
 		ServerURL: "http://127.0.0.1:7070", Source: "tether.db", Start: o.start, ServeAddr: o.serveAddr,
 	})
 	h.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(o.width, o.height),

@@ -66,6 +66,15 @@ func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	if len(skip) > 0 {
 		body += fmt.Sprintf(" %s cannot be requeued (neither in progress nor out of attempts) and will be left alone.", plural(len(skip), "marked job", "marked jobs"))
 	}
+	expiring := 0
+	for _, j := range ok {
+		if j.ExpiresOnRequeue(ctx.Now) {
+			expiring++
+		}
+	}
+	if expiring > 0 {
+		body += " " + expiryWarning(ctx, ok, expiring)
+	}
 	b := ctx.Backend
 	ids := make([]string, len(ok))
 	for i, j := range ok {
@@ -75,12 +84,43 @@ func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	if len(ids) > 1 {
 		label = fmt.Sprintf("requeue %d jobs", len(ids))
 	}
-	return ctx.showModal(newConfirm(ctx, title, body, "requeue", true, runAction(label, func(cx context.Context) outcome {
-		return bulk(cx, ids, idsOf(skip), "requeued", func(cx context.Context, id string) error {
-			_, err := b.RequeueJob(cx, id, "requeued from the console")
-			return err
+	run := func(extend time.Duration) tea.Cmd {
+		return runAction(label, func(cx context.Context) outcome {
+			return bulk(cx, ids, idsOf(skip), "requeued", func(cx context.Context, id string) error {
+				_, err := b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: "requeued from the console", ExtendExpiry: extend})
+				return err
+			})
 		})
-	})))
+	}
+	return ctx.showModal(newConfirm(ctx, title, body, "requeue", true, run(0)).withAlt(extendChoice(expiring, run)))
+}
+
+// requeueExpiryExtension is how far from now the console's requeue moves the
+// expiry of a job that would expire at once.
+const requeueExpiryExtension = time.Hour
+
+// expiryWarning says which of the jobs to requeue would expire at once
+// (registry.Job.ExpiresOnRequeue) and what e does about it.
+func expiryWarning(ctx *Context, jobs []registry.Job, expiring int) string {
+	if len(jobs) == 1 {
+		j := jobs[0]
+		when := "expired " + until(ctx.Now, j.ExpiresAt) // "5m ago"
+		if j.ExpiresAt.After(ctx.Now) {
+			when = "expires " + until(ctx.Now, j.ExpiresAt) // "in 30s"
+		}
+		return "⚠ It " + when + " (" + clock(j.ExpiresAt) + "): requeued as it is, it expires at once, before an agent can take it. e requeues it with its expiry moved to " + humanDuration(requeueExpiryExtension) + " from now."
+	}
+	return fmt.Sprintf("⚠ %s of the %d are past their expiry or within a minute of it: requeued as they are, they expire at once. e requeues them all with those expiries moved to %s from now.",
+		plural(expiring, "job", "jobs"), len(jobs), humanDuration(requeueExpiryExtension))
+}
+
+// extendChoice is the dialog's e when some jobs would expire at once (nil
+// when none would).
+func extendChoice(expiring int, run func(extend time.Duration) tea.Cmd) *confirmAlt {
+	if expiring == 0 {
+		return nil
+	}
+	return &confirmAlt{label: "requeue, expiry +" + humanDuration(requeueExpiryExtension), run: run(requeueExpiryExtension)}
 }
 
 func cancelJobs(ctx *Context, jobs []registry.Job) tea.Cmd {

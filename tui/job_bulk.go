@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -59,6 +60,9 @@ func (v *jobsView) scope() bulkScope {
 type bulkPlan struct {
 	total, act int
 	skipped    []skipCount
+	// expiring counts the jobs to requeue that would expire at once
+	// (registry.Job.ExpiresOnRequeue).
+	expiring int
 }
 
 type skipCount struct {
@@ -94,7 +98,8 @@ const bulkPage = 200
 // planBulk counts what action would do over scope: by state through the
 // store's counts for a state tab, by reading the jobs for the stuck tab
 // (its queries overlap; it is short).
-func planBulk(cx context.Context, b Backend, action registry.JobAction, s bulkScope) (bulkPlan, error) {
+// now is the console's clock, which says which jobs would expire at once.
+func planBulk(cx context.Context, b Backend, action registry.JobAction, s bulkScope, now time.Time) (bulkPlan, error) {
 	var plan bulkPlan
 	if s.stuck {
 		err := eachJob(cx, b, s.queries, 0, func(j *registry.Job) (bool, bool) {
@@ -145,7 +150,26 @@ func planBulk(cx context.Context, b Backend, action registry.JobAction, s bulkSc
 			}
 		}
 	}
+	if action == registry.ActionRequeue && plan.act > 0 {
+		return plan, countExpiring(cx, b, s, now, &plan)
+	}
 	return plan, nil
+}
+
+// countExpiring counts the jobs a requeue would act on that would expire
+// at once: read, since the expiry is no count the store keeps (a requeue
+// acts on jobs in progress or out of attempts, a short list).
+func countExpiring(cx context.Context, b Backend, s bulkScope, now time.Time, plan *bulkPlan) error {
+	var queries []registry.JobListParams
+	for _, q := range s.queries {
+		queries = append(queries, registry.ActionRequeue.Filters(q)...)
+	}
+	return eachJob(cx, b, queries, 0, func(j *registry.Job) (bool, bool) {
+		if j.ExpiresOnRequeue(now) {
+			plan.expiring++
+		}
+		return false, true
+	})
 }
 
 // eachJob calls f on every job of the queries' union, oldest first, each
@@ -247,10 +271,10 @@ func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
 	if len(s.queries) == 0 {
 		return failed("nothing to " + bulkVerbs[action][0] + ": no job can be in " + s.what)
 	}
-	b := ctx.Backend
+	b, now := ctx.Backend, ctx.Now
 	verb := bulkVerbs[action]
 	return runAction("count the jobs to "+verb[0], func(cx context.Context) outcome {
-		plan, err := planBulk(cx, b, action, s)
+		plan, err := planBulk(cx, b, action, s, now)
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -266,16 +290,26 @@ func bulkJobs(ctx *Context, action registry.JobAction, s bulkScope) tea.Cmd {
 		if len(plan.skipped) > 0 {
 			body += fmt.Sprintf(" Skipped: %s (%s).", plan.skippedText(), action.Rule())
 		}
+		if plan.expiring > 0 {
+			body += fmt.Sprintf(" ⚠ %s of the %s are past their expiry or within a minute of it: requeued as they are, they expire at once. e requeues them all with those expiries moved to %s from now.",
+				thousands(int64(plan.expiring)), thousands(int64(plan.act)), humanDuration(requeueExpiryExtension))
+		}
 		body += " Each job is its own registry operation, audited; they run in the background with their progress in the status line, and esc stops them between two jobs."
-		run := runBulk(b, action, s, plan)
+		run := runBulk(b, action, s, plan, 0)
+		var alt *confirmAlt
+		if plan.expiring > 0 {
+			alt = extendChoice(plan.expiring, func(extend time.Duration) tea.Cmd { return runBulk(b, action, s, plan, extend) })
+		}
 		// "cancel them": the dialog's own way out is also called cancel.
-		return outcome{then: []tea.Msg{confirmMsg{title: title, body: body, yes: verb[0] + " them", danger: action != registry.ActionRetry, run: run}}}
+		return outcome{then: []tea.Msg{confirmMsg{title: title, body: body, yes: verb[0] + " them", danger: action != registry.ActionRetry, run: run, alt: alt}}}
 	})
 }
 
 // runBulk acts on at most plan.act jobs of the scope (those the action
 // applies to now: what changed since the count is left alone).
-func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) tea.Cmd {
+// A requeue extends the expiry of each job that would expire at once by
+// extend (0: none).
+func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan, extend time.Duration) tea.Cmd {
 	verb := bulkVerbs[action]
 	progress := &bulkProgress{total: plan.act}
 	var queries []registry.JobListParams
@@ -286,6 +320,11 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan) t
 		registry.ActionRequeue: b.RequeueJob, registry.ActionCancel: b.CancelJob,
 		registry.ActionRetry: b.RetryJob, registry.ActionDelete: b.DeleteJob,
 	}[action]
+	if action == registry.ActionRequeue {
+		op = func(cx context.Context, id, reason string) (*registry.Job, error) {
+			return b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: reason, ExtendExpiry: extend})
+		}
+	}
 	reason := verb[1] + " from the console (bulk, " + s.what + ")"
 	label := fmt.Sprintf("%s %s", verb[0], plural(plan.act, "job", "jobs"))
 	return func() tea.Msg {

@@ -200,7 +200,7 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 			return retryJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.Cancel):
 			return cancelJobs(d.ctx, []registry.Job{*d.job})
-		case key.Matches(msg, k.Delete):
+		case key.Matches(msg, k.DeleteJob):
 			if d.deleted {
 				return failed(d.id + " is already deleted")
 			}
@@ -420,7 +420,7 @@ func prettyJSON(raw []byte) string {
 
 func (d *jobDetail) Actions() []key.Binding {
 	k := d.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease}
+	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.ShowPayload}
 }
 
 func (d *jobDetail) KeyMap() help.KeyMap {
@@ -429,7 +429,7 @@ func (d *jobDetail) KeyMap() help.KeyMap {
 		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
-			{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.CopyID, k.ShowPayload},
+			{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.CopyID, k.ShowPayload},
 		},
 	}
 }

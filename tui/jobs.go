@@ -424,7 +424,7 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 			return bulkJobs(v.ctx, registry.ActionRetry, v.scope())
 		}
 		return v.act(retryJobs)
-	case key.Matches(msg, k.Delete):
+	case key.Matches(msg, k.DeleteJob):
 		if v.all {
 			return bulkJobs(v.ctx, registry.ActionDelete, v.scope())
 		}
@@ -587,7 +587,7 @@ func (v *jobsView) showTab(name string) (tea.Cmd, bool) {
 
 func (v *jobsView) Actions() []key.Binding {
 	k := v.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.Mark, k.MarkAll, k.ClearMarks}
+	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.Mark, k.MarkAll, k.ClearMarks}
 }
 
 func (v *jobsView) KeyMap() help.KeyMap {
@@ -597,7 +597,7 @@ func (v *jobsView) KeyMap() help.KeyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse, k.Follow},
-			{k.Requeue, k.Cancel, k.Retry, k.Delete, k.ExtendLease, k.CopyID},
+			{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.CopyID},
 			{k.Mark, k.MarkAll, k.ClearMarks},
 		},
 	}

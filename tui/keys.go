@@ -3,6 +3,8 @@ package tui
 import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/tetherhq/tether/registry"
 )
 
 // Keys are every binding of the console, declared once; each view's help
@@ -18,8 +20,9 @@ type Keys struct {
 	// Clusters.
 	NewCluster, IssueToken, Edit, Rotate, Revoke, Toggle, PauseQueue, Delete, Sort, SortPrev, SortReverse key.Binding
 
-	// Jobs.
-	Requeue, Cancel, Retry, ExtendLease, CopyID, Mark, MarkAll, ClearMarks, ShowPayload key.Binding
+	// Jobs (DeleteJob is D, as Delete is for a cluster: an operator may
+	// delete a job, only an admin a cluster).
+	Requeue, Cancel, Retry, DeleteJob, ExtendLease, CopyID, Mark, MarkAll, ClearMarks, ShowPayload key.Binding
 
 	// Events and audit.
 	Follow key.Binding
@@ -66,6 +69,7 @@ func DefaultKeys() *Keys {
 		Requeue:     b("R", "requeue", "R"),
 		Cancel:      b("C", "cancel", "C"),
 		Retry:       b("F", "retry", "F"),
+		DeleteJob:   b("D", "delete", "D"),
 		ExtendLease: b("L", "extend lease", "L"),
 		CopyID:      b("y", "copy id", "y"),
 		Mark:        b("space", "mark", "space"),
@@ -83,18 +87,54 @@ func DefaultKeys() *Keys {
 	return k
 }
 
-// mutations are the bindings that change something: read-only mode
-// disables them, which also hides them from help.
-func (k *Keys) mutations() []*key.Binding {
-	return []*key.Binding{&k.NewCluster, &k.IssueToken, &k.Edit, &k.Rotate, &k.Revoke, &k.Toggle, &k.PauseQueue, &k.Delete,
-		&k.Requeue, &k.Cancel, &k.Retry, &k.ExtendLease, &k.Mark, &k.MarkAll, &k.ClearMarks}
+// guarded is a binding the role of the console's token may lack: the
+// permission its registry operation needs (registry.authorize), and whether
+// it changes something (--read-only disables those).
+type guarded struct {
+	b      *key.Binding
+	perm   registry.Permission
+	change bool
 }
 
-// SetReadOnly disables (and hides) every mutation.
-func (k *Keys) SetReadOnly(ro bool) {
-	for _, b := range k.mutations() {
-		b.SetEnabled(!ro)
+// guarded lists the bindings that need more than reading, with the
+// permission of the operation each runs.
+func (k *Keys) guarded() []guarded {
+	admin, operate := registry.PermAdmin, registry.PermOperate
+	return []guarded{
+		{&k.NewCluster, admin, true}, {&k.IssueToken, admin, true}, {&k.Edit, admin, true}, {&k.Rotate, admin, true},
+		{&k.Revoke, admin, true}, {&k.Toggle, admin, true}, {&k.PauseQueue, operate, true}, {&k.Delete, admin, true},
+		{&k.Requeue, operate, true}, {&k.Cancel, operate, true}, {&k.Retry, operate, true}, {&k.DeleteJob, operate, true},
+		{&k.ExtendLease, operate, true}, {&k.Mark, operate, true}, {&k.MarkAll, operate, true}, {&k.ClearMarks, operate, true},
+		{&k.ShowPayload, admin, false},
 	}
+}
+
+// SetAccess enables exactly the bindings the role allows (registry.RoleAllows),
+// and none that changes something when the console is read-only: the others
+// are disabled, which also hides them from help.
+func (k *Keys) SetAccess(role registry.Role, readOnly bool) {
+	for _, g := range k.guarded() {
+		g.b.SetEnabled(registry.RoleAllows(role, g.perm) && !(readOnly && g.change))
+	}
+}
+
+// SetReadOnly disables (and hides) every change, for an admin's console.
+func (k *Keys) SetReadOnly(ro bool) { k.SetAccess(registry.RoleAdmin, ro) }
+
+// need is the permission b's operation needs, and whether it changes
+// something: those of the bindings above by their key and description,
+// PermOperate (a change) for a view's other actions (a rollout's pause,
+// resume, abort and retry).
+func (k *Keys) need(b key.Binding) (registry.Permission, bool) {
+	for _, g := range k.guarded() {
+		if g.b.Help() == b.Help() {
+			return g.perm, g.change
+		}
+	}
+	if b.Help() == keyCAInit.Help() {
+		return registry.PermAdmin, true
+	}
+	return registry.PermOperate, true
 }
 
 // keyMap adapts binding lists to help.KeyMap.

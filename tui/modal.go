@@ -69,10 +69,26 @@ type confirm struct {
 	yes    string // what y does, e.g. "requeue"
 	danger bool
 	onYes  tea.Cmd
+	alt    *confirmAlt // another way to say yes, when there is one
 }
+
+// confirmAlt is a confirmation's second yes: e, such as "requeue with the
+// expiry extended".
+type confirmAlt struct {
+	label string
+	run   tea.Cmd
+}
+
+var keyAlt = key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "the other choice"))
 
 func newConfirm(ctx *Context, title, body, yes string, danger bool, onYes tea.Cmd) *confirm {
 	return &confirm{ctx: ctx, title: title, body: body, yes: yes, danger: danger, onYes: onYes}
+}
+
+// withAlt adds the second yes (a nil alt adds none).
+func (c *confirm) withAlt(alt *confirmAlt) *confirm {
+	c.alt = alt
+	return c
 }
 
 func (c *confirm) Update(msg tea.Msg) (modal, tea.Cmd) {
@@ -80,6 +96,8 @@ func (c *confirm) Update(msg tea.Msg) (modal, tea.Cmd) {
 		switch {
 		case key.Matches(k, keyYes):
 			return nil, c.onYes
+		case c.alt != nil && key.Matches(k, keyAlt):
+			return nil, c.alt.run
 		case key.Matches(k, keyNo):
 			return nil, info("canceled: nothing changed")
 		}
@@ -91,11 +109,20 @@ func (c *confirm) width() int { return 72 }
 
 func (c *confirm) View() string {
 	inner := min(c.width(), c.ctx.Width-2) - 4
-	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, "y", c.yes, "n/esc", "cancel")
+	keys := []string{"y", c.yes}
+	if c.alt != nil {
+		keys = append(keys, "e", c.alt.label)
+	}
+	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, append(keys, "n/esc", "cancel")...)
 	return frame(c.ctx, c.title, body, c.width(), c.danger)
 }
 
 func (c *confirm) KeyMap() help.KeyMap {
+	if c.alt != nil {
+		alt := keyAlt
+		alt.SetHelp("e", c.alt.label)
+		return keyMap{short: []key.Binding{keyYes, alt, keyNo}, full: [][]key.Binding{{keyYes, alt, keyNo}}}
+	}
 	return keyMap{short: []key.Binding{keyYes, keyNo}, full: [][]key.Binding{{keyYes, keyNo}}}
 }
 

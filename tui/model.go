@@ -19,6 +19,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	// between dark and light when the terminal reports its background.
 	Theme    themes.Choice
 	ReadOnly bool
+	// Role is what the console may do: the token's role over the admin API
+	// (a *Remote backend's, when empty), an admin's locally.
+	Role registry.Role
 	// ServeAddr is the agent API's address when the console serves it
 	// (tether console --serve); it is shown in the header.
 	ServeAddr string
@@ -120,10 +124,16 @@ func New(opts Options) *Model {
 	if opts.ReadOnly {
 		b = readOnly{opts.Backend}
 	}
+	if opts.Role == "" {
+		opts.Role = registry.RoleAdmin
+		if r, ok := opts.Backend.(*Remote); ok && r.Role != "" {
+			opts.Role = r.Role
+		}
+	}
 	keys := DefaultKeys()
-	keys.SetReadOnly(opts.ReadOnly)
+	keys.SetAccess(opts.Role, opts.ReadOnly)
 	ctx := &Context{
-		Width: 120, Height: 40,
+		Width: 120, Height: 40, Role: opts.Role,
 		Styles: themes.NewStyles(opts.Theme.Theme), Keys: keys, Now: b.Now(), ReadOnly: opts.ReadOnly,
 		Backend: b, Fleet: newFleet(), Opts: &opts,
 	}
@@ -261,8 +271,12 @@ func (m *Model) expireStatus() {
 	}
 }
 
+// setStatus shows a message from now on. Its time is read from the clock,
+// not from the last tick: a busy console handles its ticks late, and a
+// message stamped with a stale tick's time would be taken at the next tick
+// for one shown long ago and vanish after a second or two.
 func (m *Model) setStatus(k statusKind, text string) {
-	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Now
+	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Backend.Now()
 }
 
 func (m *Model) startSpinner() tea.Cmd {

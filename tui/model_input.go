@@ -26,12 +26,14 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.filterKey(msg)
 	}
 	v := m.top()
-	if m.ctx.ReadOnly {
-		for _, b := range v.Actions() {
-			b.SetEnabled(true)
-			if key.Matches(msg, b) {
-				return failed("read-only mode: " + b.Help().Desc + " is disabled (the console was started with --read-only)")
-			}
+	for _, b := range v.Actions() {
+		perm, change := m.ctx.Keys.need(b)
+		if m.ctx.allows(perm, change) {
+			continue
+		}
+		b.SetEnabled(true)
+		if key.Matches(msg, b) {
+			return failed(m.ctx.refusal(b.Help().Desc, perm, change))
 		}
 	}
 	switch {

@@ -10,6 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
 
@@ -123,6 +124,9 @@ func (m *Model) header() string {
 	}
 	if m.ctx.ReadOnly {
 		items = append(items, item{st.Badge.Render(" READ-ONLY "), 6})
+	} else if m.ctx.Role != registry.RoleAdmin {
+		// The token's role (GET /whoami): what the keys on offer follow.
+		items = append(items, item{st.Badge.Render(" " + strings.ToUpper(string(m.ctx.Role)) + " "), 6})
 	}
 	if m.ctx.Wide {
 		items = append(items, item{st.Render(themes.Accent, "⇔ wide"), 5})

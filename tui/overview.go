@@ -372,7 +372,7 @@ func (o *overview) clustersBlock() string {
 	}
 	if total == 0 {
 		hint := "  none yet: 2 opens the clusters, n creates one"
-		if o.ctx.ReadOnly {
+		if !o.ctx.allows(registry.PermAdmin, true) {
 			hint = "  none yet"
 		}
 		return lines[0] + "\n" + st.Render(themes.Muted, hint)

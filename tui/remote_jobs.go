@@ -177,6 +177,18 @@ func (r *Remote) RequeueJob(ctx context.Context, id, reason string) (*registry.J
 	return r.jobAction(ctx, id, "requeue", reasonBody(reason))
 }
 
+// RequeueJobWith sends the options in the requeue's body.
+func (r *Remote) RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error) {
+	body := map[string]string{}
+	if o.Reason != "" {
+		body["reason"] = o.Reason
+	}
+	if o.ExtendExpiry > 0 {
+		body["extendExpiry"] = o.ExtendExpiry.String()
+	}
+	return r.jobAction(ctx, id, "requeue", body)
+}
+
 func (r *Remote) CancelJob(ctx context.Context, id, reason string) (*registry.Job, error) {
 	return r.jobAction(ctx, id, "cancel", reasonBody(reason))
 }

@@ -31,6 +31,7 @@ type confirmMsg struct {
 	title, body, yes string
 	danger           bool
 	run              tea.Cmd
+	alt              *confirmAlt
 }
 
 // showTokenMsg shows a token just issued, once, with its cluster as the
@@ -71,7 +72,7 @@ func (m *Model) request(msg tea.Msg) (tea.Cmd, bool) {
 	case switchMsg:
 		return m.switchTo(msg), true
 	case confirmMsg:
-		m.modal = newConfirm(m.ctx, msg.title, msg.body, msg.yes, msg.danger, msg.run)
+		m.modal = newConfirm(m.ctx, msg.title, msg.body, msg.yes, msg.danger, msg.run).withAlt(msg.alt)
 	case showTokenMsg:
 		c := msg.cluster
 		if cur := m.ctx.Fleet.cluster(c.ID); cur != nil {

@@ -281,7 +281,7 @@ func (v *rolloutsView) Actions() []key.Binding {
 func (v *rolloutsView) KeyMap() help.KeyMap {
 	k := v.ctx.Keys
 	acts := []key.Binding{k.Enter}
-	if !v.ctx.ReadOnly { // read-only, neither help offers them
+	if v.ctx.allows(registry.PermOperate, true) { // read-only or a viewer: neither help offers them
 		acts = append(acts, v.Actions()...)
 	}
 	return keyMap{
@@ -499,7 +499,7 @@ func (d *rolloutDetail) Actions() []key.Binding {
 func (d *rolloutDetail) KeyMap() help.KeyMap {
 	k := d.ctx.Keys
 	acts := []key.Binding{k.Enter}
-	if !d.ctx.ReadOnly { // read-only, neither help offers them
+	if d.ctx.allows(registry.PermOperate, true) { // read-only or a viewer: neither help offers them
 		acts = append(acts, d.Actions()...)
 	}
 	return keyMap{

@@ -304,6 +304,14 @@ func (s *stableIDs) RequeueJob(ctx context.Context, id, reason string) (*registr
 	return ptr(outv(s, *v)), nil
 }
 
+func (s *stableIDs) RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error) {
+	v, err := s.inner.RequeueJobWith(ctx, s.in(id), o)
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}
+
 func (s *stableIDs) CancelJob(ctx context.Context, id, reason string) (*registry.Job, error) {
 	v, err := s.inner.CancelJob(ctx, s.in(id), reason)
 	if err != nil {

@@ -50,6 +50,7 @@ type adminAPI interface {
 	WaitJob(ctx context.Context, id string) (*registry.Job, error)
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
+	RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	RetryJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	DeleteJob(ctx context.Context, id, reason string) (*registry.Job, error)

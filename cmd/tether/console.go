@@ -292,8 +292,9 @@ func runRemoteConsole(ctx context.Context, g *globals, opts consoleOptions, remo
 	model := tui.New(tui.Options{
 		Backend:   remote,
 		Theme:     choice,
-		ReadOnly:  opts.readOnly || remote.ReadOnly(),
-		ServerURL: server, // agents reach the same listener
+		ReadOnly:  opts.readOnly,
+		Role:      remote.Role, // the keys on offer follow the token's role (GET /whoami)
+		ServerURL: server,      // agents reach the same listener
 		Source:    server + " as " + remote.Actor,
 		Start:     opts.start,
 		Context:   ctx,

@@ -23,12 +23,19 @@ func printJob(g *globals, j *registry.Job, summary string) error {
 
 func newJobRequeueCmd(g *globals) *cobra.Command {
 	var reason string
+	var extend time.Duration
 	cmd := &cobra.Command{
 		Use:   "requeue JOB_ID",
 		Short: "Put an in-progress (or lease-exhausted) job back in the queue as a new attempt",
 		Long: `Put a job back in the queue as a new attempt: an in_progress job whose
 agent is stuck or gone, or a job that failed because its attempts ran out.
-The old holder's claim is fenced off: its further reports are refused.`,
+The old holder's claim is fenced off: its further reports are refused.
+
+A job past its expiry, or within a minute of it, would expire again at once
+once requeued: requeue refuses it and says so, unless --extend-expiry gives
+it time (its expiry moves to that long from now, with the requeue).`,
+		Example: `  tether job requeue j-01hx... --reason "agent wedged"
+  tether job requeue j-01hx... --extend-expiry 1h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -37,14 +44,36 @@ The old holder's claim is fenced off: its further reports are refused.`,
 				return err
 			}
 			defer done()
-			j, err := api.RequeueJob(adminContext(ctx), args[0], reason)
+			actx := adminContext(ctx)
+			if extend == 0 {
+				// The registry's verdict, asked before acting: a requeue that
+				// only lets the job expire helps no one.
+				cur, err := api.GetJob(actx, args[0])
+				if err != nil {
+					return err
+				}
+				if now := api.Now(); cur.ExpiresOnRequeue(now) {
+					when := "expires"
+					if !cur.ExpiresAt.After(now) {
+						when = "expired"
+					}
+					return registry.Errorf(registry.CodeConflict, "job %s %s %s (%s): requeued, it would expire at once, before an agent takes it; requeue it with --extend-expiry DURATION (such as 1h) to give it time, or retry it as a new job once it has expired (tether job retry)",
+						cur.ID, when, until(now, cur.ExpiresAt), rfc3339(cur.ExpiresAt))
+				}
+			}
+			j, err := api.RequeueJobWith(actx, args[0], registry.RequeueOptions{Reason: reason, ExtendExpiry: extend})
 			if err != nil {
 				return err
 			}
-			return printJob(g, j, fmt.Sprintf("Requeued job %s: it is %s again, attempt %d; the previous claim is fenced off.", j.ID, j.State, j.Attempt))
+			msg := fmt.Sprintf("Requeued job %s: it is %s again, attempt %d; the previous claim is fenced off.", j.ID, j.State, j.Attempt)
+			if extend > 0 && !j.ExpiresAt.IsZero() {
+				msg += fmt.Sprintf(" It expires %s (%s).", until(api.Now(), j.ExpiresAt), rfc3339(j.ExpiresAt))
+			}
+			return printJob(g, j, msg)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's timeline and the audit trail")
+	cmd.Flags().Var(newDuration(&extend, 0), "extend-expiry", "move the expiry of a job that has one to this long from now (1s to 8760h), with the requeue")
 	return cmd
 }
 

@@ -510,3 +510,31 @@ func TestJobSubmitExample(t *testing.T) {
 	wantError(t, cli(t, db, "job", "submit", "--example", "aply"), exitUsage, `no payload example "aply"`, "request-operation")
 	wantError(t, cli(t, db, "job", "submit", "--example", "apply", "--cluster", "examples"), exitUsage, "submits nothing", "--cluster")
 }
+
+// A job within a minute of its expiry would expire at once once requeued:
+// requeue refuses it and says what to do; --extend-expiry requeues it with
+// its expiry an hour away, in the same change, audited.
+func TestJobRequeueNearItsExpiry(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "late", "--namespaces", "apps")
+	reg := openRegistry(t, db)
+	agent, _ := registerAgent(t, reg, c.RegistrationToken)
+	j := submit(t, db, "late", "apply", configMap("apps", "web"), "--expires-in", "30s")
+	if _, err := reg.AckJob(context.Background(), agent, j.ID); err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+
+	wantError(t, cli(t, db, "job", "requeue", j.ID), exitError, "would expire at once", "--extend-expiry")
+	if got := okJSON[registry.Job](t, db, "job", "get", j.ID); got.State != registry.JobInProgress {
+		t.Fatalf("a refused requeue left the job %s", got.State)
+	}
+	before := time.Now()
+	requeued := okJSON[registry.Job](t, db, "job", "requeue", j.ID, "--extend-expiry", "1h")
+	if requeued.State != registry.JobQueued || requeued.ExpiresAt.Before(before.Add(59*time.Minute)) {
+		t.Errorf("requeued with --extend-expiry 1h: %s, expires %s", requeued.State, requeued.ExpiresAt)
+	}
+	if out := ok(t, db, "audit", "--action", "job.requeue").stdout; !strings.Contains(out, "expiry extended") {
+		t.Errorf("the audit trail does not say the expiry was extended:\n%s", out)
+	}
+}

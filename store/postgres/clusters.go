@@ -541,6 +541,9 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 	if p.ClusterID != "" {
 		q += " AND cluster_id = " + a.add(p.ClusterID)
 	}
+	if len(p.ClusterIDs) > 0 {
+		q += " AND cluster_id IN (" + list(&a, p.ClusterIDs) + ")"
+	}
 	if p.Action != "" {
 		q += " AND action >= " + a.add(p.Action) + " AND action < " + a.add(p.Action+"\uffff")
 	}

@@ -140,6 +140,9 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 	if p.ClusterID != "" {
 		q += " AND cluster_id = " + a.add(p.ClusterID)
 	}
+	if len(p.ClusterIDs) > 0 {
+		q += " AND cluster_id IN (" + list(&a, p.ClusterIDs) + ")"
+	}
 	if len(p.Kinds) > 0 {
 		q += " AND kind IN (" + list(&a, p.Kinds) + ")"
 	}

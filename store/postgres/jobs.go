@@ -450,6 +450,9 @@ func jobSet(a *args, s *registry.JobSet) string {
 	if !s.FinishedAt.IsZero() {
 		add("finished_at", col.MS(s.FinishedAt))
 	}
+	if !s.ExpiresAt.IsZero() {
+		add("expires_at", col.MS(s.ExpiresAt))
+	}
 	return strings.Join(sets, ", ")
 }
 

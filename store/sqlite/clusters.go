@@ -466,6 +466,12 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 		q += " AND cluster_id = ?"
 		args = append(args, p.ClusterID)
 	}
+	if len(p.ClusterIDs) > 0 {
+		q += " AND cluster_id IN (" + placeholders(len(p.ClusterIDs)) + ")"
+		for _, id := range p.ClusterIDs {
+			args = append(args, id)
+		}
+	}
 	if p.Action != "" {
 		q += " AND action >= ? AND action < ?"
 		args = append(args, p.Action, p.Action+"\uffff")

@@ -76,6 +76,12 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 		q += " AND cluster_id = ?"
 		args = append(args, p.ClusterID)
 	}
+	if len(p.ClusterIDs) > 0 {
+		q += " AND cluster_id IN (" + placeholders(len(p.ClusterIDs)) + ")"
+		for _, id := range p.ClusterIDs {
+			args = append(args, id)
+		}
+	}
 	if len(p.Kinds) > 0 {
 		q += " AND kind IN (" + placeholders(len(p.Kinds)) + ")"
 		for _, k := range p.Kinds {

@@ -526,6 +526,9 @@ func jobSet(s *registry.JobSet) (string, []any) {
 	if !s.FinishedAt.IsZero() {
 		add("finished_at", col.MS(s.FinishedAt))
 	}
+	if !s.ExpiresAt.IsZero() {
+		add("expires_at", col.MS(s.ExpiresAt))
+	}
 	return strings.Join(sets, ", "), args
 }
 

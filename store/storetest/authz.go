@@ -115,6 +115,35 @@ func testAuthz(t *testing.T, newStore NewStore) {
 			}
 		}
 
+		// Events and the audit trail, named no cluster, are the
+		// organization's (an org's token opens the console's events and
+		// audit views so); an organization without clusters has none.
+		for _, c := range []*registry.Cluster{mine, theirs} {
+			_, err := e.reg.AppendEvents(context.Background(), &registry.Agent{Cluster: c}, "", []registry.Event{{Kind: "Note", Message: c.Name}})
+			wantNoErr(t, err)
+		}
+		events, err := e.reg.ListEvents(acme, registry.EventListParams{})
+		wantNoErr(t, err)
+		if len(events) != 1 || events[0].ClusterID != mine.ID {
+			t.Fatalf("events in scope = %+v, want mine only", events)
+		}
+		audit, err := e.reg.ListAudit(acme, registry.AuditListParams{})
+		wantNoErr(t, err)
+		for _, a := range audit {
+			if a.ClusterID != mine.ID {
+				t.Fatalf("audit entry of another organization listed: %+v", a)
+			}
+		}
+		if len(audit) == 0 {
+			t.Fatal("no audit entry of the organization's cluster")
+		}
+		_, err = e.reg.ListEvents(acme, registry.EventListParams{ClusterID: theirs.ID})
+		wantCode(t, err, registry.CodeNotFound)
+		empty := as(registry.RoleViewer, "initech")
+		if events, err := e.reg.ListEvents(empty, registry.EventListParams{}); err != nil || len(events) != 0 {
+			t.Fatalf("an organization without clusters: events %v, %v", events, err)
+		}
+
 		// New clusters land in the scope's organization; others are refused.
 		c, _, err := e.reg.CreateCluster(acme, registry.ClusterSpec{Name: "new"}, 0)
 		wantNoErr(t, err)

@@ -332,6 +332,62 @@ func testJobs(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	// A job requeued past its expiry would expire at once: the verdict says
+	// so beforehand, and a requeue that extends the expiry moves it in the
+	// same statement, audited.
+	t.Run("RequeuePastExpiry", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		late := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.ExpiresIn = 5 * time.Minute })
+		left := e.submit(a.Cluster.ID, func(s *registry.JobSubmission) { s.ExpiresIn = 5 * time.Minute })
+		forever := e.submit(a.Cluster.ID, nil)
+		for _, j := range []*registry.Job{late, left, forever} {
+			_, err := e.reg.AckJob(e.ctx, a, j.ID)
+			wantNoErr(t, err)
+		}
+		e.clock.Advance(10 * time.Minute)
+		got, err := e.reg.GetJob(e.ctx, late.ID)
+		wantNoErr(t, err)
+		if !got.ExpiresOnRequeue(e.clock.Now()) {
+			t.Fatal("a job 5m past its expiry: ExpiresOnRequeue is false")
+		}
+		_, err = e.reg.RequeueJobWith(e.ctx, late.ID, registry.RequeueOptions{ExtendExpiry: time.Millisecond})
+		wantCode(t, err, registry.CodeInvalid)
+		requeued, err := e.reg.RequeueJobWith(e.ctx, late.ID, registry.RequeueOptions{Reason: "agent wedged", ExtendExpiry: time.Hour})
+		wantNoErr(t, err)
+		if want := e.clock.Now().Add(time.Hour); !requeued.ExpiresAt.Equal(want) || requeued.State != registry.JobQueued {
+			t.Fatalf("requeued with an extension: %s, expires %s, want queued, expires %s", requeued.State, requeued.ExpiresAt, want)
+		}
+		if requeued.ExpiresOnRequeue(e.clock.Now()) {
+			t.Fatal("the extended job still expires at once")
+		}
+		plain, err := e.reg.RequeueJob(e.ctx, left.ID, "")
+		wantNoErr(t, err)
+		if !plain.ExpiresAt.Equal(left.ExpiresAt) {
+			t.Fatalf("a requeue without an extension moved the expiry to %s", plain.ExpiresAt)
+		}
+		none, err := e.reg.RequeueJobWith(e.ctx, forever.ID, registry.RequeueOptions{ExtendExpiry: time.Hour})
+		wantNoErr(t, err)
+		if !none.ExpiresAt.IsZero() {
+			t.Fatalf("a job without an expiry got one: %s", none.ExpiresAt)
+		}
+		jobs, err := e.reg.PollJobs(e.ctx, a, a.Cluster.ID, 0)
+		wantNoErr(t, err)
+		if ids := strings.Join(jobIDs(jobs), ","); !strings.Contains(ids, late.ID) || strings.Contains(ids, left.ID) {
+			t.Fatalf("poll after the requeues = %s: want the extended job, not the expired one", ids)
+		}
+		rq := e.auditFor(registry.AuditJobRequeue)
+		extended := 0
+		for _, a := range rq {
+			if strings.Contains(a.Reason, "expiry extended") {
+				extended++
+			}
+		}
+		if len(rq) != 3 || extended != 1 {
+			t.Fatalf("requeue audit = %+v, want three, one saying the expiry was extended", rq)
+		}
+	})
+
 	t.Run("Cancel", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		a, _ := e.agent("prod", registry.CapabilityLease)
