@@ -100,10 +100,12 @@ func newAuditView(ctx *Context) *auditView {
 		page: auditPage, keep: auditKeep, pendingMax: auditPending,
 		id:    func(a *registry.AuditEntry) int64 { return a.ID },
 		match: func(a *registry.AuditEntry) bool { return v.fl.match(ctx.Fleet, a) },
-		query: func(before int64, limit int) func(context.Context) ([]registry.AuditEntry, error) {
-			p := registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action, Limit: limit, BeforeID: before}
-			b := ctx.Backend
-			return func(c context.Context) ([]registry.AuditEntry, error) { return b.ListAudit(c, p) }
+		query: func() func(context.Context, int64, int64, int) ([]registry.AuditEntry, error) {
+			p, b := registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action}, ctx.Backend
+			return func(c context.Context, before, after int64, limit int) ([]registry.AuditEntry, error) {
+				p.BeforeID, p.AfterID, p.Limit = before, after, limit
+				return b.ListAudit(c, p)
+			}
 		},
 		open: v.open,
 		sortBy: []func(a, b *registry.AuditEntry) int{

@@ -116,10 +116,12 @@ func newEventsView(ctx *Context) *eventsView {
 		page: eventsPage, keep: eventsKeep, pendingMax: eventsPending,
 		id:    func(e *registry.Event) int64 { return e.ID },
 		match: func(e *registry.Event) bool { return v.fl.match(ctx.Fleet, e) },
-		query: func(before int64, limit int) func(context.Context) ([]registry.Event, error) {
-			p := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly, Limit: limit, BeforeID: before}
-			b := ctx.Backend
-			return func(c context.Context) ([]registry.Event, error) { return b.ListEvents(c, p) }
+		query: func() func(context.Context, int64, int64, int) ([]registry.Event, error) {
+			p, b := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly}, ctx.Backend
+			return func(c context.Context, before, after int64, limit int) ([]registry.Event, error) {
+				p.BeforeID, p.AfterID, p.Limit = before, after, limit
+				return b.ListEvents(c, p)
+			}
 		},
 		open: func(e *registry.Event) tea.Cmd { return ctx.showModal(newEventModal(ctx, e)) },
 		sortBy: []func(a, b *registry.Event) int{
