@@ -144,7 +144,21 @@ func (v *auditView) open(a *registry.AuditEntry) tea.Cmd {
 		field("target", a.TargetKind+" "+a.TargetID)
 	}
 	field("reason", orDash(a.Reason))
-	return v.ctx.showModal(newDocModal(v.ctx, fmt.Sprintf("Audit entry %d", a.ID), b.String()))
+	d := newDocModal(v.ctx, fmt.Sprintf("Audit entry %d", a.ID), b.String())
+	if kind, id, ok := a.Subject(); ok {
+		ctx := v.ctx
+		switch kind {
+		case "job":
+			d.linkName, d.link = "job "+shortID(id), func() tea.Cmd { return ctx.open(newJobDetail(ctx, id, nil)) }
+		case "rollout":
+			d.linkName, d.link = "the rollout", func() tea.Cmd { return ctx.open(newRolloutDetail(ctx, id, id)) }
+		case "cluster":
+			if ctx.Fleet.cluster(id) != nil { // not a deleted one
+				d.linkName, d.link = "cluster "+ctx.Fleet.clusterName(id), func() tea.Cmd { return ctx.open(newClusterDetail(ctx, id)) }
+			}
+		}
+	}
+	return v.ctx.showModal(d)
 }
 
 func (v *auditView) rowKey(i int) string { return fmt.Sprint(v.rows[i].ID, "|", v.ctx.Fleet.version) }

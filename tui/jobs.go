@@ -551,7 +551,11 @@ func (v *jobsView) View() string {
 	case v.err != nil:
 		empty = "could not read jobs: " + errText(v.err)
 	case v.loaded && v.filter != "":
-		empty = "no " + jobTabLabels[v.tab] + " job matches /" + v.filter + " (esc clears the filter)"
+		which := jobTabLabels[v.tab] + " " // "no failed job matches", "no job matches" on the all tab
+		if v.tab == tabAll {
+			which = ""
+		}
+		empty = "no " + which + "job matches /" + v.filter + " (esc clears the filter)"
 	case v.loaded && v.tab == tabStuck:
 		empty = "no stuck jobs: nothing waits on an expired lease, a silent agent or a silent cluster"
 	case v.loaded && v.tab == tabAll:

@@ -91,7 +91,7 @@ func (c *confirm) width() int { return 72 }
 
 func (c *confirm) View() string {
 	inner := min(c.width(), c.ctx.Width-2) - 4
-	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, "y", c.yes, "n/esc", "cancel")
+	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, "y", c.yes, "n/esc", "do nothing") // not "cancel": y may be "cancel them"
 	return frame(c.ctx, c.title, body, c.width(), c.danger)
 }
 
