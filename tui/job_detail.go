@@ -36,9 +36,9 @@ type jobDetail struct {
 	// links to nothing. link is the selected link ([, ]; enter opens it).
 	retryOfGone bool
 	link        int
-	loading bool
-	dirty   bool
-	pager   pager
+	loading     bool
+	dirty       bool
+	pager       pager
 	// revealed is a sealed payload opened on request (P), kept for this
 	// view only: the feed's copies of the job stay sealed.
 	revealed json.RawMessage
