@@ -40,3 +40,20 @@ type AuditEntry struct {
 	// (for example why a registration was refused).
 	Reason string `json:"reason,omitempty"`
 }
+
+// Subject names the record an entry is about that a reader can open: its
+// job, cluster or rollout; an entry about something of a cluster's (a
+// credential, a registration token) opens that cluster. ok is false when
+// there is none (a key, the CA, an admin token outside any cluster).
+func (a *AuditEntry) Subject() (kind, id string, ok bool) {
+	switch a.TargetKind {
+	case "job", "cluster", "rollout":
+		if a.TargetID != "" {
+			return a.TargetKind, a.TargetID, true
+		}
+	}
+	if a.ClusterID != "" {
+		return "cluster", a.ClusterID, true
+	}
+	return "", "", false
+}

@@ -100,10 +100,12 @@ func newAuditView(ctx *Context) *auditView {
 		page: auditPage, keep: auditKeep, pendingMax: auditPending,
 		id:    func(a *registry.AuditEntry) int64 { return a.ID },
 		match: func(a *registry.AuditEntry) bool { return v.fl.match(ctx.Fleet, a) },
-		query: func(before int64, limit int) func(context.Context) ([]registry.AuditEntry, error) {
-			p := registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action, Limit: limit, BeforeID: before}
-			b := ctx.Backend
-			return func(c context.Context) ([]registry.AuditEntry, error) { return b.ListAudit(c, p) }
+		query: func() func(context.Context, int64, int64, int) ([]registry.AuditEntry, error) {
+			p, b := registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action}, ctx.Backend
+			return func(c context.Context, before, after int64, limit int) ([]registry.AuditEntry, error) {
+				p.BeforeID, p.AfterID, p.Limit = before, after, limit
+				return b.ListAudit(c, p)
+			}
 		},
 		open: v.open,
 		sortBy: []func(a, b *registry.AuditEntry) int{
@@ -142,7 +144,21 @@ func (v *auditView) open(a *registry.AuditEntry) tea.Cmd {
 		field("target", a.TargetKind+" "+a.TargetID)
 	}
 	field("reason", orDash(a.Reason))
-	return v.ctx.showModal(newDocModal(v.ctx, fmt.Sprintf("Audit entry %d", a.ID), b.String()))
+	d := newDocModal(v.ctx, fmt.Sprintf("Audit entry %d", a.ID), b.String())
+	if kind, id, ok := a.Subject(); ok {
+		ctx := v.ctx
+		switch kind {
+		case "job":
+			d.linkName, d.link = "job "+shortID(id), func() tea.Cmd { return ctx.open(newJobDetail(ctx, id, nil)) }
+		case "rollout":
+			d.linkName, d.link = "the rollout", func() tea.Cmd { return ctx.open(newRolloutDetail(ctx, id, id)) }
+		case "cluster":
+			if ctx.Fleet.cluster(id) != nil { // not a deleted one
+				d.linkName, d.link = "cluster "+ctx.Fleet.clusterName(id), func() tea.Cmd { return ctx.open(newClusterDetail(ctx, id)) }
+			}
+		}
+	}
+	return v.ctx.showModal(d)
 }
 
 func (v *auditView) rowKey(i int) string { return fmt.Sprint(v.rows[i].ID, "|", v.ctx.Fleet.version) }

@@ -35,13 +35,16 @@ func init() {
 		{name: "jobs", aliases: []string{"j"}, args: "[queued|in-progress|stuck|failed|all] [FILTER]", desc: "the queues", run: (*Model).cmdJobs},
 		{name: "job", args: "ID", desc: "one job's detail", run: (*Model).cmdJob},
 		{name: "events", aliases: []string{"ev"}, args: "[FILTER]", desc: "live tail of agent events", run: func(m *Model, c commandMsg) tea.Cmd {
+			m.fresh(screenEvents)
 			return m.switchTo(switchMsg{screen: screenEvents, filter: strings.Join(c.args, " ")})
 		}},
 		{name: "audit", aliases: []string{"au"}, args: "[FILTER]", desc: "the audit trail", run: func(m *Model, c commandMsg) tea.Cmd {
+			m.fresh(screenAudit)
 			return m.switchTo(switchMsg{screen: screenAudit, filter: strings.Join(c.args, " ")})
 		}},
 		{name: "rollouts", aliases: []string{"ro", "rollout"}, args: "[NAME]", desc: "fleet rollouts; with a name, that rollout's targets", run: (*Model).cmdRollouts},
 		{name: "ca", desc: "tether's certificate authority; i creates it when there is none (admin)", run: func(m *Model, _ commandMsg) tea.Cmd {
+			m.fresh(m.screen) // no screen of its own: over the list you are on
 			return m.push(newCAView(m.ctx))
 		}},
 		{name: "help", aliases: []string{"h"}, desc: "keys of the current view, and these commands", run: func(m *Model, _ commandMsg) tea.Cmd {
@@ -54,7 +57,6 @@ func init() {
 
 // runCommand executes a `:` command.
 func (m *Model) runCommand(c commandMsg) tea.Cmd {
-	m.back = nil // a command jumps: a new trail
 	for _, cmd := range commands {
 		if cmd.name == c.name {
 			return cmd.run(m, c)
@@ -63,14 +65,25 @@ func (m *Model) runCommand(c commandMsg) tea.Cmd {
 	return failed("unknown command :" + c.name)
 }
 
+// fresh starts the new trail of a command that goes somewhere (docs/
+// console.md, Going back): one rule for all of them. The command goes to
+// screen's list, the details open there closed and the way back forgotten;
+// what it opens goes on top, so esc comes back to that list. :rollouts and
+// :ca have no screen of their own and open over the one you are on.
+func (m *Model) fresh(screen int) {
+	m.back = nil
+	m.screen = screen
+	m.stacks[screen] = m.stacks[screen][:1]
+}
+
 func (m *Model) cmdOverview(commandMsg) tea.Cmd {
-	m.screen = screenOverview
+	m.fresh(screenOverview)
 	return nil
 }
 
 func (m *Model) cmdClusters(c commandMsg) tea.Cmd {
 	rest := strings.Join(c.args, " ")
-	m.screen = screenClusters
+	m.fresh(screenClusters)
 	if rest == "" {
 		return nil
 	}
@@ -78,11 +91,11 @@ func (m *Model) cmdClusters(c commandMsg) tea.Cmd {
 	if len(found) != 1 {
 		return m.switchTo(switchMsg{screen: screenClusters, filter: rest})
 	}
-	m.stacks[screenClusters] = m.stacks[screenClusters][:1]
 	return m.push(newClusterDetail(m.ctx, found[0].ID))
 }
 
 func (m *Model) cmdJobs(c commandMsg) tea.Cmd {
+	m.fresh(screenJobs)
 	sw := switchMsg{screen: screenJobs}
 	args := c.args
 	if len(args) > 0 {
@@ -99,15 +112,13 @@ func (m *Model) cmdJob(c commandMsg) tea.Cmd {
 	if rest == "" {
 		return failed(":job needs a job id, e.g. :job j-01…")
 	}
-	m.screen = screenJobs
+	m.fresh(screenJobs)
 	return m.push(newJobDetail(m.ctx, rest, nil))
 }
 
 func (m *Model) cmdRollouts(c commandMsg) tea.Cmd {
 	rest := strings.Join(c.args, " ")
-	// Over the overview, which shows the rollouts that need a look.
-	m.screen = screenOverview
-	m.stacks[m.screen] = m.stacks[m.screen][:1]
+	m.fresh(m.screen) // no screen of their own: over the list you are on
 	if rest != "" {
 		return m.push(newRolloutDetail(m.ctx, rest, rest))
 	}

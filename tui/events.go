@@ -116,10 +116,12 @@ func newEventsView(ctx *Context) *eventsView {
 		page: eventsPage, keep: eventsKeep, pendingMax: eventsPending,
 		id:    func(e *registry.Event) int64 { return e.ID },
 		match: func(e *registry.Event) bool { return v.fl.match(ctx.Fleet, e) },
-		query: func(before int64, limit int) func(context.Context) ([]registry.Event, error) {
-			p := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly, Limit: limit, BeforeID: before}
-			b := ctx.Backend
-			return func(c context.Context) ([]registry.Event, error) { return b.ListEvents(c, p) }
+		query: func() func(context.Context, int64, int64, int) ([]registry.Event, error) {
+			p, b := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly}, ctx.Backend
+			return func(c context.Context, before, after int64, limit int) ([]registry.Event, error) {
+				p.BeforeID, p.AfterID, p.Limit = before, after, limit
+				return b.ListEvents(c, p)
+			}
 		},
 		open: func(e *registry.Event) tea.Cmd { return ctx.showModal(newEventModal(ctx, e)) },
 		sortBy: []func(a, b *registry.Event) int{
@@ -279,6 +281,10 @@ type docModal struct {
 	title string
 	body  string
 	pager pager
+	// link opens what the document names (an audit entry's target), with
+	// enter; linkName says what, in the hints.
+	link     func() tea.Cmd
+	linkName string
 }
 
 func newDocModal(ctx *Context, title, body string) *docModal {
@@ -310,6 +316,9 @@ func newEventModal(ctx *Context, e *registry.Event) *docModal {
 func (m *docModal) Update(msg tea.Msg) (modal, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
+		if key.Matches(msg, m.ctx.Keys.Enter) && m.link != nil {
+			return nil, m.link()
+		}
 		if key.Matches(msg, keyClose) || key.Matches(msg, m.ctx.Keys.Enter) {
 			return nil, nil
 		}
@@ -325,7 +334,11 @@ func (m *docModal) View() string {
 	lines := strings.Count(m.body, "\n") + 1
 	m.pager.setSize(width-4, min(lines, max(3, m.ctx.Height-10)))
 	m.pager.setContent(m.body)
-	return frame(m.ctx, m.title, m.pager.view()+"\n\n"+hints(m.ctx, "↑/↓", "scroll", "esc", "close"), width, false)
+	h := hints(m.ctx, "↑/↓", "scroll", "esc", "close")
+	if m.link != nil {
+		h = hints(m.ctx, "enter", "open "+m.linkName, "↑/↓", "scroll", "esc", "close")
+	}
+	return frame(m.ctx, m.title, m.pager.view()+"\n\n"+h, width, false)
 }
 
 func (m *docModal) KeyMap() help.KeyMap {

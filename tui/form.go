@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
@@ -435,7 +436,10 @@ func (f *clusterForm) View() string {
 	st := ctx.Styles
 	width := min(ctx.Width-2, 96)
 	inner := width - 4
-	labelW := 16
+	labelW := 16 // room for the longest label after the focus mark (▸)
+	for _, fd := range f.fields {
+		labelW = max(labelW, ansi.StringWidth(fd.label)+2)
+	}
 	valueW := inner - labelW - 2
 	var lines []string
 	add := func(text string) { lines = append(lines, strings.Split(text, "\n")...) }

@@ -496,6 +496,16 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	// The failed tab shows why each job failed and, in its footer, the
+	// keys its jobs take: F retries, D deletes (issue 30).
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("jobs_failed_tab_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs"})
+			h.keys("l", "l", "l")
+			h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabFailed && m.jobs.loaded && len(m.jobs.rows) > 0 })
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

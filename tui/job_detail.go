@@ -32,9 +32,13 @@ type jobDetail struct {
 	history []registry.JobHistoryEntry
 	err     error
 	deleted bool // the feed said the job was deleted
-	loading bool
-	dirty   bool
-	pager   pager
+	// retryOfGone: the job this one retries was deleted, so `retry of`
+	// links to nothing. link is the selected link ([, ]; enter opens it).
+	retryOfGone bool
+	link        int
+	loading     bool
+	dirty       bool
+	pager       pager
 	// revealed is a sealed payload opened on request (P), kept for this
 	// view only: the feed's copies of the job stay sealed.
 	revealed json.RawMessage
@@ -45,11 +49,12 @@ type jobDetail struct {
 }
 
 type jobDetailMsg struct {
-	id      string
-	job     *registry.Job
-	history []registry.JobHistoryEntry
-	err     error
-	readAt  time.Time // the console's clock when the read began
+	id          string
+	job         *registry.Job
+	history     []registry.JobHistoryEntry
+	retryOfGone bool
+	err         error
+	readAt      time.Time // the console's clock when the read began
 }
 
 type jobDetailRefreshMsg struct{ id string }
@@ -98,8 +103,13 @@ func (d *jobDetail) load() tea.Cmd {
 		if err != nil {
 			return jobDetailMsg{id: id, err: err, readAt: now}
 		}
+		gone := false
+		if j.RetryOf != "" {
+			_, err := b.GetJob(ctx, j.RetryOf)
+			gone = registry.ErrorCode(err) == registry.CodeNotFound
+		}
 		h, err := b.JobHistory(ctx, id)
-		return jobDetailMsg{id: id, job: j, history: h, err: err, readAt: now}
+		return jobDetailMsg{id: id, job: j, history: h, retryOfGone: gone, err: err, readAt: now}
 	}
 }
 
@@ -120,7 +130,7 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 		d.loading, d.err = false, msg.err
 		if msg.job != nil {
-			d.job, d.readAt = msg.job, msg.readAt
+			d.job, d.readAt, d.retryOfGone = msg.job, msg.readAt, msg.retryOfGone
 		}
 		if msg.err == nil {
 			d.history = msg.history
@@ -153,6 +163,10 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 	case feedMsg:
 		if slices.Contains(msg.batch.DeletedJobs, d.id) {
 			d.deleted = true
+			d.version++
+		}
+		if d.job != nil && d.job.RetryOf != "" && slices.Contains(msg.batch.DeletedJobs, d.job.RetryOf) {
+			d.retryOfGone = true
 			d.version++
 		}
 		for _, j := range msg.batch.Jobs {
@@ -194,6 +208,18 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 		k := d.ctx.Keys
 		switch {
+		case key.Matches(msg, keyNextItem), key.Matches(msg, keyPrevItem):
+			if n := len(d.links()); n > 1 {
+				step := 1
+				if key.Matches(msg, keyPrevItem) {
+					step = n - 1
+				}
+				d.link = (d.link + step) % n
+				d.version++
+			}
+			return nil
+		case key.Matches(msg, k.Enter):
+			return d.openLink()
 		case key.Matches(msg, k.Requeue):
 			return requeueJobs(d.ctx, []registry.Job{*d.job})
 		case key.Matches(msg, k.Retry):
@@ -214,6 +240,31 @@ func (d *jobDetail) Update(msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// links are the jobs this one names that can be opened: the job it
+// retries (unless deleted), then its retries, oldest first.
+func (d *jobDetail) links() []string {
+	var out []string
+	if d.job == nil {
+		return nil
+	}
+	if d.job.RetryOf != "" && !d.retryOfGone {
+		out = append(out, d.job.RetryOf)
+	}
+	return append(out, d.job.RetriedBy...)
+}
+
+// openLink opens the selected linked job over this one: esc comes back.
+func (d *jobDetail) openLink() tea.Cmd {
+	links := d.links()
+	if len(links) == 0 {
+		if d.job != nil && d.job.RetryOf != "" {
+			return info(d.job.RetryOf + ", which this job retries, was deleted: the audit trail keeps its delete")
+		}
+		return nil
+	}
+	return d.ctx.open(newJobDetail(d.ctx, links[min(d.link, len(links)-1)], nil))
 }
 
 func (d *jobDetail) refreshLater() tea.Cmd {
@@ -293,12 +344,29 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	if j.IdempotencyKey != "" {
 		field("idempotency key", j.IdempotencyKey, themes.Plain)
 	}
-	if j.RetryOf != "" {
-		field("retry of", j.RetryOf, themes.Plain)
+	// The linked jobs, one a line: the selected one (▸) opens with enter.
+	links, sel := d.links(), min(d.link, len(d.links())-1)
+	linkField := func(label, id string, k themes.Kind) {
+		mark := "  "
+		if len(links) > 0 && links[sel] == id {
+			mark, k = "▸ ", themes.Accent
+		}
+		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(themes.Accent, mark) + st.Render(k, display.Safe(id)))
 	}
-	if len(j.RetriedBy) > 0 {
+	if j.RetryOf != "" {
+		if d.retryOfGone {
+			field("retry of", "  "+j.RetryOf+" (deleted)", themes.Muted)
+		} else {
+			linkField("retry of", j.RetryOf, themes.Plain)
+		}
+	}
+	for i, id := range j.RetriedBy {
 		// On-call about to retry a failed job sees it was retried already.
-		field("retried as", strings.Join(j.RetriedBy, ", "), themes.Accent)
+		label := "retried as"
+		if i > 0 {
+			label = ""
+		}
+		linkField(label, id, themes.Plain)
 	}
 
 	section("CLAIM")
@@ -423,12 +491,26 @@ func (d *jobDetail) Actions() []key.Binding {
 	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.ShowPayload}
 }
 
+var keyOpenLink = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open the linked job ▸"))
+
+// linkKeys are the footer's keys for the links, when there are any.
+func (d *jobDetail) linkKeys() []key.Binding {
+	switch n := len(d.links()); {
+	case n == 1:
+		return []key.Binding{keyOpenLink}
+	case n > 1:
+		return []key.Binding{keyOpenLink, keyNextItem}
+	}
+	return nil
+}
+
 func (d *jobDetail) KeyMap() help.KeyMap {
 	k := d.ctx.Keys
 	return keyMap{
-		short: []key.Binding{k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help},
+		short: append(d.linkKeys(), k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help),
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
+			{keyOpenLink, keyNextItem, keyPrevItem},
 			{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.CopyID, k.ShowPayload},
 		},
 	}

@@ -54,7 +54,7 @@ const jobsCountEvery = 5 * time.Second
 
 type jobsView struct {
 	ctx    *Context
-	tables [2]*table // [0] the state tabs, [1] the stuck tab (its own columns)
+	tables [3]*table // [0] the state tabs, [1] the stuck tab, [2] the failed tab (their own columns)
 	tab    int
 	filter string
 	fl     jobFilter
@@ -148,6 +148,17 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 2},
 		{Title: "WHY", Width: 24, Min: 16, Flex: 2},
 	})
+	// A failed job holds no lease and shows no activity, its state is the
+	// tab's: the room goes to why it failed.
+	v.tables[2] = ctx.table([]column{
+		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "KIND", Width: 7, Drop: 4},
+		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true, Path: true},
+		{Title: "ATT", Width: 4, Right: true, Drop: 3},
+		{Title: "ERROR", Width: 30, Min: 16, Flex: 3},
+		{Title: "AGE", Width: 4, Right: true, Drop: 2},
+	})
 	for _, t := range v.tables {
 		t.marks = true
 	}
@@ -158,18 +169,26 @@ func newJobsView(ctx *Context) *jobsView {
 	return v
 }
 
-// jobsAgeCol is the AGE column of the state tabs, where the order's arrow
-// shows: the newest first is the youngest AGE first (▲).
-const jobsAgeCol = 8
+// jobsAgeCol and failedAgeCol are the AGE column of the state tabs and of
+// the failed tab, where the order's arrow shows: the newest first is the
+// youngest AGE first (▲).
+const (
+	jobsAgeCol   = 8
+	failedAgeCol = 6
+)
 
 // showSort puts the order's arrow in the header.
 func (v *jobsView) showSort() {
 	v.tables[0].setSort(jobsAgeCol, v.oldest)
+	v.tables[2].setSort(failedAgeCol, v.oldest)
 }
 
 func (v *jobsView) table() *table {
-	if v.tab == tabStuck {
+	switch v.tab {
+	case tabStuck:
 		return v.tables[1]
+	case tabFailed:
+		return v.tables[2]
 	}
 	return v.tables[0]
 }
@@ -532,7 +551,11 @@ func (v *jobsView) View() string {
 	case v.err != nil:
 		empty = "could not read jobs: " + errText(v.err)
 	case v.loaded && v.filter != "":
-		empty = "no " + jobTabLabels[v.tab] + " job matches /" + v.filter + " (esc clears the filter)"
+		which := jobTabLabels[v.tab] + " " // "no failed job matches", "no job matches" on the all tab
+		if v.tab == tabAll {
+			which = ""
+		}
+		empty = "no " + which + "job matches /" + v.filter + " (esc clears the filter)"
 	case v.loaded && v.tab == tabStuck:
 		empty = "no stuck jobs: nothing waits on an expired lease, a silent agent or a silent cluster"
 	case v.loaded && v.tab == tabAll:
@@ -592,8 +615,15 @@ func (v *jobsView) Actions() []key.Binding {
 
 func (v *jobsView) KeyMap() help.KeyMap {
 	k := v.ctx.Keys
+	// The footer names what the tab's jobs take: a failed job is retried
+	// or deleted (or requeued when it ran out of attempts), never canceled
+	// and holds no lease.
+	short := []key.Binding{k.Enter, k.Left, k.Right, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Mark, k.Filter, k.Help, k.Quit}
+	if v.tab == tabFailed {
+		short = []key.Binding{k.Enter, k.Left, k.Right, k.Retry, k.Delete, k.Requeue, k.CopyID, k.Mark, k.Filter, k.Help, k.Quit}
+	}
 	return keyMap{
-		short: []key.Binding{k.Enter, k.Left, k.Right, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Mark, k.Filter, k.Help, k.Quit},
+		short: short,
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse, k.Follow},

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -57,6 +59,17 @@ func (v *jobsView) rowCells(i int) []cell {
 		activity = txt(age(now, j.LastActivityAt), k)
 	}
 	kind := string(j.Kind)
+	if v.tab == tabFailed {
+		return []cell{
+			txt(j.ID, themes.Muted),
+			txt(v.ctx.Fleet.clusterName(j.ClusterID), themes.Plain),
+			txt(kind, themes.Plain),
+			txt(j.Target.String(), themes.Plain),
+			txt(att, attKind),
+			txt(errorSummary(j.Error), themes.Danger),
+			txt(age(now, j.CreatedAt), themes.Muted),
+		}
+	}
 	cells := []cell{
 		txt(j.ID, themes.Muted),
 		txt(v.ctx.Fleet.clusterName(j.ClusterID), themes.Plain),
@@ -139,4 +152,21 @@ func (v *jobsView) tabAt(x int) int {
 		}
 	}
 	return -1
+}
+
+// errorSummary is a job's error on one line for a list: the start of it
+// (an agent may send a megabyte), safe for the terminal.
+func errorSummary(e string) string {
+	const most = 512
+	if len(e) > most {
+		n := most
+		for n > 0 && !utf8.RuneStart(e[n]) {
+			n--
+		}
+		e = e[:n] + "…"
+	}
+	if e == "" {
+		return "-"
+	}
+	return display.Safe(e)
 }

@@ -19,8 +19,9 @@ import (
 // selection follows its record (by id), never its row number; f pauses the
 // feed, and what arrives meanwhile waits in a bounded buffer, counted ("N
 // new") with what did not fit ("dropped"); after an overflow or a pause
-// that dropped records it reads the newest page from the store again, so
-// nothing stays missing; older pages load as the cursor reaches the end, and
+// that dropped records it reads every record since the last one it has
+// before the drop back from the store (by id), so nothing stays missing,
+// not even in the middle of a burst; older pages load as the cursor reaches the end, and
 // a text filter reads older pages too (it searches the store, not only what
 // is loaded); it holds at most keep records and renders only the rows on
 // screen (table). A view keeps its own: the record type, its columns and
@@ -34,8 +35,15 @@ type liveList[T any] struct {
 	rows []*T // the records the filter lets through, in all's order
 	liveFollow
 	pending []T // arrived while paused, oldest first (waiting counts them)
-	// refill is set while a read from the store fills in what the live
-	// buffer dropped: once it lands, nothing is missing any more.
+	// gap is set while records newer than gapAfter may be missing: a full
+	// buffer dropped them (the feed's and the pause's drop the newest, so
+	// everything up to gapAfter is held). drops counts the drops, so that a
+	// refill that started before a later one does not clear it.
+	gap      bool
+	gapAfter int64
+	drops    int
+	// refill is set while a read from the store fills in the gap: once it
+	// lands, nothing is missing any more.
 	refill bool
 	gen    int // bumped whenever the query changes
 	loaded bool
@@ -93,9 +101,10 @@ type listSpec[T any] struct {
 	id          func(*T) int64
 	// match is the filter's part that the store does not apply.
 	match func(*T) bool
-	// query reads up to limit records older than before (0: the newest),
-	// with the filter's part the store applies, as of the call.
-	query func(before int64, limit int) func(context.Context) ([]T, error)
+	// query is a reader of the records with the filter's part that the
+	// store applies, as of the call: up to limit of them, newest first,
+	// older than before and newer than after (0: no bound).
+	query func() func(c context.Context, before, after int64, limit int) ([]T, error)
 	// open shows a record (enter, a click on the selected row).
 	open func(*T) tea.Cmd
 	// sortBy compares two records by each column, smallest first; the
@@ -114,8 +123,12 @@ type listMsg[T any] struct {
 	list  *liveList[T]
 	gen   int
 	older bool
-	items []T
-	err   error
+	// refill: the records read back after a drop, seq the drops counted
+	// when the read started.
+	refill bool
+	seq    int
+	items  []T
+	err    error
 }
 
 var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older"))
@@ -172,29 +185,76 @@ func (l *liveList[T]) load(older bool) tea.Cmd {
 		l.older = true
 		before = l.spec.id(&l.all[len(l.all)-1])
 	}
-	read, gen := l.spec.query(before, l.spec.page), l.gen
+	read, gen, page := l.spec.query(), l.gen, l.spec.page
 	return func() tea.Msg {
-		items, err := read(context.Background())
+		items, err := read(context.Background(), before, 0, page)
 		return listMsg[T]{list: l, gen: gen, older: older, items: items, err: err}
 	}
 }
 
-// requery starts over after the store's part of the filter changed.
+// requery starts over after the store's part of the filter changed. A gap
+// stays a gap: what the pause holds may be older than the newest page.
 func (l *liveList[T]) requery() tea.Cmd {
 	l.gen++
 	l.all, l.rows, l.loaded, l.older, l.oldest, l.refill = nil, nil, false, false, false, false
 	l.table.setCursor(0, 1)
+	if l.gap && l.follow {
+		return tea.Batch(l.load(false), l.reload())
+	}
 	return l.load(false)
 }
 
-// reload reads the newest page from the store again and merges it with
-// what is held (by id): the records a full buffer dropped come back.
+// newestHeld is the id of the newest record held or waiting (0: none).
+func (l *liveList[T]) newestHeld() int64 {
+	var n int64
+	if len(l.all) > 0 {
+		n = l.spec.id(&l.all[0])
+	}
+	if k := len(l.pending); k > 0 {
+		n = max(n, l.spec.id(&l.pending[k-1]))
+	}
+	return n
+}
+
+// dropNewer counts n records dropped, all newer than what is held or
+// waiting: the gap starts there, or where an earlier one started.
+func (l *liveList[T]) dropNewer(n int) {
+	if n <= 0 {
+		return
+	}
+	l.dropped += n
+	l.drops++
+	if !l.gap {
+		l.gap, l.gapAfter = true, l.newestHeld()
+	}
+}
+
+// reload reads every record of the gap back from the store, newest first
+// and page by page (at most keep: older ones would be let go), and merges
+// them with what is held (by id).
 func (l *liveList[T]) reload() tea.Cmd {
-	if l.refill {
-		return nil // one is on its way
+	if l.refill || !l.gap {
+		return nil // one is on its way, or nothing is missing
 	}
 	l.refill = true
-	return l.load(false)
+	read, gen, seq, after, page, keep, id := l.spec.query(), l.gen, l.drops, l.gapAfter, l.spec.page, l.spec.keep, l.spec.id
+	return func() tea.Msg {
+		var items []T
+		var before int64
+		for len(items) < keep {
+			limit := min(page, keep-len(items))
+			got, err := read(context.Background(), before, after, limit)
+			if err != nil {
+				return listMsg[T]{list: l, gen: gen, refill: true, seq: seq, err: err}
+			}
+			items = append(items, got...)
+			if len(got) < limit {
+				break
+			}
+			before = id(&got[len(got)-1])
+		}
+		return listMsg[T]{list: l, gen: gen, refill: true, seq: seq, items: items}
+	}
 }
 
 func (l *liveList[T]) rowID(i int) int64 { return l.spec.id(l.rows[i]) }
@@ -273,21 +333,19 @@ func (l *liveList[T]) remove(gone func(*T) bool) {
 // paused (what does not fit is counted, and read from the store on
 // resume). Records dropped while following are read back at once.
 func (l *liveList[T]) feed(items []T, dropped int) tea.Cmd {
-	l.dropped += dropped
 	if l.follow {
 		l.merge(items, true)
-		if dropped > 0 {
-			return l.reload()
-		}
-		return nil
+		l.dropNewer(dropped) // the feed drops what came after items
+		return l.reload()
 	}
-	for _, it := range items {
+	for i, it := range items {
 		if len(l.pending) >= l.spec.pendingMax {
-			l.dropped++
-			continue
+			l.dropNewer(len(items) - i) // the rest of the burst
+			break
 		}
 		l.pending = append(l.pending, it)
 	}
+	l.dropNewer(dropped)
 	l.waiting = len(l.pending)
 	return nil
 }
@@ -303,13 +361,30 @@ func (l *liveList[T]) toggleFollow() tea.Cmd {
 	l.merge(l.pending, false)
 	l.pending, l.waiting = nil, 0
 	l.table.setCursor(0, len(l.rows))
-	if l.dropped > 0 {
+	if l.gap {
 		return tea.Batch(info("following: reading the "+l.spec.nouns+" the pause dropped from the store"), l.reload())
 	}
 	if n > 0 {
 		return info(fmt.Sprintf("following: %s new while paused, on top", plural(n, l.spec.noun, l.spec.nouns)))
 	}
 	return info("following: new " + l.spec.nouns + " appear on top")
+}
+
+// refilled takes the gap read back: nothing is missing any more, unless
+// more was dropped while it was read (then that is read too).
+func (l *liveList[T]) refilled(msg listMsg[T]) tea.Cmd {
+	l.refill = false
+	if msg.err != nil {
+		return failed("could not read back the dropped " + l.spec.nouns + ": " + errText(msg.err) + " (f twice tries again)")
+	}
+	// What a refill reads back arrived (later than what the cursor is on):
+	// following on top, the newest is selected, as for the live feed.
+	l.merge(msg.items, true)
+	if msg.seq != l.drops {
+		return l.reload()
+	}
+	l.gap, l.gapAfter, l.dropped = false, 0, 0
+	return nil
 }
 
 // searchOlder keeps reading older pages while a filter matches less than a
@@ -348,24 +423,21 @@ func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
 		if msg.list != l || msg.gen != l.gen {
 			return nil
 		}
+		if msg.refill {
+			return l.refilled(msg)
+		}
 		l.err = msg.err
 		if msg.err != nil {
-			l.older, l.refill = false, false
+			l.older = false
 			return failed("could not read " + l.spec.what + ": " + errText(msg.err))
 		}
 		l.oldest = len(msg.items) < l.spec.page
-		refilled := false
 		if msg.older {
 			l.older = false
 		} else {
 			l.loaded = true
-			if l.refill {
-				l.refill, l.dropped, refilled = false, 0, true
-			}
 		}
-		// What a refill reads back arrived (later than what the cursor is on):
-		// following on top, the newest is selected, as for the live feed.
-		l.merge(msg.items, refilled)
+		l.merge(msg.items, false)
 		if len(msg.items) == 0 {
 			l.refilter(l.anchor(), false) // the filter may have changed meanwhile
 		}

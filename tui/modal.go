@@ -113,7 +113,7 @@ func (c *confirm) View() string {
 	if c.alt != nil {
 		keys = append(keys, "e", c.alt.label)
 	}
-	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, append(keys, "n/esc", "cancel")...)
+	body := wrap(c.body, inner) + "\n\n" + hints(c.ctx, append(keys, "n/esc", "do nothing")...) // not "cancel": y may be "cancel them"
 	return frame(c.ctx, c.title, body, c.width(), c.danger)
 }
 

@@ -452,7 +452,7 @@ func (d *rolloutDetail) rowCells(i int) []cell {
 		txt(t.ClusterName, themes.Plain),
 		txt(string(t.State), targetStateKind(t.State)),
 		txt(t.JobID, themes.Muted),
-		txt(string(t.JobState), themes.Plain),
+		txt(stateLabel(t.JobState), jobStateKind(t.JobState)), // in progress, as every other view says it
 		txt(fmt.Sprint(t.Attempts), themes.Muted),
 		txt(d.took(t), themes.Muted),
 		txt(t.Reason, themes.Plain), // a job's error is an agent's text: txt makes it safe

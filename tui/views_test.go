@@ -577,9 +577,10 @@ func TestJobDetailNamesItsRetries(t *testing.T) {
 	must(e.reg.CancelJob(e.admin, first.ID, ""))
 	second := must(e.reg.RetryJob(e.admin, fx.exhaustedJob, ""))
 	d.Update(feedMsg{batch: feedBatch{Jobs: []*registry.Job{second}}})
-	want := "retried as        " + first.ID + ", " + second.ID
-	if view := ansi.Strip(d.View()); !strings.Contains(view, want) {
-		t.Fatalf("after a retry on the feed the detail lacks %q:\n%s", want, view)
+	// One a line, the first selected (enter opens it).
+	want := "retried as        ▸ " + first.ID + " "
+	if view := ansi.Strip(d.View()); !strings.Contains(view, want) || !strings.Contains(view, "\n"+strings.Repeat(" ", 22)+second.ID) {
+		t.Fatalf("after a retry on the feed the detail lacks %q and then %s:\n%s", want, second.ID, view)
 	}
 	fromFeed := *d.job
 	fromFeed.RetriedBy = nil
@@ -597,7 +598,7 @@ func TestJobDetailNamesItsRetries(t *testing.T) {
 
 	r := newJobDetail(m.ctx, second.ID, nil)
 	pump(m, m.push(r))
-	if view := ansi.Strip(r.View()); !strings.Contains(view, "retry of          "+fx.exhaustedJob) || strings.Contains(view, "retried as") {
+	if view := ansi.Strip(r.View()); !strings.Contains(view, "retry of          ▸ "+fx.exhaustedJob) || strings.Contains(view, "retried as") {
 		t.Fatalf("the retry's detail does not say what it retries:\n%s", view)
 	}
 }
