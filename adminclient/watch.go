@@ -40,6 +40,10 @@ type WatchOptions struct {
 	Retry time.Duration
 	// OnError, when set, hears each failure that made the watch reconnect.
 	OnError func(error)
+	// NoRetry ends the watch at the first break instead of reconnecting:
+	// OnError hears why, then the channel closes. For a caller that shows
+	// the lost connection and reconnects itself (from the last Seq it saw).
+	NoRetry bool
 }
 
 // Watch streams changes until ctx ends. When the stream breaks (a restart,
@@ -71,6 +75,9 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (<-chan WatchEven
 			}
 			if opts.OnError != nil && err != nil {
 				opts.OnError(err)
+			}
+			if opts.NoRetry {
+				return
 			}
 			for {
 				select {

@@ -30,6 +30,9 @@ type Context struct {
 	// Wide is the wide layout (w): every list's columns at their content's
 	// width, cut only at the terminal's edge.
 	Wide bool
+	// Offline: the live feed lost the server (or stopped); the views'
+	// live marks say so instead of "● live".
+	Offline bool
 
 	// pending are requests to the root (requests.go: show a modal, open a
 	// detail, switch screens) made while a message is handled; the root

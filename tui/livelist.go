@@ -78,6 +78,8 @@ func (f *liveFollow) followTitle(st *themes.Styles, live, waiting string) string
 	switch {
 	case !f.follow:
 		s = st.Render(themes.Warning, fmt.Sprintf("  ❚❚ paused, %d %s (f resumes)", f.waiting, waiting))
+	case live == offlineMark:
+		s = st.Render(themes.Danger, "  "+live)
 	case live != "":
 		s = st.Render(themes.Good, "  ● "+live)
 	}
@@ -85,6 +87,18 @@ func (f *liveFollow) followTitle(st *themes.Styles, live, waiting string) string
 		s += st.Render(themes.Danger, fmt.Sprintf("  ⚠ %s dropped (the live buffer was full)", thousands(int64(f.dropped))))
 	}
 	return s
+}
+
+// offlineMark replaces a view's live mark while the live feed is down: what
+// it shows may be out of date.
+const offlineMark = "○ offline, not updating"
+
+// liveMark is a view's live mark ("live", "following"), or offlineMark.
+func liveMark(ctx *Context, live string) string {
+	if ctx.Offline && live != "" {
+		return offlineMark
+	}
+	return live
 }
 
 // listSpec is what a view tells its live list.
@@ -476,7 +490,7 @@ func (l *liveList[T]) marked(int) bool { return false }
 // count) and the rows on screen of src (the view: its cells).
 func (l *liveList[T]) View(src tableSource) string {
 	st := l.ctx.Styles
-	title := st.Title.Render(l.spec.title) + l.followTitle(st, l.spec.live, "new")
+	title := st.Title.Render(l.spec.title) + l.followTitle(st, liveMark(l.ctx, l.spec.live), "new")
 	if l.filter != "" {
 		title += st.Render(themes.Muted, "  /") + st.Render(themes.Accent, l.filter)
 		if l.filterErr != "" {

@@ -103,6 +103,7 @@ type Model struct {
 
 	feed        *feed
 	watchErr    error
+	conn        connState // the remote backend's connection, read each tick
 	countsDirty bool
 	countsBusy  bool
 	countsLast  time.Time
@@ -354,7 +355,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.ctx.Now = msg.now
 		m.expireStatus()
-		cmds := []tea.Cmd{m.tick(), m.broadcast(msg)}
+		cmds := []tea.Cmd{m.tick(), m.checkConn(), m.broadcast(msg)}
 		if m.queues.due() {
 			cmds = append(cmds, m.queues.load(m.ctx.Backend))
 		}
@@ -443,6 +444,23 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 }
 
 type restartWatchMsg struct{}
+
+// checkConn reads the remote backend's connection for the header and the
+// live marks, and says when a lost connection came back (the counts are
+// read again: changes made meanwhile came through the resumed watch, but
+// counts are not fed).
+func (m *Model) checkConn() tea.Cmd {
+	var cmd tea.Cmd
+	if r, ok := m.opts.Backend.(connReporter); ok {
+		if d, back := r.reconnected(); back {
+			m.setStatus(statusOK, "reconnected after "+humanDuration(roundDuration(d))+"; live updates resumed")
+			cmd = m.loadCounts()
+		}
+		m.conn = r.connection()
+	}
+	m.ctx.Offline = m.watchErr != nil || !m.conn.lostAt.IsZero()
+	return cmd
+}
 
 type quitMsg struct{}
 

@@ -119,7 +119,17 @@ func (m *Model) header() string {
 	} else if m.opts.Source != "" {
 		items = append(items, item{st.Render(themes.Muted, m.opts.Source), 1})
 	}
-	if m.watchErr != nil {
+	if c := m.conn; !c.lostAt.IsZero() {
+		// The remote console lost its server: for how long, and when it
+		// tries again (the watch reconnects by itself, with backoff).
+		text := "connection lost " + humanDuration(roundDuration(max(now.Sub(c.lostAt), 0)))
+		if wait := c.retryAt.Sub(now); wait > 0 {
+			text += " · retrying in " + humanDuration(roundDuration(wait))
+		} else {
+			text += " · retrying"
+		}
+		items = append(items, item{st.DangerBadge.Render(" OFFLINE ") + " " + st.Render(themes.Danger, text), 5})
+	} else if m.watchErr != nil {
 		items = append(items, item{st.DangerBadge.Render(" OFFLINE "), 5})
 	}
 	if m.ctx.ReadOnly {

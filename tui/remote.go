@@ -29,6 +29,7 @@ type Remote struct {
 	Org   string
 	Actor string
 	skew  time.Duration // the server's clock minus this machine's
+	conn  remoteConn    // the watch's connection, for the header
 }
 
 var _ Backend = (*Remote)(nil)
@@ -84,7 +85,7 @@ func remoteErr(err error) error {
 }
 
 func (r *Remote) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	return remoteErr(r.c.Call(ctx, method, path, q, body, out))
+	return r.unreachable(remoteErr(r.c.Call(ctx, method, path, q, body, out)))
 }
 
 func ref(parts ...string) string {
@@ -140,29 +141,26 @@ func (r *Remote) Watch(ctx context.Context, p registry.WatchParams) (<-chan regi
 		}
 		opts.Kinds = append(opts.Kinds, name)
 	}
+	// The console shows a lost connection and reconnects itself (resume),
+	// rather than have the client retry silently.
+	var broke error
+	opts.NoRetry = true
+	opts.OnError = func(err error) { broke = err }
 	in, err := r.c.Watch(ctx, opts)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
+	r.setConn(func(s *connState) {
+		if !s.lostAt.IsZero() {
+			*s = connState{back: max(r.Now().Sub(s.lostAt), time.Millisecond)}
+		}
+	})
 	buf := p.Buffer
 	if buf <= 0 {
 		buf = 256
 	}
 	out := make(chan registry.WatchEvent, buf)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			we, err := watchEvent(ev)
-			if err != nil {
-				continue // an object this console does not know; the next snapshot has the rest
-			}
-			select {
-			case out <- we:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go r.resume(ctx, opts, in, &broke, out)
 	return out, nil
 }
 

@@ -263,7 +263,11 @@ func (v *rolloutsView) rowCells(i int) []cell {
 
 func (v *rolloutsView) View() string {
 	st := v.ctx.Styles
-	title := st.Title.Render("Rollouts") + st.Render(themes.Good, "  ● live") + st.Render(themes.Muted, fmt.Sprintf("  %d", len(v.list)))
+	mark := st.Render(themes.Good, "  ● live")
+	if m := liveMark(v.ctx, "live"); m == offlineMark {
+		mark = st.Render(themes.Danger, "  "+m)
+	}
+	title := st.Title.Render("Rollouts") + mark + st.Render(themes.Muted, fmt.Sprintf("  %d", len(v.list)))
 	empty := "loading rollouts…"
 	switch {
 	case v.err != nil:
