@@ -353,16 +353,15 @@ func (o *overview) clustersBlock() string {
 	now := o.ctx.Now
 	var active, pending, disabled, silent int
 	for _, c := range f.sorted {
-		switch c.State {
-		case registry.ClusterActive:
-			active++
-			if c.Silent(now) {
-				silent++
-			}
-		case registry.ClusterPending:
-			pending++
-		case registry.ClusterDisabled:
+		switch c.Health(now, nil) {
+		case registry.HealthDisabled:
 			disabled++
+		case registry.HealthPending:
+			pending++
+		case registry.HealthSilent:
+			silent++
+		default:
+			active++
 		}
 	}
 	total := len(f.sorted)
@@ -382,7 +381,7 @@ func (o *overview) clustersBlock() string {
 		lines = append(lines, "  "+st.Render(themes.Plain, pad(label, 10))+st.Render(k, padLeft(thousands(int64(n)), 7))+"  "+
 			bar(st, frac, 16, k)+st.Render(themes.Muted, note))
 	}
-	row("active", active-silent, themes.Good, "")
+	row("active", active, themes.Good, "")
 	sk := themes.Muted
 	if silent > 0 {
 		sk = themes.Warning
