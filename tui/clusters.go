@@ -53,7 +53,7 @@ var clusterSortBy = []clusterSort{
 	{"state", 4, false, func(ctx *Context, a, b *registry.Cluster) int {
 		return cmp.Compare(clusterStateWord(a.Health(ctx.Now, nil)), clusterStateWord(b.Health(ctx.Now, nil)))
 	}},
-	{"heartbeat", 5, true, func(_ *Context, a, b *registry.Cluster) int { return lastSeen(b).Compare(lastSeen(a)) }},
+	{"heartbeat", 5, true, func(_ *Context, a, b *registry.Cluster) int { return b.LastSeen().Compare(a.LastSeen()) }},
 	{"queued", 6, true, func(ctx *Context, a, b *registry.Cluster) int {
 		return cmp.Compare(ctx.Fleet.count(a.ID, registry.JobQueued), ctx.Fleet.count(b.ID, registry.JobQueued))
 	}},
@@ -196,7 +196,7 @@ func (v *clustersView) cells(c *registry.Cluster) []cell {
 	state := clusterStateCell(c, now)
 	hb := txt(age(now, c.Status.LastHeartbeatAt), themes.Plain)
 	if c.Silent(now) {
-		hb = txt(age(now, lastSeen(c)), themes.Warning)
+		hb = txt(age(now, c.LastSeen()), themes.Warning)
 	} else if c.Status.LastHeartbeatAt.IsZero() {
 		hb = txt("never", themes.Muted)
 	}

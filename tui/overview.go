@@ -124,7 +124,7 @@ func (o *overview) countStuck() tea.Cmd {
 	b, now := o.ctx.Backend, o.ctx.Now
 	unreachable := o.ctx.Fleet.unreachable(now)
 	return func() tea.Msg {
-		c, err := countStuckByReason(context.Background(), b, stuckQueries(registry.JobListParams{}, unreachable, now))
+		c, err := countStuckByReason(context.Background(), b, registry.StuckJobQueries(registry.JobListParams{}, unreachable, now))
 		return overviewStuckMsg{counts: c, err: err}
 	}
 }
@@ -439,7 +439,7 @@ func (o *overview) stuckBlock() string {
 		lines = append(lines, "  "+st.Render(nk, padLeft(thousands(int64(n)), 5))+"  "+st.Render(themes.Plain, pad(label, 21))+st.Render(themes.Muted, why))
 	}
 	row(s.Expired, "lease expired", "the reaper requeues it")
-	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(NoLeaseStuckAfter)))
+	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(registry.NoLeaseStuckAfter)))
 	row(s.Stranded, "cluster unreachable", "silent or disabled cluster")
 	row(s.Exhausted, "attempts exhausted", "failed lease_expired: requeue")
 	return strings.Join(lines, "\n")
