@@ -295,35 +295,6 @@ func (r *Registry) DeleteCluster(ctx context.Context, idOrName, reason string) (
 	return c, err
 }
 
-// describeSpecChange summarizes an edit for the audit trail.
-func describeSpecChange(old, new *ClusterSpec) string {
-	var parts []string
-	diff := func(field string, a, b any) {
-		if fmt.Sprint(a) != fmt.Sprint(b) {
-			parts = append(parts, fmt.Sprintf("%s %v -> %v", field, a, b))
-		}
-	}
-	diff("name", old.Name, new.Name)
-	diff("organization", old.Organization, new.Organization)
-	diff("labels", "{"+old.Labels.String()+"}", "{"+new.Labels.String()+"}")
-	diff("mode", old.Mode, new.Mode)
-	diff("namespaces", old.AllowedNamespaces, new.AllowedNamespaces)
-	diff("catalog", old.AllowedCatalogEntries, new.AllowedCatalogEntries)
-	diff("templates", old.AllowedOperationTemplates, new.AllowedOperationTemplates)
-	diff("leaseSeconds", old.Policy.LeaseSeconds, new.Policy.LeaseSeconds)
-	diff("maxAttempts", old.Policy.MaxAttempts, new.Policy.MaxAttempts)
-	diff("requiredCapabilities", old.Policy.RequiredCapabilities, new.Policy.RequiredCapabilities)
-	diff("requireClientCertificate", old.Policy.RequireClientCertificate, new.Policy.RequireClientCertificate)
-	diff("requireSignedPayloads", old.Policy.RequireSignedPayloads, new.Policy.RequireSignedPayloads)
-	diff("requireEncryptedPayloads", old.Policy.RequireEncryptedPayloads, new.Policy.RequireEncryptedPayloads)
-	diff("allowLegacyPayloadSignatures", old.Policy.AllowLegacyPayloadSignatures, new.Policy.AllowLegacyPayloadSignatures)
-	diff("publicKey", old.PublicKey.KeyID(), new.PublicKey.KeyID())
-	if len(parts) == 0 {
-		return "no change"
-	}
-	return strings.Join(parts, "; ")
-}
-
 // IssueToken issues a new one-time registration token for a cluster (valid
 // for ttl, or the default when zero), voiding its older unused ones. The
 // secret is in the result and nowhere else.

@@ -381,7 +381,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 		why := Classify(j, c, now)
 		k := jobStateKind(j.State)
 		extra := ""
-		if why.Reason != NotStuck {
+		if why.Reason != registry.NotStuck {
 			k, extra = themes.Warning, "  ⚠ "+why.Reason.String()
 		}
 		target := dropHead(txt(j.Target.String(), themes.Plain), targetW)[0].text // as the jobs list shows it

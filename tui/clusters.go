@@ -51,9 +51,9 @@ var clusterSortBy = []clusterSort{
 	{"organization", 2, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(a.Organization, b.Organization) }},
 	{"mode", 3, false, func(_ *Context, a, b *registry.Cluster) int { return strings.Compare(string(a.Mode), string(b.Mode)) }},
 	{"state", 4, false, func(ctx *Context, a, b *registry.Cluster) int {
-		return cmp.Compare(clusterHealth(a, ctx.Now), clusterHealth(b, ctx.Now))
+		return cmp.Compare(clusterStateWord(a.Health(ctx.Now, nil)), clusterStateWord(b.Health(ctx.Now, nil)))
 	}},
-	{"heartbeat", 5, true, func(_ *Context, a, b *registry.Cluster) int { return lastSeen(b).Compare(lastSeen(a)) }},
+	{"heartbeat", 5, true, func(_ *Context, a, b *registry.Cluster) int { return b.LastSeen().Compare(a.LastSeen()) }},
 	{"queued", 6, true, func(ctx *Context, a, b *registry.Cluster) int {
 		return cmp.Compare(ctx.Fleet.count(a.ID, registry.JobQueued), ctx.Fleet.count(b.ID, registry.JobQueued))
 	}},
@@ -123,10 +123,7 @@ func (v *clustersView) rebuild() {
 	for _, c := range f.sorted {
 		if !q.empty() {
 			// Every column as shown, and the words the columns abbreviate.
-			text := filterText(rowText(v.cells(c)), string(c.State), clusterHealth(c, now))
-			if f.notDraining(c.ID) {
-				text = filterText(text, "not draining")
-			}
+			text := filterText(rowText(v.cells(c)), string(c.State), string(c.Health(now, f.queue(c.ID))))
 			if c.Paused() {
 				text = filterText(text, "paused")
 			}
@@ -165,13 +162,14 @@ func credentialExpiry(f *fleet, c *registry.Cluster, now time.Time) time.Time {
 	return now.AddDate(100, 0, 0)
 }
 
-// clusterHealth is a cluster's state as on-call reads it: the lifecycle
-// state, with "silent" for an active cluster that stopped heartbeating.
-func clusterHealth(c *registry.Cluster, now time.Time) string {
-	if c.Silent(now) {
-		return "silent"
+// clusterStateWord is the STATE column's word for a cluster's verdict
+// (registry.Cluster.Health): a paused queue reads as active there, the cell
+// marking the pause after the word (⏸), whatever the word is.
+func clusterStateWord(h registry.ClusterHealth) registry.ClusterHealth {
+	if h == registry.HealthPaused {
+		return registry.HealthActive
 	}
-	return string(c.State)
+	return h
 }
 
 func (v *clustersView) selected() *registry.Cluster {
@@ -198,13 +196,13 @@ func (v *clustersView) cells(c *registry.Cluster) []cell {
 	state := clusterStateCell(c, now)
 	hb := txt(age(now, c.Status.LastHeartbeatAt), themes.Plain)
 	if c.Silent(now) {
-		hb = txt(age(now, lastSeen(c)), themes.Warning)
+		hb = txt(age(now, c.LastSeen()), themes.Warning)
 	} else if c.Status.LastHeartbeatAt.IsZero() {
 		hb = txt("never", themes.Muted)
 	}
 	queued := f.count(c.ID, registry.JobQueued)
 	qk := themes.Plain
-	if queued > 0 && (c.Silent(now) || c.State == registry.ClusterDisabled) {
+	if queued > 0 && c.Health(now, nil).Stranded() {
 		qk = themes.Warning
 	}
 	cred, writes := credentialCells(f, c, now)
@@ -232,15 +230,13 @@ func (v *clustersView) cells(c *registry.Cluster) []cell {
 
 func clusterStateCell(c *registry.Cluster, now time.Time) cell {
 	var out cell
-	switch {
-	case c.State == registry.ClusterDisabled:
-		out = txt("disabled", themes.Danger)
-	case c.State == registry.ClusterPending:
-		out = txt("pending", themes.Warning)
-	case c.Silent(now):
-		out = txt("silent", themes.Warning)
+	switch h := clusterStateWord(c.Health(now, nil)); h {
+	case registry.HealthDisabled:
+		out = txt(string(h), themes.Danger)
+	case registry.HealthPending, registry.HealthSilent:
+		out = txt(string(h), themes.Warning)
 	default:
-		out = txt("active", themes.Good)
+		out = txt(string(registry.HealthActive), themes.Good)
 	}
 	if c.Paused() {
 		out = append(out, seg{" ⏸ paused", themes.Warning})

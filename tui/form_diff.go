@@ -23,46 +23,62 @@ func keyText(k registry.AgentPublicKey) string {
 	}
 }
 
-// describeDiff lists what changed from a to b, for status lines and the
-// conflict dialog ("" when nothing did).
+// diffLabels are the console's words for the spec's fields
+// (registry.SpecChange.Field).
+var diffLabels = map[string]string{
+	"allowedNamespaces":            "namespaces",
+	"allowedCatalogEntries":        "catalog",
+	"allowedOperationTemplates":    "templates",
+	"leaseSeconds":                 "lease",
+	"maxAttempts":                  "max attempts",
+	"requiredCapabilities":         "requires",
+	"requireClientCertificate":     "mTLS",
+	"requireSignedPayloads":        "signed payloads",
+	"requireEncryptedPayloads":     "encrypted payloads",
+	"allowLegacyPayloadSignatures": "legacy signatures",
+	"publicKey":                    "public key",
+}
+
+// describeDiff words what changed from a to b (registry.DiffClusterSpec),
+// for status lines and the conflict dialog ("" when nothing did).
 func describeDiff(a, b registry.ClusterSpec) string {
-	var parts []string
-	scalar := func(name string, x, y any) {
-		if fmt.Sprint(x) != fmt.Sprint(y) {
-			parts = append(parts, fmt.Sprintf("%s %v → %v", name, x, y))
+	changes := registry.DiffClusterSpec(&a, &b)
+	parts := make([]string, len(changes))
+	for i, ch := range changes {
+		name := ch.Field
+		if l, ok := diffLabels[name]; ok {
+			name = l
 		}
-	}
-	list := func(name string, x, y []string) {
-		var add, del []string
-		for _, v := range y {
-			if !slices.Contains(x, v) {
-				add = append(add, "+"+v)
-			}
+		switch from := ch.From.(type) {
+		case []string:
+			parts[i] = name + " " + listDiff(from, ch.To.([]string))
+		case registry.Labels:
+			parts[i] = fmt.Sprintf("%s {%s} → {%s}", name, from, ch.To.(registry.Labels))
+		case registry.AgentPublicKey:
+			parts[i] = name + " " + keyText(from) + " → " + keyText(ch.To.(registry.AgentPublicKey))
+		default:
+			parts[i] = fmt.Sprintf("%s %v → %v", name, ch.From, ch.To)
 		}
-		for _, v := range x {
-			if !slices.Contains(y, v) {
-				del = append(del, "-"+v)
-			}
-		}
-		if len(add)+len(del) > 0 {
-			parts = append(parts, name+" "+strings.Join(append(add, del...), " "))
-		}
-	}
-	scalar("name", a.Name, b.Name)
-	scalar("organization", a.Organization, b.Organization)
-	scalar("mode", a.Mode, b.Mode)
-	list("namespaces", a.AllowedNamespaces, b.AllowedNamespaces)
-	list("catalog", a.AllowedCatalogEntries, b.AllowedCatalogEntries)
-	list("templates", a.AllowedOperationTemplates, b.AllowedOperationTemplates)
-	scalar("lease", a.Policy.LeaseSeconds, b.Policy.LeaseSeconds)
-	scalar("max attempts", a.Policy.MaxAttempts, b.Policy.MaxAttempts)
-	list("requires", a.Policy.RequiredCapabilities, b.Policy.RequiredCapabilities)
-	scalar("signed payloads", a.Policy.RequireSignedPayloads, b.Policy.RequireSignedPayloads)
-	scalar("legacy signatures", a.Policy.AllowLegacyPayloadSignatures, b.Policy.AllowLegacyPayloadSignatures)
-	scalar("encrypted payloads", a.Policy.RequireEncryptedPayloads, b.Policy.RequireEncryptedPayloads)
-	scalar("mTLS", a.Policy.RequireClientCertificate, b.Policy.RequireClientCertificate)
-	if keyText(a.PublicKey) != keyText(b.PublicKey) {
-		parts = append(parts, "public key "+keyText(a.PublicKey)+" → "+keyText(b.PublicKey))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// listDiff words a list's change as the items added (+) and removed (-),
+// or "reordered" when it holds the same items.
+func listDiff(x, y []string) string {
+	var add, del []string
+	for _, v := range y {
+		if !slices.Contains(x, v) {
+			add = append(add, "+"+v)
+		}
+	}
+	for _, v := range x {
+		if !slices.Contains(y, v) {
+			del = append(del, "-"+v)
+		}
+	}
+	if len(add)+len(del) == 0 {
+		return "reordered"
+	}
+	return strings.Join(append(add, del...), " ")
 }

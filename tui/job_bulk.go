@@ -45,7 +45,7 @@ func (v *jobsView) scope() bulkScope {
 	base.OldestFirst, base.Limit, base.Offset, base.After = true, 0, 0, nil
 	if v.tab == tabStuck {
 		s.stuck = true
-		s.queries = stuckQueries(base, v.ctx.Fleet.unreachable(v.ctx.Now), v.ctx.Now).Sets
+		s.queries = registry.StuckJobQueries(base, v.ctx.Fleet.unreachable(v.ctx.Now), v.ctx.Now).Sets
 		return s
 	}
 	if states, ok := registry.IntersectStates(tabStates(v.tab), base.States); ok {

@@ -289,7 +289,7 @@ func (d *jobDetail) View() string {
 	if d.deleted {
 		title += st.Render(themes.Danger, "  deleted")
 	}
-	if why.Reason != NotStuck {
+	if why.Reason != registry.NotStuck {
 		title += st.Render(themes.Warning, "  ⚠ stuck: "+why.Reason.String())
 	}
 	if in := fmt.Sprint(d.ctx.Now.Unix(), d.version, d.width, d.ctx.Fleet.version); in != d.drawn {
@@ -313,7 +313,7 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, display.Safe(value))) // values are data, some the agent's
 	}
 
-	if why.Reason != NotStuck {
+	if why.Reason != registry.NotStuck {
 		section("WHY IT IS STUCK")
 		for _, l := range strings.Split(wrap(why.Explain, max(20, w-4)), "\n") {
 			line("  " + st.Render(themes.Warning, l))

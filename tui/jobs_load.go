@@ -60,7 +60,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 			// The stuck tab is several queries merged: there is no count to
 			// place a job by, and it is short. The view keeps the job if it
 			// is in the window, else the nearest row.
-			jobs, err := listStuck(ctx, b, stuckQueries(base, unreachable, now), start, limit)
+			jobs, err := listStuck(ctx, b, registry.StuckJobQueries(base, unreachable, now), start, limit)
 			return jobsPageMsg{gen: gen, req: start, start: start, jobs: jobs, at: -1, err: err, readAt: now}
 		}
 		p := base
@@ -180,7 +180,7 @@ func (v *jobsView) countCmd() tea.Cmd {
 		for i := range out {
 			out[i] = -1
 		}
-		n, err := countStuck(ctx, b, stuckQueries(stuckBase, unreachable, now))
+		n, err := countStuck(ctx, b, registry.StuckJobQueries(stuckBase, unreachable, now))
 		if err != nil {
 			return jobsCountsMsg{gen: gen, err: err}
 		}

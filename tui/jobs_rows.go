@@ -37,7 +37,7 @@ func (v *jobsView) rowCells(i int) []cell {
 	c := v.ctx.Fleet.cluster(j.ClusterID)
 	why := Classify(j, c, now)
 	state := txt(stateLabel(j.State), jobStateKind(j.State))
-	if why.Reason != NotStuck && v.tab != tabStuck {
+	if why.Reason != registry.NotStuck && v.tab != tabStuck {
 		state = cell{{"⚠ ", themes.Warning}, {stateLabel(j.State), themes.Warning}}
 	}
 	// The attempt against the bound on lease reclaims; past it (an admin
@@ -53,7 +53,7 @@ func (v *jobsView) rowCells(i int) []cell {
 	activity := txt("-", themes.Muted)
 	if j.State == registry.JobInProgress {
 		k := themes.Plain
-		if why.Reason == NoLeaseSilent {
+		if why.Reason == registry.StuckNoLeaseSilent {
 			k = themes.Warning
 		}
 		activity = txt(age(now, j.LastActivityAt), k)

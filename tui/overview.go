@@ -124,7 +124,7 @@ func (o *overview) countStuck() tea.Cmd {
 	b, now := o.ctx.Backend, o.ctx.Now
 	unreachable := o.ctx.Fleet.unreachable(now)
 	return func() tea.Msg {
-		c, err := countStuckByReason(context.Background(), b, stuckQueries(registry.JobListParams{}, unreachable, now))
+		c, err := countStuckByReason(context.Background(), b, registry.StuckJobQueries(registry.JobListParams{}, unreachable, now))
 		return overviewStuckMsg{counts: c, err: err}
 	}
 }
@@ -353,16 +353,15 @@ func (o *overview) clustersBlock() string {
 	now := o.ctx.Now
 	var active, pending, disabled, silent int
 	for _, c := range f.sorted {
-		switch c.State {
-		case registry.ClusterActive:
-			active++
-			if c.Silent(now) {
-				silent++
-			}
-		case registry.ClusterPending:
-			pending++
-		case registry.ClusterDisabled:
+		switch c.Health(now, nil) {
+		case registry.HealthDisabled:
 			disabled++
+		case registry.HealthPending:
+			pending++
+		case registry.HealthSilent:
+			silent++
+		default:
+			active++
 		}
 	}
 	total := len(f.sorted)
@@ -382,7 +381,7 @@ func (o *overview) clustersBlock() string {
 		lines = append(lines, "  "+st.Render(themes.Plain, pad(label, 10))+st.Render(k, padLeft(thousands(int64(n)), 7))+"  "+
 			bar(st, frac, 16, k)+st.Render(themes.Muted, note))
 	}
-	row("active", active-silent, themes.Good, "")
+	row("active", active, themes.Good, "")
 	sk := themes.Muted
 	if silent > 0 {
 		sk = themes.Warning
@@ -440,7 +439,7 @@ func (o *overview) stuckBlock() string {
 		lines = append(lines, "  "+st.Render(nk, padLeft(thousands(int64(n)), 5))+"  "+st.Render(themes.Plain, pad(label, 21))+st.Render(themes.Muted, why))
 	}
 	row(s.Expired, "lease expired", "the reaper requeues it")
-	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(NoLeaseStuckAfter)))
+	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(registry.NoLeaseStuckAfter)))
 	row(s.Stranded, "cluster unreachable", "silent or disabled cluster")
 	row(s.Exhausted, "attempts exhausted", "failed lease_expired: requeue")
 	return strings.Join(lines, "\n")

@@ -183,7 +183,7 @@ func (o *overview) silentBlock() string {
 			lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters, sort by s)", len(silent)-overviewSilentRows)))
 			break
 		}
-		lines = append(lines, o.mark("silent:"+c.ID)+st.Render(themes.Warning, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Plain, pad(ago(now, lastSeen(c)), 9))+
+		lines = append(lines, o.mark("silent:"+c.ID)+st.Render(themes.Warning, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Plain, pad(ago(now, c.LastSeen()), 9))+
 			st.Render(themes.Muted, fmt.Sprintf("%s queued · %s in flight", thousands(f.count(c.ID, registry.JobQueued)), thousands(f.count(c.ID, registry.JobInProgress)))))
 	}
 	return strings.Join(lines, "\n")

@@ -49,12 +49,12 @@ func (o *overview) queuesBlock() string {
 		// and a paused one says so (⏸), as the clusters list does.
 		name, oldestKind := themes.Plain, themes.Plain
 		oldest := oldestText(q)
-		switch {
-		case q.NotDraining:
+		switch h := c.Health(o.ctx.Now, q); {
+		case h == registry.HealthNotDraining:
 			name, oldestKind, oldest = themes.Danger, themes.Danger, "⚠ "+oldest
 		case c.Paused():
 			name, oldestKind, oldest = themes.Warning, themes.Warning, "⏸ "+oldest
-		case q.Queued > 0 && (c.Paused() || c.Silent(o.ctx.Now) || c.State == registry.ClusterDisabled):
+		case q.Queued > 0 && h.Stranded():
 			name, oldestKind = themes.Warning, themes.Warning
 		}
 		fk := themes.Plain

@@ -188,13 +188,13 @@ func (d *clusterDetail) renderQueue(c *registry.Cluster, section func(string), f
 		field("health", "loading…", themes.Muted)
 		return
 	}
-	switch {
-	case q.NotDraining:
+	switch h := c.Health(d.ctx.Now, q); {
+	case h == registry.HealthNotDraining:
 		field("draining", "NO: the agent heartbeats but takes no work", themes.Danger)
+	case q.Queued > 0 && h.Stranded():
+		field("draining", "no: the cluster is "+string(h)+", so no agent takes its jobs", themes.Warning)
 	case c.Paused():
 		field("draining", "no: the queue is paused (p resumes it)", themes.Warning)
-	case q.Queued > 0 && (c.Silent(d.ctx.Now) || c.State != registry.ClusterActive):
-		field("draining", "no: the cluster is "+clusterHealth(c, d.ctx.Now)+", so no agent takes its jobs", themes.Warning)
 	case q.Queued == 0:
 		field("draining", "yes: nothing queued", themes.Good)
 	default:

@@ -106,7 +106,7 @@ func TestRemoteBackendAgreesWithLocal(t *testing.T) {
 		"search":             {Search: "queued-"},
 		"exhausted":          {States: []registry.JobState{registry.JobFailed}, Error: registry.ErrorLeaseExpired},
 		"lease expired":      {States: []registry.JobState{registry.JobInProgress}, LeaseExpiredBefore: now},
-		"silent without one": {States: []registry.JobState{registry.JobInProgress}, NoLease: true, ActivityBefore: now.Add(-NoLeaseStuckAfter)},
+		"silent without one": {States: []registry.JobState{registry.JobInProgress}, NoLease: true, ActivityBefore: now.Add(-registry.NoLeaseStuckAfter)},
 		"finished lately":    {FinishedAfter: e.base.Add(20 * time.Minute)},
 	}
 	for name, p := range queries {

@@ -12,28 +12,9 @@ import (
 // StuckJobQueries in bulk) and counts and pages its queries for the stuck
 // tab and the overview.
 
-// NoLeaseStuckAfter is how long an in_progress job without a lease may go
-// without an ack, status or heartbeat before it counts as stuck
-// (registry.NoLeaseStuckAfter).
-const NoLeaseStuckAfter = registry.NoLeaseStuckAfter
-
-// StuckReason is why a job is not making progress: the registry decides
-// (registry.Job.Diagnose); the console explains.
-type StuckReason = registry.StuckReason
-
-const (
-	NotStuck              = registry.NotStuck
-	AttemptsExhausted     = registry.StuckAttemptsExhausted
-	LeaseExpired          = registry.StuckLeaseExpired
-	NoLeaseSilent         = registry.StuckNoLeaseSilent
-	ClusterSilent         = registry.StuckClusterSilent
-	QueuedOnSilentCluster = registry.StuckQueuedOnSilentCluster
-	ClusterDisabled       = registry.StuckClusterDisabled
-)
-
 // Stuck is a job's diagnosis as the console shows it.
 type Stuck struct {
-	Reason StuckReason
+	Reason registry.StuckReason
 	// Explain says what happened and what to do (with the console's keys),
 	// in a sentence or two.
 	Explain string
@@ -44,7 +25,7 @@ type Stuck struct {
 func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
 	r := j.Diagnose(c, now)
 	switch r {
-	case AttemptsExhausted:
+	case registry.StuckAttemptsExhausted:
 		max := ""
 		if c != nil {
 			max = fmt.Sprintf(" of %d", c.Policy.MaxAttempts)
@@ -52,37 +33,29 @@ func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
 		return Stuck{r, fmt.Sprintf(
 			"Attempts exhausted: the lease expired on attempt %d%s, so the job failed with error lease_expired. Requeue it (R) to try again.",
 			j.Attempt, max)}
-	case LeaseExpired:
+	case registry.StuckLeaseExpired:
 		return Stuck{r, fmt.Sprintf(
 			"Lease expired %s ago: its holder stopped renewing it. The reaper of tether serve puts it back in the queue as attempt %d; if no server is running, requeue it (R).",
 			humanDuration(now.Sub(j.LeaseExpiresAt)), j.Attempt+1)}
-	case ClusterDisabled:
+	case registry.StuckClusterDisabled:
 		if j.State == registry.JobQueued {
 			return Stuck{r, "Queued on a disabled cluster: its agent is refused and will not take it. Enable the cluster or cancel (C) the job."}
 		}
 		return Stuck{r, "Its cluster is disabled: the agent is refused every call and cannot report. Enable the cluster, or cancel (C) or requeue (R) the job."}
-	case ClusterSilent:
+	case registry.StuckClusterSilent:
 		return Stuck{r, fmt.Sprintf(
 			"Cluster %s is silent: no heartbeat for %s. Its agent may be down with this job in hand.",
 			c.Name, humanDuration(now.Sub(c.LastSeen())))}
-	case NoLeaseSilent:
+	case registry.StuckNoLeaseSilent:
 		return Stuck{r, fmt.Sprintf(
 			"No lease (its agent does not use leases) and no status for %s. It is never reclaimed automatically: if the agent is gone, requeue it (R); the old holder is fenced off.",
 			humanDuration(now.Sub(j.LastHeard())))}
-	case QueuedOnSilentCluster:
+	case registry.StuckQueuedOnSilentCluster:
 		return Stuck{r, fmt.Sprintf(
 			"Queued on a silent cluster: %s sent no heartbeat for %s, so no agent is polling for it.",
 			c.Name, humanDuration(now.Sub(c.LastSeen())))}
 	}
 	return Stuck{}
-}
-
-func lastSeen(c *registry.Cluster) time.Time { return c.LastSeen() }
-
-// stuckQueries are the registry's stuck queries (registry.StuckJobQueries):
-// the console selects the same jobs as job list --stuck and the admin API.
-func stuckQueries(base registry.JobListParams, unreachable registry.Unreachable, now time.Time) registry.StuckQueries {
-	return registry.StuckJobQueries(base, unreachable, now)
 }
 
 // countStuck counts the stuck set (its queries are disjoint).
@@ -107,11 +80,11 @@ func countStuckByReason(ctx context.Context, b Backend, s registry.StuckQueries)
 			return out, err
 		}
 		switch s.Reasons[i] {
-		case AttemptsExhausted:
+		case registry.StuckAttemptsExhausted:
 			out.Exhausted += n
-		case LeaseExpired:
+		case registry.StuckLeaseExpired:
 			out.Expired += n
-		case NoLeaseSilent:
+		case registry.StuckNoLeaseSilent:
 			out.Silent += n
 		default:
 			out.Stranded += n

@@ -25,30 +25,30 @@ func TestClassify(t *testing.T) {
 		name string
 		job  registry.Job
 		c    *registry.Cluster
-		want StuckReason
+		want registry.StuckReason
 	}{
-		{"queued on a healthy cluster", registry.Job{State: registry.JobQueued}, active, NotStuck},
-		{"queued on a pending cluster waits for its agent", registry.Job{State: registry.JobQueued}, pending, NotStuck},
-		{"queued on a silent cluster", registry.Job{State: registry.JobQueued}, silent, QueuedOnSilentCluster},
-		{"queued on a disabled cluster", registry.Job{State: registry.JobQueued}, disabled, ClusterDisabled},
-		{"lease running", leased(now.Add(time.Minute)), active, NotStuck},
-		{"lease expired", leased(now.Add(-time.Second)), active, LeaseExpired},
-		{"lease expired on a silent cluster: the lease is the reason", leased(now.Add(-time.Second)), silent, LeaseExpired},
-		{"held on a silent cluster", leased(now.Add(time.Minute)), silent, ClusterSilent},
-		{"held on a disabled cluster", leased(now.Add(time.Minute)), disabled, ClusterDisabled},
-		{"no lease, recent status", registry.Job{State: registry.JobInProgress, LastActivityAt: now.Add(-time.Minute)}, active, NotStuck},
-		{"no lease, silent", registry.Job{State: registry.JobInProgress, LastActivityAt: now.Add(-NoLeaseStuckAfter - time.Second)}, active, NoLeaseSilent},
-		{"attempts exhausted", registry.Job{State: registry.JobFailed, Error: registry.ErrorLeaseExpired, Attempt: 3}, active, AttemptsExhausted},
-		{"failed for another reason", registry.Job{State: registry.JobFailed, Error: "ImagePullBackOff"}, active, NotStuck},
-		{"succeeded", registry.Job{State: registry.JobSucceeded}, silent, NotStuck},
-		{"unknown cluster", registry.Job{State: registry.JobQueued}, nil, NotStuck},
+		{"queued on a healthy cluster", registry.Job{State: registry.JobQueued}, active, registry.NotStuck},
+		{"queued on a pending cluster waits for its agent", registry.Job{State: registry.JobQueued}, pending, registry.NotStuck},
+		{"queued on a silent cluster", registry.Job{State: registry.JobQueued}, silent, registry.StuckQueuedOnSilentCluster},
+		{"queued on a disabled cluster", registry.Job{State: registry.JobQueued}, disabled, registry.StuckClusterDisabled},
+		{"lease running", leased(now.Add(time.Minute)), active, registry.NotStuck},
+		{"lease expired", leased(now.Add(-time.Second)), active, registry.StuckLeaseExpired},
+		{"lease expired on a silent cluster: the lease is the reason", leased(now.Add(-time.Second)), silent, registry.StuckLeaseExpired},
+		{"held on a silent cluster", leased(now.Add(time.Minute)), silent, registry.StuckClusterSilent},
+		{"held on a disabled cluster", leased(now.Add(time.Minute)), disabled, registry.StuckClusterDisabled},
+		{"no lease, recent status", registry.Job{State: registry.JobInProgress, LastActivityAt: now.Add(-time.Minute)}, active, registry.NotStuck},
+		{"no lease, silent", registry.Job{State: registry.JobInProgress, LastActivityAt: now.Add(-registry.NoLeaseStuckAfter - time.Second)}, active, registry.StuckNoLeaseSilent},
+		{"attempts exhausted", registry.Job{State: registry.JobFailed, Error: registry.ErrorLeaseExpired, Attempt: 3}, active, registry.StuckAttemptsExhausted},
+		{"failed for another reason", registry.Job{State: registry.JobFailed, Error: "ImagePullBackOff"}, active, registry.NotStuck},
+		{"succeeded", registry.Job{State: registry.JobSucceeded}, silent, registry.NotStuck},
+		{"unknown cluster", registry.Job{State: registry.JobQueued}, nil, registry.NotStuck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Classify(&tc.job, tc.c, now)
 			if got.Reason != tc.want {
 				t.Errorf("got %v (%s), want %v", got.Reason, got.Explain, tc.want)
 			}
-			if (got.Reason == NotStuck) != (got.Explain == "") {
+			if (got.Reason == registry.NotStuck) != (got.Explain == "") {
 				t.Errorf("a stuck job is explained, a healthy one is not: %q", got.Explain)
 			}
 		})
@@ -71,14 +71,14 @@ func TestStuckQueriesAgreeWithClassify(t *testing.T) {
 	f.setClusters(must(b.ListClusters(ctx)))
 	var want []string
 	for _, j := range must(b.ListJobs(ctx, registry.JobListParams{Limit: 1000})) {
-		if Classify(&j, f.cluster(j.ClusterID), now).Reason != NotStuck {
+		if Classify(&j, f.cluster(j.ClusterID), now).Reason != registry.NotStuck {
 			want = append(want, j.ID)
 		}
 	}
 	if len(want) != 6 {
 		t.Fatalf("the fixture has %d stuck jobs, want 6", len(want))
 	}
-	sets := stuckQueries(registry.JobListParams{}, f.unreachable(now), now)
+	sets := registry.StuckJobQueries(registry.JobListParams{}, f.unreachable(now), now)
 	n, err := countStuck(ctx, b, sets)
 	if err != nil || n != len(want) {
 		t.Errorf("countStuck = %d, %v; want %d", n, err, len(want))
@@ -104,7 +104,7 @@ func TestStuckQueriesAgreeWithClassify(t *testing.T) {
 	}
 	// Narrowed to one cluster.
 	us := f.resolve("prod-us-1")[0]
-	one := stuckQueries(registry.JobListParams{ClusterIDs: []string{us.ID}}, f.unreachable(now), now)
+	one := registry.StuckJobQueries(registry.JobListParams{ClusterIDs: []string{us.ID}}, f.unreachable(now), now)
 	if n := must(countStuck(ctx, b, one)); n != 4 {
 		t.Errorf("stuck on prod-us-1: %d, want 4 (expired lease, two queued, attempts exhausted)", n)
 	}

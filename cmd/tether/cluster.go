@@ -253,20 +253,20 @@ func newClusterListCmd(g *globals) *cobra.Command {
 
 // health summarizes what an on-call engineer needs first about a cluster:
 // whether its agent is talking, whether it takes its work (q, when known)
-// and whether it reports anything wrong.
+// and whether it reports anything wrong. The verdict is the registry's
+// (Cluster.Health); the STATE column already says disabled or pending, and
+// the agent's False conditions are added.
 func health(now time.Time, c *registry.Cluster, q *registry.QueueHealth) string {
-	if c.State != registry.ClusterActive {
-		return "-"
-	}
-	if c.Paused() {
-		return "queue paused"
-	}
-	if c.Silent(now) {
-		return "silent"
-	}
 	var bad []string
-	if q != nil && q.NotDraining {
-		bad = append(bad, "not draining")
+	switch h := c.Health(now, q); h {
+	case registry.HealthDisabled, registry.HealthPending:
+		return "-"
+	case registry.HealthSilent:
+		return "silent"
+	case registry.HealthPaused:
+		return "queue paused"
+	case registry.HealthNotDraining:
+		bad = append(bad, string(h))
 	}
 	for _, cond := range c.FalseConditions() {
 		bad = append(bad, cond.Type+"=False")

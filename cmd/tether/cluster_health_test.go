@@ -68,3 +68,40 @@ func TestClusterQueueHealth(t *testing.T) {
 		t.Errorf("idle queue %+v", idle.Queue)
 	}
 }
+
+// TestClusterHealthSilentBeforePaused: cluster list's HEALTH is the
+// registry's verdict (Cluster.Health), which names a silent cluster silent
+// even when its queue is paused, as the console does; a pending cluster
+// shows "-" (its STATE says pending).
+func TestClusterHealthSilentBeforePaused(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod", "--namespaces", "apps")
+	createCluster(t, db, "waiting")
+	reg := openRegistry(t, db)
+	registerAgent(t, reg, c.RegistrationToken)
+	ok(t, db, "cluster", "pause", "prod", "--reason", "change freeze")
+	if list := ok(t, db, "cluster", "list").stdout; !strings.Contains(list, "queue paused") {
+		t.Fatalf("a paused live cluster is not \"queue paused\":\n%s", list)
+	}
+	// The agent falls silent: its last word an hour ago.
+	st := openRawSQLite(t, db)
+	for _, q := range []string{
+		"UPDATE clusters SET registered_at = registered_at - 3600000 WHERE id = '" + c.ClusterID + "'",
+		"UPDATE cluster_status SET last_heartbeat_at = last_heartbeat_at - 3600000 WHERE cluster_id = '" + c.ClusterID + "'",
+	} {
+		if _, err := st.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := ok(t, db, "cluster", "list").stdout
+	for _, line := range strings.Split(list, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 4 && f[1] == "prod" && f[4] != "silent":
+			t.Errorf("a paused silent cluster's HEALTH is %q, want silent:\n%s", f[4], list)
+		case len(f) > 4 && f[1] == "waiting" && f[4] != "-":
+			t.Errorf("a pending cluster's HEALTH is %q, want -:\n%s", f[4], list)
+		}
+	}
+}
