@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -248,22 +249,46 @@ func (t *table) layout() {
 			left++
 		}
 	}
+	// Room left over goes to the flexible columns of free text (a reason,
+	// an error), which can use it; only where there are none, to the
+	// flexible columns sized to their content, which would only pad it.
+	takes := func(c column) bool { return c.Flex > 0 && !c.Fit }
+	if !slices.ContainsFunc(t.visibleCols(visible), takes) {
+		takes = func(c column) bool { return c.Flex > 0 }
+	}
+	flex = 0
+	for i, c := range t.cols {
+		if visible[i] && takes(c) {
+			flex += c.Flex
+		}
+	}
 	if left > 0 && flex > 0 {
 		extra := left
 		for i, c := range t.cols {
-			if visible[i] && c.Flex > 0 {
+			if visible[i] && takes(c) {
 				add := extra * c.Flex / flex
 				t.widths[i] += add
 				left -= add
 			}
 		}
 		for i, c := range t.cols { // rounding
-			if visible[i] && c.Flex > 0 && left > 0 {
+			if visible[i] && takes(c) && left > 0 {
 				t.widths[i] += left
 				left = 0
 			}
 		}
 	}
+}
+
+// visibleCols is the columns visible marks.
+func (t *table) visibleCols(visible []bool) []column {
+	var out []column
+	for i, c := range t.cols {
+		if visible[i] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // layoutWide gives every column the width of its content (or its title),
