@@ -147,7 +147,8 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "ATT", Width: 4, Right: true, Drop: 4},
 		{Title: "LEASE", Width: 11, Drop: 3, Fit: true},
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 2},
-		{Title: "WHY", Width: 24, Min: 16, Flex: 2},
+		// WHY is one of a few short labels: whole, it is read at a glance.
+		{Title: "WHY", Width: 24, Min: len("queued, cluster silent"), Flex: 2},
 		{Title: "AGE", Width: 4, Right: true, Drop: 2},
 	})
 	// A failed job holds no lease and shows no activity, its state is the

@@ -228,8 +228,9 @@ func (t *table) layout() {
 	left := width - used
 	// Too narrow for preferred widths: shrink towards their minimum the
 	// Shrink columns (ids) first, then the flexible ones, then the others,
-	// a cell at a time from the widest of the group, so that a long target
-	// gives up its room before a short name loses a letter.
+	// a cell at a time from the one of the group with the most room above
+	// its minimum, so that a long target gives up its room before a short
+	// name loses a letter.
 	for _, group := range []func(column) bool{
 		func(c column) bool { return c.Shrink },
 		func(c column) bool { return !c.Shrink && c.Flex > 0 },
@@ -238,7 +239,7 @@ func (t *table) layout() {
 		for left < 0 {
 			at := -1
 			for i, c := range t.cols {
-				if visible[i] && group(c) && t.widths[i] > t.minOf(i) && (at < 0 || t.widths[i] > t.widths[at]) {
+				if visible[i] && group(c) && t.widths[i] > t.minOf(i) && (at < 0 || t.widths[i]-t.minOf(i) > t.widths[at]-t.minOf(at)) {
 					at = i
 				}
 			}
