@@ -90,7 +90,7 @@ func newAuditView(ctx *Context) *auditView {
 	v.liveList = newLiveList(ctx, []column{
 		{Title: "TIME", Width: 20},
 		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1, Fit: true},
-		{Title: "ACTION", Width: 20, Min: 12},
+		{Title: "ACTION", Width: 20, Min: 12, Fit: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Drop: 3, Fit: true},
 		{Title: "TARGET", Width: 29, Min: 12, Drop: 2, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "REASON", Width: 20, Min: 12, Flex: 3},

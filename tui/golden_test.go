@@ -482,6 +482,22 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	// The stuck tab shows each job's target and age where there is room,
+	// and at 80 columns drops what shows nothing before cutting names
+	// (issue 30, defect 7).
+	for _, size := range [][2]int{{160, 24}, {220, 24}, {80, 24}} {
+		t.Run(fmt.Sprintf("jobs_stuck_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs"})
+			h.keys("l", "l")
+			h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabStuck && m.jobs.loaded })
+			h.golden()
+		})
+	}
+	// The audit trail at 80 columns: actors cut apart, never to one stub.
+	t.Run("audit_80x24", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "audit"})
+		h.golden()
+	})
 	// A refused action says why and what to do instead; at 80 columns the
 	// message goes on over the help line rather than losing its end.
 	for _, size := range [][2]int{{120, 40}, {80, 24}} {

@@ -142,11 +142,14 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
 		{Title: "KIND", Width: 7, Drop: 5},
+		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Drop: 6, Fit: true, Path: true},
 		{Title: "STATE", Width: 13, Min: 8, Fit: true},
 		{Title: "ATT", Width: 4, Right: true, Drop: 4},
 		{Title: "LEASE", Width: 11, Drop: 3, Fit: true},
 		{Title: "ACTIVITY", Width: 8, Right: true, Drop: 2},
-		{Title: "WHY", Width: 24, Min: 16, Flex: 2},
+		// WHY is one of a few short labels: whole, it is read at a glance.
+		{Title: "WHY", Width: 24, Min: len("queued, cluster silent"), Flex: 2},
+		{Title: "AGE", Width: 4, Right: true, Drop: 2},
 	})
 	// A failed job holds no lease and shows no activity, its state is the
 	// tab's: the room goes to why it failed.
@@ -174,12 +177,14 @@ func newJobsView(ctx *Context) *jobsView {
 // youngest AGE first (▲).
 const (
 	jobsAgeCol   = 8
+	stuckAgeCol  = 9
 	failedAgeCol = 6
 )
 
 // showSort puts the order's arrow in the header.
 func (v *jobsView) showSort() {
 	v.tables[0].setSort(jobsAgeCol, v.oldest)
+	v.tables[1].setSort(stuckAgeCol, v.oldest)
 	v.tables[2].setSort(failedAgeCol, v.oldest)
 }
 

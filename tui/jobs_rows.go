@@ -75,16 +75,12 @@ func (v *jobsView) rowCells(i int) []cell {
 		txt(v.ctx.Fleet.clusterName(j.ClusterID), themes.Plain),
 		txt(kind, themes.Plain),
 	}
-	if v.tab != tabStuck {
-		cells = append(cells, txt(j.Target.String(), themes.Plain))
-	}
-	cells = append(cells, state, txt(att, attKind), leaseCell(v.ctx.Styles, j, now), activity)
+	cells = append(cells, txt(j.Target.String(), themes.Plain),
+		state, txt(att, attKind), leaseCell(v.ctx.Styles, j, now), activity)
 	if v.tab == tabStuck {
 		cells = append(cells, txt(why.Reason.String(), themes.Warning))
-	} else {
-		cells = append(cells, txt(age(now, j.CreatedAt), themes.Muted))
 	}
-	return cells
+	return append(cells, txt(age(now, j.CreatedAt), themes.Muted))
 }
 
 // leaseCell is a countdown bar of the lease left, red once it expired.

@@ -498,6 +498,11 @@ func (l *liveList[T]) View(src tableSource) string {
 		}
 	}
 	title += st.Render(themes.Muted, fmt.Sprintf("  %d shown", len(l.rows)))
+	if l.loaded && !l.older && !l.oldest && len(l.all) < l.spec.keep {
+		// A full page read: the store has older records. Say so, rather
+		// than let the count read as all there is.
+		title += st.Render(themes.Muted, ", more in the store: o loads older")
+	}
 	if l.older {
 		title += st.Render(themes.Muted, "  loading older…")
 	}

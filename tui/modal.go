@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/themes"
 )
@@ -38,9 +39,33 @@ func frame(ctx *Context, title, body string, width int, danger bool) string {
 	return st.Width(width).Render(content)
 }
 
-// wrap breaks text into lines of at most width cells (at spaces).
+// wrap breaks text into lines of at most width cells, at spaces only: an
+// id (j-01m…) or a timestamp (2026-05-28T10:29:00Z) stays whole, to be read
+// and copied, where a hyphen would otherwise break it. Only a word longer
+// than a line is cut.
 func wrap(text string, width int) string {
-	return lipgloss.NewStyle().Width(width).Render(text)
+	width = max(1, width)
+	var lines []string
+	for _, para := range strings.Split(text, "\n") {
+		cur, started := "", false
+		for _, word := range strings.Split(para, " ") {
+			switch {
+			case !started:
+				cur, started = word, true
+			case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= width:
+				cur += " " + word
+			default:
+				lines = append(lines, cur)
+				cur = word
+			}
+			for ansi.StringWidth(cur) > width {
+				lines = append(lines, ansi.Truncate(cur, width, ""))
+				cur = ansi.TruncateLeft(cur, width, "")
+			}
+		}
+		lines = append(lines, cur)
+	}
+	return lipgloss.NewStyle().Width(width).Render(strings.Join(lines, "\n"))
 }
 
 // hints renders a modal's key hints.

@@ -302,6 +302,19 @@ func (o *overview) render() string {
 	if w >= 100 {
 		half := (w - 2) / 2
 		for _, row := range blocks {
+			// A pair whose lines would be cut at the middle goes one above
+			// the other, each the whole width: a condition's message is
+			// read whole rather than cut to fit beside a shorter block.
+			if row[1] != "" && (widest(row[0]) > half || widest(row[1]) > w-half-2) {
+				for _, b := range row {
+					lines := strings.Split(b, "\n")
+					for i, l := range lines {
+						lines[i] = truncate(l, w)
+					}
+					out = append(out, strings.Join(lines, "\n"))
+				}
+				continue
+			}
 			if row[1] == "" { // alone on its row, a block has the whole width
 				lines := strings.Split(row[0], "\n")
 				for i, l := range lines {
@@ -449,6 +462,25 @@ func (o *overview) stuckBlock() string {
 // the same in each: the fleet's longest name, up to what leaves the queues'
 // figures their room in the block's column (half the screen from 100
 // columns, else all of it).
+// widest is the width of a block's widest line.
+func widest(block string) int {
+	w := 0
+	for _, l := range strings.Split(block, "\n") {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// namesWidth is the width a block pads its cluster names to: its own
+// widest, not the fleet's, within nameWidth.
+func (o *overview) namesWidth(names []string) int {
+	w := 1
+	for _, n := range names {
+		w = max(w, ansi.StringWidth(n))
+	}
+	return min(w, o.nameWidth())
+}
+
 func (o *overview) nameWidth() int {
 	longest := 8
 	for _, c := range o.ctx.Fleet.sorted {

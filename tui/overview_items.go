@@ -178,12 +178,17 @@ func (o *overview) silentBlock() string {
 		return head + "\n" + st.Render(themes.Good, "  none: every active cluster is heartbeating")
 	}
 	lines := []string{head}
+	var names []string
+	for _, c := range silent[:min(len(silent), overviewSilentRows)] {
+		names = append(names, c.Name)
+	}
+	nameW := o.namesWidth(names)
 	for i, c := range silent {
 		if i == overviewSilentRows {
 			lines = append(lines, st.Render(themes.Muted, fmt.Sprintf("  … and %d more (2: clusters, sort by s)", len(silent)-overviewSilentRows)))
 			break
 		}
-		lines = append(lines, o.mark("silent:"+c.ID)+st.Render(themes.Warning, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Plain, pad(ago(now, c.LastSeen()), 9))+
+		lines = append(lines, o.mark("silent:"+c.ID)+st.Render(themes.Warning, pad(c.Name, nameW)+" ")+st.Render(themes.Plain, pad(ago(now, c.LastSeen()), 9))+
 			st.Render(themes.Muted, fmt.Sprintf("%s queued · %s in flight", thousands(f.count(c.ID, registry.JobQueued)), thousands(f.count(c.ID, registry.JobInProgress)))))
 	}
 	return strings.Join(lines, "\n")
@@ -195,13 +200,18 @@ func (o *overview) conditionsBlock() string {
 	now := o.ctx.Now
 	var lines []string
 	conds, n := o.conditionList()
+	var names []string
+	for _, fc := range conds {
+		names = append(names, fc.cluster.Name)
+	}
+	nameW := o.namesWidth(names)
 	for _, fc := range conds {
 		c, cond := fc.cluster, fc.cond
 		since := ""
 		if !cond.LastTransitionTime.IsZero() {
 			since = " " + age(now, cond.LastTransitionTime)
 		}
-		lines = append(lines, o.mark(fc.key())+st.Render(themes.Plain, pad(c.Name, o.nameWidth())+" ")+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
+		lines = append(lines, o.mark(fc.key())+st.Render(themes.Plain, pad(c.Name, nameW)+" ")+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
 			st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
 	}
 	head := st.Section.Render("FALSE CONDITIONS") + st.Render(themes.Muted, "  from the last heartbeats")
@@ -228,13 +238,18 @@ func (o *overview) failuresBlock() string {
 		return head + "\n" + st.Render(themes.Good, "  none")
 	}
 	lines := []string{head}
+	var names []string
+	for _, j := range o.failures {
+		names = append(names, o.ctx.Fleet.clusterName(j.ClusterID))
+	}
+	nameW := o.namesWidth(names)
 	for _, j := range o.failures {
 		msg := j.Error
 		if msg == "" {
 			msg = string(j.Outcome)
 		}
 		// The error is the agent's text: escaped, as in every other view.
-		lines = append(lines, o.mark("job:"+j.ID)+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), o.nameWidth()))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
+		lines = append(lines, o.mark("job:"+j.ID)+st.Render(themes.Plain, pad(o.ctx.Fleet.clusterName(j.ClusterID), nameW))+st.Render(themes.Muted, padLeft(age(now, j.FinishedAt), 4)+"  ")+
 			st.Render(themes.Plain, pad(display.Safe(j.Target.Name), 15)+" ")+st.Render(themes.Danger, display.Safe(msg)))
 	}
 	return strings.Join(lines, "\n")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
 )
@@ -50,5 +51,28 @@ func TestOverviewNamesFitTheirContent(t *testing.T) {
 			t.Log(m.overview.render())
 			t.Errorf("at %dx%d the cluster is named on %d lines, want the queues, the false conditions and the failures", size.Width, size.Height, n)
 		}
+	}
+}
+
+// A false condition's message is read whole at 120 columns, not cut at the
+// middle of the screen, and a block pads its names to its own, not to the
+// longest name in the fleet (issue 30, defect 7).
+func TestOverviewConditionsReadWhole(t *testing.T) {
+	e := newEnv(t)
+	e.cluster(t, registry.ClusterSpec{Name: "a-cluster-with-a-much-longer-name", AllowedNamespaces: []string{"apps"}})
+	_, tok := e.cluster(t, registry.ClusterSpec{Name: "eu-1", AllowedNamespaces: []string{"apps"}})
+	a := e.agent(t, tok)
+	msg := "node-3 reports 93% of its disk used; the kubelet evicts pods at 95%"
+	e.heartbeat(t, a, registry.Condition{Type: "DiskPressure", Status: "False", Reason: "DiskFull", Message: msg})
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(t, m, e)
+	pump(m, m.overview.Init())
+	view := ansi.Strip(m.overview.render())
+	if !strings.Contains(view, msg) {
+		t.Errorf("the condition's message is cut:\n%s", view)
+	}
+	if !strings.Contains(view, "eu-1 DiskPressure=False") {
+		t.Errorf("the condition's cluster name is padded to the fleet's longest:\n%s", view)
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -93,8 +94,15 @@ type table struct {
 	// the widest cell of each column, and the width that keeps a
 	// UniquePrefix column's texts distinct. measured keeps each row's
 	// cells by key, so that a frame measures only the rows it has not seen.
-	natural  []int
-	prefix   []int
+	natural []int
+	prefix  []int
+	// distinct is the narrowest a Fit column's texts on screen stay
+	// distinct; headCut, when set, the width below which they are cut at
+	// the head rather than the end. blank marks the columns whose cells on
+	// screen are all empty or "-": they give up their room first.
+	distinct []int
+	headCut  []int
+	blank    []bool
 	fitted   bool // natural and prefix describe rows on screen
 	measured map[string]measuredRow
 	noFocus  bool // the cursor is not shown (e.g. a paused tail)
@@ -173,6 +181,20 @@ func (t *table) layout() {
 	for i := range visible {
 		visible[i] = true
 	}
+	// Too narrow for every column as it would be: the columns that show
+	// nothing on screen go first.
+	if t.fitted {
+		pref := -1
+		for i := range t.cols {
+			pref += t.prefOf(i) + 1
+		}
+		for i := range t.cols {
+			if pref > width && t.blank[i] && i != t.sortCol {
+				visible[i] = false
+				pref -= t.prefOf(i) + 1
+			}
+		}
+	}
 	need := func() int {
 		w := -1 // a space between columns: one fewer than the columns
 		for i := range t.cols {
@@ -206,45 +228,68 @@ func (t *table) layout() {
 	left := width - used
 	// Too narrow for preferred widths: shrink towards their minimum the
 	// Shrink columns (ids) first, then the flexible ones, then the others,
-	// a cell at a time each.
+	// a cell at a time from the one of the group with the most room above
+	// its minimum, so that a long target gives up its room before a short
+	// name loses a letter.
 	for _, group := range []func(column) bool{
 		func(c column) bool { return c.Shrink },
 		func(c column) bool { return !c.Shrink && c.Flex > 0 },
 		func(c column) bool { return !c.Shrink && c.Flex == 0 },
 	} {
 		for left < 0 {
-			shrunk := false
+			at := -1
 			for i, c := range t.cols {
-				if left >= 0 {
-					break
-				}
-				if visible[i] && group(c) && t.widths[i] > t.minOf(i) {
-					t.widths[i]--
-					left++
-					shrunk = true
+				if visible[i] && group(c) && t.widths[i] > t.minOf(i) && (at < 0 || t.widths[i]-t.minOf(i) > t.widths[at]-t.minOf(at)) {
+					at = i
 				}
 			}
-			if !shrunk {
+			if at < 0 {
 				break
 			}
+			t.widths[at]--
+			left++
+		}
+	}
+	// Room left over goes to the flexible columns of free text (a reason,
+	// an error), which can use it; only where there are none, to the
+	// flexible columns sized to their content, which would only pad it.
+	takes := func(c column) bool { return c.Flex > 0 && !c.Fit }
+	if !slices.ContainsFunc(t.visibleCols(visible), takes) {
+		takes = func(c column) bool { return c.Flex > 0 }
+	}
+	flex = 0
+	for i, c := range t.cols {
+		if visible[i] && takes(c) {
+			flex += c.Flex
 		}
 	}
 	if left > 0 && flex > 0 {
 		extra := left
 		for i, c := range t.cols {
-			if visible[i] && c.Flex > 0 {
+			if visible[i] && takes(c) {
 				add := extra * c.Flex / flex
 				t.widths[i] += add
 				left -= add
 			}
 		}
 		for i, c := range t.cols { // rounding
-			if visible[i] && c.Flex > 0 && left > 0 {
+			if visible[i] && takes(c) && left > 0 {
 				t.widths[i] += left
 				left = 0
 			}
 		}
 	}
+}
+
+// visibleCols is the columns visible marks.
+func (t *table) visibleCols(visible []bool) []column {
+	var out []column
+	for i, c := range t.cols {
+		if visible[i] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // layoutWide gives every column the width of its content (or its title),
@@ -425,6 +470,9 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 		}
 		if t.cols[i].Path {
 			c = dropHead(c, w)
+		}
+		if t.fitted && len(c) == 1 && w < t.headCut[i] {
+			c = cell{{cutHead(c[0].text, w), c[0].kind}}
 		}
 		b.WriteString(t.renderCell(c, w, t.cols[i].Right, selected))
 		used += w

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -13,7 +14,8 @@ import (
 type measuredRow struct {
 	cells  []cell
 	widths []int
-	texts  []string // the plain text of UniquePrefix columns
+	texts  []string // each cell's plain text
+	multi  []bool   // the cell has more than one seg (its head cannot be cut)
 }
 
 // cellsOf returns row i's cells, measured once per row key.
@@ -26,17 +28,15 @@ func (t *table) cellsOf(src tableSource, i int, rowKey string) []cell {
 
 func (t *table) measure(src tableSource, i int, rowKey string) measuredRow {
 	cells := src.rowCells(i)
-	m := measuredRow{cells: cells, widths: make([]int, len(t.cols)), texts: make([]string, len(t.cols))}
+	n := len(t.cols)
+	m := measuredRow{cells: cells, widths: make([]int, n), texts: make([]string, n), multi: make([]bool, n)}
 	for c := range t.cols {
 		if c >= len(cells) {
 			break
 		}
 		m.widths[c] = cells[c].width()
-		if t.cols[c].UniquePrefix {
-			for _, sg := range cells[c] {
-				m.texts[c] += sg.text
-			}
-		}
+		m.texts[c] = cells[c].text()
+		m.multi[c] = len(cells[c]) > 1
 	}
 	t.measured[rowKey] = m
 	return m
@@ -53,10 +53,18 @@ func (t *table) fit(src tableSource) {
 	if !t.fits() || t.width == 0 {
 		return
 	}
-	natural := make([]int, len(t.cols))
-	prefix := make([]int, len(t.cols))
-	texts := make([][]string, len(t.cols))
+	n := len(t.cols)
+	natural := make([]int, n)
+	prefix := make([]int, n)
+	distinct := make([]int, n)
+	headCut := make([]int, n)
+	blank := make([]bool, n)
+	multi := make([]bool, n)
+	texts := make([][]string, n)
 	end := min(src.rowCount(), t.offset+t.height)
+	for c := range blank {
+		blank[c] = end > t.offset
+	}
 	for i := t.offset; i < end; i++ {
 		k := src.rowKey(i)
 		m, ok := t.measured[k]
@@ -65,25 +73,47 @@ func (t *table) fit(src tableSource) {
 		}
 		for c := range t.cols {
 			natural[c] = max(natural[c], m.widths[c])
-			if t.cols[c].UniquePrefix {
-				texts[c] = append(texts[c], m.texts[c])
+			texts[c] = append(texts[c], m.texts[c])
+			multi[c] = multi[c] || m.multi[c]
+			if s := strings.TrimSpace(m.texts[c]); s != "" && s != "-" {
+				blank[c] = false
 			}
 		}
 	}
-	for c := range t.cols {
-		if t.cols[c].UniquePrefix && len(texts[c]) > 0 {
+	for c, col := range t.cols {
+		if len(texts[c]) == 0 {
+			continue
+		}
+		if col.UniquePrefix {
 			// The distinct prefix and the ellipsis that says it is one.
 			prefix[c] = min(natural[c], uniquePrefix(texts[c])+1)
+			continue
+		}
+		if !col.Fit || col.Path {
+			continue
+		}
+		// Cut, the texts on screen stay told apart: cut at the end where
+		// they differ early, at the head (their common prefix) where they
+		// differ late ("…eu-1", "…us-1"), never to a stub two texts share.
+		endCut := uniquePrefix(texts[c]) + 1
+		distinct[c] = min(natural[c], endCut)
+		if !multi[c] {
+			if headW := uniqueSuffix(texts[c]) + 1; headW < endCut {
+				distinct[c] = min(natural[c], headW)
+				headCut[c] = endCut // cut at the head below this width
+			}
 		}
 	}
 	if len(t.measured) > 8*(t.height+1) {
 		clear(t.measured) // bounded: rows long gone do not pile up
 	}
 	fitted := end > t.offset
-	if fitted == t.fitted && slices.Equal(natural, t.natural) && slices.Equal(prefix, t.prefix) {
+	if fitted == t.fitted && slices.Equal(natural, t.natural) && slices.Equal(prefix, t.prefix) &&
+		slices.Equal(distinct, t.distinct) && slices.Equal(headCut, t.headCut) && slices.Equal(blank, t.blank) {
 		return
 	}
 	t.natural, t.prefix, t.fitted = natural, prefix, fitted
+	t.distinct, t.headCut, t.blank = distinct, headCut, blank
 	t.layout()
 	clear(t.cache)
 }
@@ -104,6 +134,30 @@ func uniquePrefix(texts []string) int {
 		n = max(n, common+1)
 	}
 	return n
+}
+
+// uniqueSuffix is uniquePrefix read from the end: the shortest tail at
+// which the texts are all distinct.
+func uniqueSuffix(texts []string) int {
+	rev := make([]string, len(texts))
+	for i, s := range texts {
+		r := []rune(s)
+		slices.Reverse(r)
+		rev[i] = string(r)
+	}
+	return uniquePrefix(rev)
+}
+
+// cutHead is text cut to w cells from its head: "…eu-1".
+func cutHead(text string, w int) string {
+	if ansi.StringWidth(text) <= w || w < 1 {
+		return text
+	}
+	r := []rune(text)
+	for len(r) > 0 && ansi.StringWidth(string(r))+1 > w {
+		r = r[1:]
+	}
+	return "…" + string(r)
 }
 
 // prefOf is column i's preferred width: its content's, for a Fit column
@@ -139,7 +193,7 @@ func (t *table) minOfContent(i int) int {
 	case c.UniquePrefix && t.prefix[i] > 0:
 		return max(t.prefix[i], ansi.StringWidth(t.titleOf(i)), min(c.minWidth(), 10))
 	case c.Fit:
-		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i))))
+		return max(t.distinct[i], min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i)))))
 	}
 	return c.minWidth()
 }

@@ -62,3 +62,67 @@ func TestColumnsFitTheirContent(t *testing.T) {
 		}
 	}
 }
+
+// Columns that show nothing on screen (all empty or "-") give up their
+// room before a name is cut (issue 30, defect 7).
+func TestEmptyColumnsGoFirst(t *testing.T) {
+	rows := rowsSource{
+		{"prod-eu-1-frankfurt", "", "-", "queued"},
+		{"prod-us-1-virginia", "", "-", "queued"},
+	}
+	tb := newTable([]column{
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "LEASE", Width: 11, Fit: true},
+		{Title: "ACTIVITY", Width: 8, Right: true},
+		{Title: "STATE", Width: 8},
+	})
+	tb.setStyles(themes.NewStyles(themes.Dark()))
+	tb.setSize(30, 10)
+	view := ansi.Strip(tb.view(rows, ""))
+	for _, want := range []string{"prod-eu-1-frankfurt", "prod-us-1-virginia", "queued"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("%q is cut while empty columns keep their room:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "LEASE") || strings.Contains(view, "ACTIVITY") {
+		t.Errorf("empty columns are still shown:\n%s", view)
+	}
+	// With room for them, they stay.
+	tb.setSize(60, 10)
+	if view := ansi.Strip(tb.view(rows, "")); !strings.Contains(view, "ACTIVITY") {
+		t.Errorf("at 60 columns the empty columns are hidden though there is room:\n%s", view)
+	}
+}
+
+// A cut never leaves two texts on screen looking the same: actors that
+// differ only late are cut at their common head ("…eu-1"), or kept longer.
+func TestCutsStayDistinct(t *testing.T) {
+	rows := rowsSource{
+		{"agent:prod-eu-1", "job.result", "succeeded with a long reason that takes the room"},
+		{"agent:prod-us-1", "job.result", "succeeded"},
+		{"agent:prod-ap-1", "job.result", "failed"},
+		{"admin:alice", "job.submit", ""},
+	}
+	tb := newTable([]column{
+		{Title: "ACTOR", Width: 20, Min: 8, Flex: 1, Fit: true},
+		{Title: "ACTION", Width: 10},
+		{Title: "REASON", Width: 20, Min: 12, Flex: 3},
+	})
+	tb.setStyles(themes.NewStyles(themes.Dark()))
+	for _, width := range []int{32, 34, 40, 80} {
+		tb.setSize(width, 10)
+		view := ansi.Strip(tb.view(rows, ""))
+		seen := map[string]bool{}
+		for _, line := range strings.Split(view, "\n")[1:5] {
+			actor := strings.Fields(line)[0]
+			if seen[actor] {
+				t.Errorf("at %d columns two actors show as %q:\n%s", width, actor, view)
+			}
+			seen[actor] = true
+		}
+	}
+	tb.setSize(32, 10)
+	if view := ansi.Strip(tb.view(rows, "")); !strings.Contains(view, "…od-eu-1") {
+		t.Errorf("the actors are not cut at their common head:\n%s", view)
+	}
+}
