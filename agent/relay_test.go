@@ -37,6 +37,8 @@ type relay struct {
 	// credKey, when set, replaces serverPublicKey in register and rotate
 	// answers.
 	credKey map[string]any
+	// dropCredKey removes serverPublicKey from rotate answers.
+	dropCredKey bool
 	// keyFetches counts GET /api/agent/keys.
 	keyFetches atomic.Int64
 }
@@ -86,6 +88,8 @@ func (r *relay) modify(resp *http.Response) error {
 			}
 		case (path == "/api/agent/register" || path == "/api/agent/credentials/rotate") && r.credKey != nil:
 			doc["serverPublicKey"] = r.credKey
+		case path == "/api/agent/credentials/rotate" && r.dropCredKey:
+			delete(doc, "serverPublicKey")
 		}
 		r.mu.Unlock()
 		body, _ = json.Marshal(doc)
@@ -187,6 +191,59 @@ func TestRelayCannotIntroduceItsOwnKey(t *testing.T) {
 	for _, id := range []string{first.ID, second.ID} {
 		if fileExists(marker + id) {
 			t.Errorf("the relay's payload ran as job %s", id)
+		}
+	}
+}
+
+// A relay that drops serverPublicKey from the answer to a credential
+// rotation, as if the cluster had stopped signing, cannot then hand the
+// agent unsigned jobs: once an agent trusts a key, every job must carry a
+// signature by a trusted key, whatever a later answer says.
+func TestRelayCannotTurnVerificationOffAtRotation(t *testing.T) {
+	e := newEnv(t)
+	r := newRelay(t, e.url)
+	c, dir := e.signedCluster("downgraded", r.url)
+	r.set(func(r *relay) {
+		r.dropCredKey = true
+		r.job = func(_ string, j map[string]any) {
+			j["payload"] = json.RawMessage(evilPayload)
+			for _, f := range []string{"jobSignature", "jobSignatureFormat", "signatureKeyId", "signature"} {
+				delete(j, f)
+			}
+		}
+	})
+	marker := filepath.Join(e.dir, "ran-")
+	e.run(dir, `cat >/dev/null; touch "`+marker+`$TETHER_JOB_ID"`, nil)
+	before, err := agent.LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reg.ForceRotation(admin, c.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	// A job wakes the agent's poll; its answer tells it to rotate.
+	first := e.submit(c.ID, nil)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		st, err := agent.LoadState(dir)
+		if err == nil && st.Credential.Token != before.Credential.Token {
+			if st.Credential.ServerPublicKey != nil {
+				t.Fatal("the relay's rotate answer did not reach the agent")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not rotate its credential")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := e.submit(c.ID, nil)
+	for _, id := range []string{first.ID, second.ID} {
+		got := e.waitJob(id, "finished", terminal)
+		if got.State != registry.JobFailed || !strings.Contains(got.Error, "carries no signature") {
+			t.Errorf("unsigned job %s: %s %q, want failed: carries no signature", id, got.State, got.Error)
+		}
+		if fileExists(marker + id) {
+			t.Errorf("the relay's unsigned payload ran as job %s", id)
 		}
 	}
 }

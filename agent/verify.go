@@ -105,11 +105,13 @@ func (a *Agent) learnKeys(clusterID string, set []apiclient.JWK) {
 	}
 }
 
-// checkSignature verifies a job's signature before it runs. A credential
-// that pinned a key (serverPublicKey: tether sends one only to clusters
-// that require signed payloads) requires every job to carry a bound
+// checkSignature verifies a job's signature before it runs. An agent that
+// trusts a key (pinned from a serverPublicKey: tether sends one only to
+// clusters that require signed payloads) requires every job to carry a bound
 // signature (jobSignature, format v2) by a trusted key, over the job as it
-// arrived, with this agent's own cluster id. The legacy payload-only
+// arrived, with this agent's own cluster id. That holds whatever a later
+// answer says: a rotate answer without serverPublicKey may be a relay's,
+// and must not turn verification off. The legacy payload-only
 // signature is never enough: it can be moved to another job. An agent whose
 // credential pinned no key has nothing to verify against (a key fetched now
 // would prove nothing) and runs jobs as an unsigned cluster's.
@@ -121,7 +123,10 @@ func (a *Agent) learnKeys(clusterID string, set []apiclient.JWK) {
 // it unclaimed so that it is offered again.
 func (a *Agent) checkSignature(ctx context.Context, j apiclient.Job) (why string, err error) {
 	cred := a.client.Credential()
-	if cred.ServerPublicKey == nil {
+	a.stateMu.Lock()
+	pinnedAny := len(a.state.TrustedKeys) > 0
+	a.stateMu.Unlock()
+	if cred.ServerPublicKey == nil && !pinnedAny {
 		return "", nil
 	}
 	switch {

@@ -180,9 +180,55 @@ func loneSurrogate(esc string) string {
 // payload, result or event stored before such bytes were refused reads as
 // valid UTF-8 (and as valid JSON: outside its strings, JSON tether stored
 // was ASCII).
+//
+// b is JSON, and an escaped lone UTF-16 surrogate ("\ud800") in it, which a
+// payload or an agent's body kept as sent could hold before tether refused
+// it, is replaced by "\ufffd" too: YAML readers (-o yaml) and strict JSON
+// readers refuse it, and one such record must not make a whole list
+// unreadable.
 func ValidUTF8(b []byte) []byte {
+	b = replaceLoneSurrogates(b)
 	if utf8.Valid(b) {
 		return b
 	}
 	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
+}
+
+// replaceLoneSurrogates returns the JSON text b with every escaped lone
+// surrogate replaced by \ufffd (same length), copying b only when it holds
+// one. Outside strings JSON has no backslash, so escapes are found by
+// walking backslash pairs.
+func replaceLoneSurrogates(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return b
+	}
+	out := b
+	copied := false
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' || i+6 > len(b) {
+			i++ // \\, \" and the others: skip the escaped character
+			continue
+		}
+		r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		if err != nil || r < 0xD800 || r >= 0xE000 {
+			i += 5
+			continue
+		}
+		if r < 0xDC00 && i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			if lo, err := strconv.ParseUint(string(b[i+8:i+12]), 16, 16); err == nil && lo >= 0xDC00 && lo < 0xE000 {
+				i += 11 // a pair
+				continue
+			}
+		}
+		if !copied {
+			out = append([]byte(nil), b...)
+			copied = true
+		}
+		copy(out[i:i+6], `\ufffd`)
+		i += 5
+	}
+	return out
 }

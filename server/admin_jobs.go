@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -345,8 +346,23 @@ type jobDetail struct {
 
 // answerJob writes a job, after waiting up to wait for it to end: 200 when
 // it has ended (or nobody waited on a read), 202 while it is still open.
+//
+// A token holding MaxWaitsPerAdminToken waits already is not held again: a
+// read is answered 429 too_many_polls, and a submission, whose job is
+// queued by now, 202 with the job at once; both with Retry-After.
 func (s *Server) answerJob(c *call, j *registry.Job, wait time.Duration, detail bool) error {
 	if wait > 0 && !j.State.Terminal() {
+		if !s.waits.acquire(c.actor) {
+			c.w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(waitsRetryAfter)))
+			if detail {
+				return errf(CodeTooManyPolls, "%s already holds %d requests waiting with ?wait=, the most one admin token may hold at once; let one end or wait in fewer places; retry after %d s",
+					c.actor, MaxWaitsPerAdminToken, retryAfterSeconds(waitsRetryAfter))
+			}
+			wait = 0
+		}
+	}
+	if wait > 0 && !j.State.Terminal() {
+		defer s.waits.release(c.actor)
 		s.metrics.adminWaits.Inc()
 		defer s.metrics.adminWaits.Dec()
 		waited, cancel := context.WithTimeout(c.ctx, wait)

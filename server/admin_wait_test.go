@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/internal/pgtest"
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/store/postgres"
 	"github.com/tetherhq/tether/store/sqlite"
 )
@@ -145,6 +147,59 @@ func TestAdminWatchEndsSoonAfterRevocation(t *testing.T) {
 			t.Fatalf("the stream of a revoked token delivered %+v", ev)
 		case <-timeout:
 			t.Fatalf("the stream of a revoked token is still open %s later", revocationNoticed)
+		}
+	}
+}
+
+// One admin token, a viewer's too, holds at most MaxWaitsPerAdminToken
+// requests waiting with ?wait= at once: past it a read is answered 429 with
+// Retry-After, and a submission 202 with its job at once (it is queued), so
+// that no token can hold tens of thousands of waits and exhaust the
+// server's memory. Another token still waits.
+func TestAdminWaitsPerTokenAreCapped(t *testing.T) {
+	e := newEnv(t)
+	e.cluster("prod")
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	viewer := e.adminToken("viewer", registry.RoleViewer, "")
+	open := e.api("POST", "/jobs", root, map[string]any{"cluster": "prod", "kind": "apply",
+		"payload": json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"open","namespace":"apps"}}`)})
+	open.want(t, http.StatusAccepted)
+	job := decodeAs[registry.Job](t, open)
+
+	done := make(chan *response, server.MaxWaitsPerAdminToken+1)
+	for range server.MaxWaitsPerAdminToken {
+		go func() { done <- e.api("GET", "/jobs/"+job.ID+"?wait=60", viewer, nil) }()
+	}
+	eventually(t, "the requests to wait", func() bool {
+		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), fmt.Sprintf("tether_admin_waits_held %d", server.MaxWaitsPerAdminToken))
+	})
+	r := e.api("GET", "/jobs/"+job.ID+"?wait=60", viewer, nil)
+	wantAPIError(t, r, http.StatusTooManyRequests, "too_many_polls")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("a 429 without Retry-After")
+	}
+	sub := e.api("POST", "/jobs?wait=60", viewer, map[string]any{"cluster": "prod", "kind": "apply",
+		"payload": json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"more","namespace":"apps"}}`)})
+	if sub.status != http.StatusForbidden { // a viewer may not submit; an operator's submission is answered at once
+		t.Fatalf("a viewer's submission: %d %s", sub.status, sub.body)
+	}
+	operator := e.adminToken("producer", registry.RoleOperator, "")
+	for range server.MaxWaitsPerAdminToken {
+		go func() { done <- e.api("GET", "/jobs/"+job.ID+"?wait=60", operator, nil) }()
+	}
+	eventually(t, "the operator's requests to wait", func() bool {
+		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), fmt.Sprintf("tether_admin_waits_held %d", 2*server.MaxWaitsPerAdminToken))
+	})
+	sub = e.api("POST", "/jobs?wait=60", operator, map[string]any{"cluster": "prod", "kind": "apply",
+		"payload": json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"more","namespace":"apps"}}`)})
+	sub.want(t, http.StatusAccepted)
+	if sub.header.Get("Retry-After") == "" || !strings.Contains(string(sub.body), `"queued"`) {
+		t.Fatalf("a submission past the cap: %s %s", sub.header, sub.body)
+	}
+	e.api("POST", "/jobs/"+job.ID+"/cancel", root, nil).want(t, http.StatusOK)
+	for range 2 * server.MaxWaitsPerAdminToken {
+		if r := <-done; r.status != http.StatusOK {
+			t.Fatalf("a held wait: %d %s", r.status, r.body)
 		}
 	}
 }

@@ -50,7 +50,8 @@ func boundMessage(t *testing.T, clusterID, jobID, kind string, expiresAt *time.T
 
 func pollSigned(t *testing.T, a *agent) []signedJob {
 	t.Helper()
-	// limit: a poll without one gets a single job.
+	// With a limit, as the reference agent polls: a poll without one gets
+	// a single job.
 	r := a.do(http.MethodGet, fmt.Sprintf("/api/agent/jobs?cluster=%s&wait=0&limit=100", a.clusterID))
 	r.want(t, http.StatusOK)
 	var ans struct {

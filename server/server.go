@@ -113,6 +113,7 @@ type Server struct {
 	addrLimits *limiters
 	replays    *replayCache
 	polls      *heldPolls                  // long-polls open per credential and per address
+	waits      *heldWaits                  // admin ?wait= requests held per token
 	refusals   *registry.SignatureRefusals // refused signatures, audited per credential per minute
 	routes     map[string][]*route         // by exact path
 	admin      []*adminRoute               // /api/admin/v1
@@ -158,6 +159,7 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		addrLimits: newLimiters(registerLimit(cfg.RateLimit), RegisterRateBurst),
 		replays:    newReplayCache(cfg.ReplayCacheSize),
 		polls:      newHeldPolls(cfg.MaxPollsPerCredential, cfg.MaxPollsPerAddress),
+		waits:      &heldWaits{},
 		refusals:   registry.NewSignatureRefusals(reg),
 		draining:   make(chan struct{}),
 		trusted:    cfg.TrustedProxies,

@@ -38,7 +38,8 @@ func TestSubmitRefusesTextThatIsNotText(t *testing.T) {
 }
 
 // TestStoredBadTextPrintsAsUTF8: a payload, result and event stored with
-// bytes that are not UTF-8 before such bytes were refused (written here
+// bytes that are not UTF-8, or an escaped lone surrogate ("\ud800"), before
+// such text was refused (written here
 // through the store and the registry) print with U+FFFD in their place:
 // job get -o yaml (which failed on them), -o json, job list and events.
 func TestStoredBadTextPrintsAsUTF8(t *testing.T) {
@@ -76,7 +77,7 @@ func storedBadTextPrints(t *testing.T, db string, st registry.Store, keyFile str
 	if _, _, err := st.JobInsert(ctx, registry.JobInsertParams{
 		Job: registry.Job{
 			ID: id, ClusterID: c.ClusterID, Kind: registry.KindApply, Target: registry.Target{Kind: "ConfigMap"},
-			Payload: json.RawMessage("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"k\":\"caf\xe9\"}}"),
+			Payload: json.RawMessage("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"k\":\"caf\xe9\",\"s\":\"lone\\ud800\"}}"),
 			State:   registry.JobQueued, Attempt: 1, CreatedAt: now, UpdatedAt: now, SubmittedBy: "admin:test",
 		},
 		History: registry.JobHistoryEntry{At: now, Type: registry.HistorySubmitted, Actor: "admin:test"},
@@ -89,11 +90,11 @@ func storedBadTextPrints(t *testing.T, db string, st registry.Store, keyFile str
 		t.Fatal(err)
 	}
 	if _, err := reg.ReportResult(ctx, a, id, claim.ClaimID, registry.ResultReport{
-		Outcome: registry.OutcomeSucceeded, Body: json.RawMessage("{\"outcome\":\"succeeded\",\"note\":\"\xffresult\"}"),
+		Outcome: registry.OutcomeSucceeded, Body: json.RawMessage("{\"outcome\":\"succeeded\",\"note\":\"\xffresult\",\"s\":\"rlone\\udc00\"}"),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.AppendEvents(ctx, a, "", []registry.Event{{Kind: "Audit", Message: "m", Body: json.RawMessage("{\"kind\":\"Audit\",\"extra\":\"\xfeevent\"}")}}); err != nil {
+	if _, err := reg.AppendEvents(ctx, a, "", []registry.Event{{Kind: "Audit", Message: "m", Body: json.RawMessage("{\"kind\":\"Audit\",\"extra\":\"\xfeevent\",\"s\":\"elone\\ud800\"}")}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -101,11 +102,11 @@ func storedBadTextPrints(t *testing.T, db string, st registry.Store, keyFile str
 		args []string
 		want []string
 	}{
-		{[]string{"job", "get", id, "-o", "yaml"}, []string{"caf\uFFFD", "\uFFFDresult"}},
-		{[]string{"job", "get", id, "-o", "json"}, []string{"caf\uFFFD", "\uFFFDresult"}},
-		{[]string{"job", "list", "-o", "yaml"}, []string{"caf\uFFFD", "\uFFFDresult"}},
-		{[]string{"events", "--cluster", "prod", "-o", "json"}, []string{"\uFFFDevent"}},
-		{[]string{"events", "--cluster", "prod", "-o", "yaml"}, []string{"\uFFFDevent"}},
+		{[]string{"job", "get", id, "-o", "yaml"}, []string{"caf\uFFFD", "\uFFFDresult", "lone\uFFFD", "rlone\uFFFD"}},
+		{[]string{"job", "get", id, "-o", "json"}, []string{"caf\uFFFD", "\uFFFDresult", `lone\ufffd`, `rlone\ufffd`}},
+		{[]string{"job", "list", "-o", "yaml"}, []string{"caf\uFFFD", "\uFFFDresult", "lone\uFFFD"}},
+		{[]string{"events", "--cluster", "prod", "-o", "json"}, []string{"\uFFFDevent", `elone\ufffd`}},
+		{[]string{"events", "--cluster", "prod", "-o", "yaml"}, []string{"\uFFFDevent", "elone\uFFFD"}},
 	} {
 		res := ok(t, db, append([]string{"--key-file", keyFile}, tc.args...)...)
 		if !utf8.ValidString(res.stdout) {

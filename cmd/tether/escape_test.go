@@ -308,3 +308,26 @@ func TestClusterPauseResume(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestErrorTextIsEscaped: an error message that repeats text from the
+// input (here a payload's member name, which a producer may have copied
+// from anywhere) reaches the terminal as visible text, never as control
+// codes: an OSC sequence could retitle the window or worse.
+func TestErrorTextIsEscaped(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "prod", "--namespaces", "apps")
+	payload := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"apps"},"data":{"\u001b]0;PWNED\u0007\u001b[31mRED\ud800":1}}`
+	res := cli(t, db, "job", "submit", "--cluster", "prod", "--kind", "apply", "--payload", payload)
+	if res.code == exitOK {
+		t.Fatalf("a payload with a lone surrogate was accepted\n%s", res)
+	}
+	for _, bad := range []string{"\x1b", "\x07"} {
+		if strings.Contains(res.stderr, bad) {
+			t.Fatalf("the error prints %q raw:\n%s", bad, res.stderr)
+		}
+	}
+	if !strings.Contains(res.stderr, `\x1b]0;PWNED`) {
+		t.Fatalf("the error hides the text instead of showing it escaped:\n%s", res.stderr)
+	}
+}

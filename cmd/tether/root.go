@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -100,11 +101,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case errors.As(err, &ce):
 		if ce.msg != "" {
-			fmt.Fprintln(stderr, "tether: "+ce.msg)
+			fmt.Fprintln(stderr, "tether: "+safeLines(ce.msg))
 		}
 		return ce.code
 	case errors.As(err, &ue), isCobraUsageError(err):
-		fmt.Fprintln(stderr, "tether: "+sentence(withFlagSources(cmd, err.Error())))
+		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(withFlagSources(cmd, err.Error()))))
 		fmt.Fprintln(stderr, "Run 'tether --help' (or add --help to the command) for usage.")
 		return exitUsage
 	case errors.Is(err, context.Canceled):
@@ -116,10 +117,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if e := (*registry.Error)(nil); errors.As(err, &e) {
 			msg = e.Message
 		}
-		fmt.Fprintln(stderr, "tether: "+sentence(msg))
+		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(msg)))
 		return exitUsage
 	}
-	fmt.Fprintln(stderr, "tether: "+sentence(registry.ErrorMessage(err)))
+	fmt.Fprintln(stderr, "tether: "+safeLines(sentence(registry.ErrorMessage(err))))
 	return exitError
 }
 
@@ -232,4 +233,16 @@ func adminActor() registry.Actor {
 		name = "unknown"
 	}
 	return registry.Actor{Kind: registry.ActorAdmin, Name: name}
+}
+
+// safeLines makes an error message safe for the terminal line by line
+// (display.Safe would flatten a message of several lines): messages repeat
+// input, such as a payload's member names or a server's answer, and that
+// text must not reach the terminal as escape sequences.
+func safeLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = display.Safe(l)
+	}
+	return strings.Join(lines, "\n")
 }
