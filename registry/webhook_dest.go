@@ -1,8 +1,6 @@
 package registry
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -252,21 +250,21 @@ func WebhookURLOrigin(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// WebhookURLFingerprint tells webhook URLs apart without showing them: the
-// first 8 bytes of the SHA-256 of the whole URL, in hex (printf %s URL |
-// sha256sum | cut -c1-16).
-func WebhookURLFingerprint(raw string) string {
-	sum := sha256.Sum256([]byte(raw))
-	return hex.EncodeToString(sum[:8])
-}
-
-// webhookURLShown is a webhook's URL as the audit trail records it.
+// webhookURLShown is a webhook's URL as the audit trail records it: its
+// origin, and "/…" where a path or query was left out. Nothing derived from
+// the rest is shown either: a hash of a URL whose secret is short (?token=1234)
+// can be reversed by guessing, and the webhook's id already tells webhooks
+// apart.
 func webhookURLShown(raw string) string {
-	return WebhookURLOrigin(raw) + " (URL fingerprint " + WebhookURLFingerprint(raw) + ")"
+	origin := WebhookURLOrigin(raw)
+	if u, err := url.Parse(raw); err == nil && (strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") {
+		return origin + "/…"
+	}
+	return origin
 }
 
 // redactWebhookAudit rewrites the URL in an audit entry of a webhook's
-// creation written before entries held only its origin and fingerprint
+// creation written before entries held only its origin
 // ("NAME → URL for EVENTS"), so that readers of the audit trail, viewers
 // included, no longer see its path and query.
 func redactWebhookAudit(e *AuditEntry) {
@@ -278,8 +276,15 @@ func redactWebhookAudit(e *AuditEntry) {
 		return
 	}
 	raw, events, ok := strings.Cut(rest, " for ")
-	// A URL as tether stored it has no spaces; the current form has.
-	if !ok || strings.ContainsAny(raw, " ") || !strings.Contains(raw, "://") {
+	if !ok {
+		return
+	}
+	if origin, _, found := strings.Cut(raw, " (URL fingerprint "); found {
+		// Written while entries held a fingerprint of the URL.
+		e.Reason = name + " → " + origin + "/… for " + events
+		return
+	}
+	if strings.ContainsAny(raw, " ") || !strings.Contains(raw, "://") {
 		return
 	}
 	e.Reason = name + " → " + webhookURLShown(raw) + " for " + events

@@ -55,8 +55,8 @@ func (r *Registry) UpdateWebhook(ctx context.Context, ref string, version int64,
 			return nil, err
 		}
 		if next.URL != w.URL {
-			// By origin and fingerprint, as at creation: the audit trail
-			// is read by viewers, and a path often holds a secret.
+			// By origin, as at creation: the audit trail is read by
+			// viewers, and a path often holds a secret.
 			changes = append(changes, "URL → "+webhookURLShown(next.URL))
 		}
 	}

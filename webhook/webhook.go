@@ -81,7 +81,6 @@ type Attempt struct {
 	Delivery    string // wd-<n>
 	Message     string // webhook-id: Delivery, or for a redelivery the delivery first sent
 	Receiver    string // scheme://host[:port]
-	Fingerprint string // registry.WebhookURLFingerprint of the URL
 	Status      int    // the receiver's HTTP status; 0 when none came
 	// Err is why no HTTP answer came, in the coarse words recorded with the
 	// delivery; Detail is the network's own, for the server's log only.
@@ -280,7 +279,7 @@ func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
 	}
 	if s.cfg.Report != nil {
 		s.cfg.Report(Attempt{Event: d.Event, Webhook: d.WebhookID, WebhookName: d.Name, Delivery: d.DeliveryID(), Message: d.MessageID(),
-			Receiver: registry.WebhookURLOrigin(d.URL), Fingerprint: registry.WebhookURLFingerprint(d.URL),
+			Receiver: registry.WebhookURLOrigin(d.URL),
 			Status: status, Err: err, Detail: detail})
 	}
 	// Recorded even if the caller's context ended mid-way: the attempt

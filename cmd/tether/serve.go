@@ -401,13 +401,13 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		sender := webhook.New(a.reg, webhook.Config{Report: func(at webhook.Attempt) {
 			srv.RecordWebhookDelivery(at.Event, at.Status, at.Err)
 			if at.Err != nil || at.Status < 200 || at.Status > 299 {
-				// The receiver by origin and fingerprint only: a URL's path
+				// The receiver by origin only: a URL's path
 				// and query often hold the receiver's own secret.
 				attrs := []any{"webhook", at.WebhookName, "webhook_id", at.Webhook, "delivery", at.Delivery}
 				if at.Message != at.Delivery {
 					attrs = append(attrs, "message", at.Message) // a redelivery: what the receiver sees as webhook-id
 				}
-				attrs = append(attrs, "event", at.Event, "receiver", at.Receiver, "url_fingerprint", at.Fingerprint, "status", at.Status)
+				attrs = append(attrs, "event", at.Event, "receiver", at.Receiver, "status", at.Status)
 				if at.Err != nil {
 					attrs = append(attrs, "err", at.Err.Error(), "detail", at.Detail)
 				}
