@@ -98,6 +98,14 @@ func (r *Registry) CheckWebhookDestination(ip netip.Addr) error {
 	// A zone would make every prefix miss (fe80::1%eth0), and an
 	// IPv4-mapped address (::ffff:127.0.0.1) is the IPv4 one.
 	ip = ip.WithZone("").Unmap()
+	if v4, ok := embeddedIPv4(ip); ok {
+		// NAT64 and 6to4 addresses reach the IPv4 address they carry
+		// (64:ff9b::a9fe:a9fe is 169.254.169.254 through a NAT64
+		// gateway): that address is the destination to judge.
+		if err := r.CheckWebhookDestination(v4); err != nil {
+			return err
+		}
+	}
 	for _, p := range r.cfg.WebhookAllow {
 		if p.Contains(ip) {
 			return nil
@@ -109,6 +117,32 @@ func (r *Registry) CheckWebhookDestination(ip netip.Addr) error {
 		}
 	}
 	return nil
+}
+
+// Prefixes whose addresses carry an IPv4 address: where, in bytes.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052: the last 4 bytes
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215: the last 4 bytes
+	sixToFour      = netip.MustParsePrefix("2002::/16")      // RFC 3056: bytes 2 to 5
+	ipv4Compatible = netip.MustParsePrefix("::/96")          // deprecated ::a.b.c.d: the last 4 bytes
+)
+
+// embeddedIPv4 is the IPv4 address an IPv6 address of NAT64, 6to4 or the
+// deprecated IPv4-compatible form carries.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case nat64WellKnown.Contains(ip), nat64Local.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	case ipv4Compatible.Contains(ip) && ip != netip.IPv6Unspecified() && ip != netip.IPv6Loopback():
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	}
+	return netip.Addr{}, false
 }
 
 // checkWebhookHost applies the rule to a URL's host when a webhook is

@@ -43,6 +43,12 @@ func TestAdminAPIWebhookToAnInternalAddressRefused(t *testing.T) {
 		{"http://0x0a.0.0.1/hook", "(10.0.0.1)"},
 		{"http://1.2.3.4.5/hook", "neither a host name nor an IPv4 address"},
 		{"http://" + own.Host + "/api/admin/v1/admin-tokens", "loopback"}, // this tether's own admin API
+		// IPv6 forms that carry an IPv4 address reach it: NAT64, 6to4 and
+		// the old IPv4-compatible form.
+		{"http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "link-local"},
+		{"http://[64:ff9b:1::7f00:1]/hook", "loopback"},
+		{"http://[2002:a9fe:a9fe::1]/hook", "link-local"},
+		{"http://[::a00:1]/hook", "private"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			r := e.api("POST", "/webhooks", root, map[string]any{"name": "hook", "url": tc.url, "events": []string{"job.finished"}})
@@ -58,7 +64,7 @@ func TestAdminAPIWebhookToAnInternalAddressRefused(t *testing.T) {
 		t.Fatalf("webhooks after the refusals: %+v (%v)", hooks, err)
 	}
 	// Addresses on the internet, and names (checked when they resolve).
-	for i, u := range []string{"https://hooks.example.com/t", "http://93.184.215.14/hook", "https://[2606:4700::6810:84e5]/hook", "http://db.internal:5432/"} {
+	for i, u := range []string{"https://hooks.example.com/t", "http://93.184.215.14/hook", "https://[2606:4700::6810:84e5]/hook", "http://db.internal:5432/", "http://[64:ff9b::5db8:d70e]/hook"} {
 		e.api("POST", "/webhooks", root, map[string]any{"name": "ok-" + string(rune('a'+i)), "url": u, "events": []string{"job.finished"}}).want(t, 201)
 	}
 }
