@@ -455,10 +455,11 @@ func loadOrCreateKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-// ErrKeyFileExposed is wrapped by the refusal of a key file that users other
-// than its owner may read: the operator's to fix (chmod 600), not a fault of
+// ErrKeyFileUnusable is wrapped by the refusal of a key file that users
+// other than its owner may read, or that is not a tether key file: the
+// operator's to fix (chmod 600, the right --key-file), not a fault of
 // tether's.
-var ErrKeyFileExposed = errors.New("key file exposed")
+var ErrKeyFileUnusable = errors.New("key file unusable")
 
 // readRing reads and checks the key file.
 func readRing(path string) (*keyRing, error) {
@@ -471,8 +472,8 @@ func readRing(path string) (*keyRing, error) {
 	}
 	if info.Mode().Perm()&0o077 != 0 {
 		// Internal to a request that needs the key (the server's fault as
-		// its caller sees it); the CLI tells the operator (ErrKeyFileExposed).
-		return nil, &Error{Code: CodeInternal, Err: ErrKeyFileExposed,
+		// its caller sees it); the CLI tells the operator (ErrKeyFileUnusable).
+		return nil, &Error{Code: CodeInternal, Err: ErrKeyFileUnusable,
 			Message: fmt.Sprintf("key file %s is readable by other users (mode %04o); run: chmod 600 %s", path, info.Mode().Perm(), path)}
 	}
 	raw, err := os.ReadFile(path)
@@ -480,7 +481,8 @@ func readRing(path string) (*keyRing, error) {
 		return nil, err
 	}
 	bad := func(line int, why string) error {
-		return fmt.Errorf("key file %s is not a tether key file (line %d: %s; expected a %q line, or %q lines: ROLE ID KEY)", path, line, why, keyFileHeader, keyLinePrefix)
+		return &Error{Code: CodeInternal, Err: ErrKeyFileUnusable,
+			Message: fmt.Sprintf("key file %s is not a tether key file (line %d: %s; expected a %q line, or %q lines: ROLE ID KEY)", path, line, why, keyFileHeader, keyLinePrefix)}
 	}
 	ring := &keyRing{}
 	for i, line := range strings.Split(string(raw), "\n") {

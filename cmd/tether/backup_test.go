@@ -212,7 +212,9 @@ func TestKeyFileIsNeverReplacedSilently(t *testing.T) {
 	if err := os.Chmod(fresh+".key", 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, cli(t, fresh, "serve", "--listen", "127.0.0.1:0"), exitError, "is not a tether key file")
+	if res := cli(t, fresh, "serve", "--listen", "127.0.0.1:0"); res.code != exitUsage || !strings.Contains(res.stderr, "is not a tether key file") || strings.Contains(res.stderr, "internal error") {
+		t.Errorf("serve with a key file that is not one: exit %d, stderr %q; want exit %d saying what is wrong with it", res.code, res.stderr, exitUsage)
+	}
 	dir := t.TempDir()
 	wantError(t, cli(t, fresh, "--key-file", dir, "keys", "list"), exitError, "key file "+dir+" is a directory")
 	wantError(t, cli(t, "postgres://tether@db.example/tether", "serve"), exitUsage, "--key-file", "keys init")

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "tether: interrupted")
 		return exitError
-	case errors.Is(err, registry.ErrKeyFileExposed):
+	case errors.Is(err, registry.ErrKeyFileUnusable):
 		// The setup is wrong, as with a bad flag: the user's to fix.
 		msg := err.Error()
 		if e := (*registry.Error)(nil); errors.As(err, &e) {
