@@ -280,7 +280,7 @@ func (s *Sender) send(ctx context.Context, d *registry.DueDelivery) {
 	if s.cfg.Report != nil {
 		s.cfg.Report(Attempt{Event: d.Event, Webhook: d.WebhookID, WebhookName: d.Name, Delivery: d.DeliveryID(), Message: d.MessageID(),
 			Receiver: registry.WebhookURLOrigin(d.URL),
-			Status: status, Err: err, Detail: detail})
+			Status:   status, Err: err, Detail: detail})
 	}
 	// Recorded even if the caller's context ended mid-way: the attempt
 	// happened.
