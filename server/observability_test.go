@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,13 +98,23 @@ func TestPendingWebhookDeliveriesMetric(t *testing.T) {
 		job := e.submit(a.clusterID)
 		a.result(job, `{"outcome":"noop"}`).wantNoContent(t)
 	}
-	var attempts []webhook.Attempt
-	sender := webhook.New(e.reg, webhook.Config{Timeout: patience, Report: func(at webhook.Attempt) { attempts = append(attempts, at) }})
+	var (
+		mu       sync.Mutex
+		attempts []webhook.Attempt
+	)
+	// Report is called from the sender's goroutines, one per webhook.
+	sender := webhook.New(e.reg, webhook.Config{Timeout: patience, Report: func(at webhook.Attempt) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, at)
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if _, err := sender.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(attempts) != 3 || attempts[0].Status != 0 || attempts[0].Err == nil {
 		t.Fatalf("attempts = %+v, want three that found nobody listening", attempts)
 	}

@@ -67,7 +67,8 @@ type Config struct {
 	// Resolver looks receivers' names up (nil: the system's). Tests point
 	// it at a DNS server of their own.
 	Resolver *net.Resolver
-	// Report, when set, is told the outcome of every attempt.
+	// Report, when set, is told the outcome of every attempt. It is called
+	// from several goroutines at once.
 	Report func(Attempt)
 }
 
