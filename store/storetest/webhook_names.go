@@ -8,10 +8,10 @@ import (
 	"github.com/tetherhq/tether/registry"
 )
 
-// testWebhookNames: a webhook's name is unique within its organization ('' for
-// fleet-wide webhooks) only, and a name is resolved within the caller's
-// scope. With names unique across the fleet, an organization's admin refused
-// a name learned that another organization used it.
+// testWebhookNames: a webhook's name is unique within its organization only
+// (the fleet-wide webhooks count as one), and a name is resolved within the
+// caller's scope. With names unique across the fleet, an organization's
+// admin refused a name learned that another organization used it.
 func testWebhookNames(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	admin := func(org string) context.Context {
