@@ -11,14 +11,15 @@ import (
 // Every method that writes is atomic, as Store's are.
 type WebhookStore interface {
 	// WebhookCreate inserts a subscription and p.Audit. CodeConflict if the
-	// name is taken.
+	// name is taken in its organization ('' for fleet-wide webhooks); other
+	// organizations may use it.
 	WebhookCreate(ctx context.Context, p WebhookCreateParams) error
 	// WebhookList returns every subscription, by name.
 	WebhookList(ctx context.Context) ([]Webhook, error)
 	// WebhookUpdate changes a subscription's name, URL and events if it is
 	// still at p.Version, with p.Audit, and returns it as changed (its
 	// version one more). CodeNotFound if it does not exist; CodeConflict if
-	// its version moved on or the name is taken.
+	// its version moved on or the name is taken in its organization.
 	WebhookUpdate(ctx context.Context, p WebhookUpdateParams) (Webhook, error)
 	// WebhookRotateSecret replaces a subscription's sealed secret with
 	// p.Sealed; the replaced one becomes its previous secret until

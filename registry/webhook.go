@@ -233,17 +233,41 @@ func (r *Registry) ListWebhooks(ctx context.Context) ([]Webhook, error) {
 	return out, nil
 }
 
+// webhookByRef finds a webhook by id, or by name among those the actor may
+// see: names are unique within an organization only, so an
+// organization-scoped admin's name is their organization's webhook, and a
+// fleet admin naming one that several organizations use must say which by
+// its id.
 func (r *Registry) webhookByRef(ctx context.Context, ref string) (*Webhook, error) {
 	all, err := r.ListWebhooks(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var named []int
 	for i := range all {
-		if all[i].ID == ref || all[i].Name == ref {
+		if all[i].ID == ref {
 			return &all[i], nil
 		}
+		if all[i].Name == ref {
+			named = append(named, i)
+		}
 	}
-	return nil, Errorf(CodeNotFound, "no webhook is named %q (tether webhook list shows them)", ref)
+	switch len(named) {
+	case 0:
+		return nil, Errorf(CodeNotFound, "no webhook is named %q (tether webhook list shows them)", ref)
+	case 1:
+		return &all[named[0]], nil
+	}
+	var which []string
+	for _, i := range named {
+		org := "fleet-wide"
+		if all[i].Org != "" {
+			org = "organization " + all[i].Org
+		}
+		which = append(which, all[i].ID+" ("+org+")")
+	}
+	return nil, Errorf(CodeInvalid, "%d webhooks are named %q, in different organizations; name the one you mean by its id: %s",
+		len(named), ref, strings.Join(which, ", "))
 }
 
 // DeleteWebhook removes a subscription and its pending deliveries.

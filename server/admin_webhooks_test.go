@@ -235,3 +235,43 @@ func TestAdminAPIWebhookEditRotateTestRedeliver(t *testing.T) {
 		t.Error("the audit trail shows a secret")
 	}
 }
+
+// An organization's admin may name a webhook as another organization
+// already named one: the creation succeeds, and nothing it answers (nor any
+// later lookup by that name) tells them of the other. A fleet admin naming
+// a name several organizations use is asked for the id.
+func TestAdminAPIWebhookNamesArePerOrganization(t *testing.T) {
+	e := newEnv(t)
+	root := e.adminToken("root", registry.RoleAdmin, "")
+	globex := e.adminToken("globex-admin", registry.RoleAdmin, "globex")
+	hook := func(url string) map[string]any {
+		return map[string]any{"name": "billing", "url": url, "events": []string{"job.finished"}}
+	}
+	theirs := e.api("POST", "/webhooks", root, map[string]any{"name": "billing", "url": "https://acme-secret-host.example.com/", "events": []string{"job.finished"}, "org": "acme"})
+	theirs.want(t, 201)
+	acme := decodeAs[registry.Webhook](t, theirs)
+
+	created := e.api("POST", "/webhooks", globex, hook("https://globex.example.com/"))
+	created.want(t, 201)
+	mine := decodeAs[registry.Webhook](t, created)
+	if mine.Org != "globex" || mine.ID == acme.ID {
+		t.Fatalf("globex's webhook: %+v", mine)
+	}
+	for _, r := range []*response{created, e.api("GET", "/webhooks/billing", globex, nil), e.api("GET", "/webhooks", globex, nil)} {
+		if body := string(r.body); strings.Contains(body, acme.ID) || strings.Contains(body, "acme") {
+			t.Fatalf("globex's admin learns of acme's webhook: %s", body)
+		}
+	}
+	if got := decodeAs[registry.Webhook](t, e.api("GET", "/webhooks/billing", globex, nil)); got.ID != mine.ID {
+		t.Fatalf("globex's billing is %s, want its own %s", got.ID, mine.ID)
+	}
+	// Within one organization a name is still taken once.
+	wantAPIError(t, e.api("POST", "/webhooks", globex, hook("https://globex.example.com/2")), 409, "conflict", "already exists")
+
+	wantAPIError(t, e.api("GET", "/webhooks/billing", root, nil), 400, "invalid", acme.ID, mine.ID, "id")
+	e.api("GET", "/webhooks/"+acme.ID, root, nil).want(t, 200)
+	e.api("DELETE", "/webhooks/billing", globex, nil).want(t, 200)
+	if got := decodeAs[registry.Webhook](t, e.api("GET", "/webhooks/billing", root, nil)); got.ID != acme.ID {
+		t.Fatalf("the one billing left is %s, want acme's %s", got.ID, acme.ID)
+	}
+}

@@ -40,7 +40,7 @@ func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParam
 		_, err := q.Exec(ctx, `INSERT INTO webhooks (id, name, url, events, organization, sealed_secret, created_at, created_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			w.ID, w.Name, w.URL, col.JSONText(w.Events), w.Org, w.SealedSecret, col.MS(w.CreatedAt), w.CreatedBy)
-		if isUniqueViolation(err, "webhooks_name") {
+		if isUniqueViolation(err, "webhooks_org_name") {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; delete it first or choose another name", w.Name)
 		}
 		if err != nil {
@@ -51,7 +51,7 @@ func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParam
 }
 
 func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
-	rows, err := s.query(ctx, "read webhooks", "SELECT "+webhookCols+" FROM webhooks ORDER BY name")
+	rows, err := s.query(ctx, "read webhooks", "SELECT "+webhookCols+" FROM webhooks ORDER BY name, organization")
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Store) WebhookUpdate(ctx context.Context, p registry.WebhookUpdateParam
 		var err error
 		out, err = scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET name = $1, url = $2, events = $3, version = version + 1
 			WHERE id = $4 AND version = $5 RETURNING `+webhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
-		if isUniqueViolation(err, "webhooks_name") {
+		if isUniqueViolation(err, "webhooks_org_name") {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; choose another name", p.Name)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -50,7 +50,7 @@ func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParam
 }
 
 func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
-	rows, err := s.query(ctx, "SELECT "+webhookCols+" FROM webhooks ORDER BY name")
+	rows, err := s.query(ctx, "SELECT "+webhookCols+" FROM webhooks ORDER BY name, organization")
 	if err != nil {
 		return nil, s.wrap(err, "read webhooks")
 	}

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("AdminBadText", func(t *testing.T) { testAdminBadText(t, newStore) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, newStore) })
 	t.Run("WebhookManage", func(t *testing.T) { testWebhookManage(t, newStore) })
+	t.Run("WebhookNames", func(t *testing.T) { testWebhookNames(t, newStore) })
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newStore) })
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
