@@ -65,6 +65,11 @@ type Backend interface {
 	// job.
 	RetryJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error)
+	// SubmitJob queues a job (registry.Registry.SubmitJob, POST /jobs): the
+	// cluster's allowlists are checked, and a refusal carries the rule as
+	// its code (namespace_not_allowed...). With an idempotency key that
+	// answers a job already, that job is returned.
+	SubmitJob(ctx context.Context, s registry.JobSubmission) (*registry.Job, error)
 
 	ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error)
 	ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error)
@@ -204,6 +209,11 @@ func (l *Local) ExtendLease(ctx context.Context, id string, by time.Duration) (*
 	return l.Reg.ExtendLease(l.as(ctx), id, by)
 }
 
+func (l *Local) SubmitJob(ctx context.Context, s registry.JobSubmission) (*registry.Job, error) {
+	j, _, err := l.Reg.SubmitJob(l.as(ctx), s)
+	return j, err
+}
+
 func (l *Local) ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
 	return l.Reg.ListEvents(ctx, p)
 }
@@ -282,6 +292,10 @@ func (readOnly) DeleteJob(context.Context, string, string) (*registry.Job, error
 }
 
 func (readOnly) RetryJob(context.Context, string, string) (*registry.Job, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) SubmitJob(context.Context, registry.JobSubmission) (*registry.Job, error) {
 	return nil, errReadOnly
 }
 

@@ -139,6 +139,9 @@ func (d *clusterDetail) Update(msg tea.Msg) tea.Cmd {
 		if cmd, ok := drillCluster(d.ctx, c, msg); ok {
 			return cmd
 		}
+		if key.Matches(msg, d.ctx.Keys.SubmitJob) {
+			return d.ctx.showModal(newSubmitForm(d.ctx, c.Name))
+		}
 		return clusterAction(d.ctx, c, msg)
 	}
 	return nil
@@ -410,7 +413,7 @@ func orDash(s string) string {
 
 func (d *clusterDetail) Actions() []key.Binding {
 	k := d.ctx.Keys
-	return []key.Binding{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete}
+	return []key.Binding{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete, k.SubmitJob}
 }
 
 func (d *clusterDetail) KeyMap() help.KeyMap {
@@ -420,7 +423,7 @@ func (d *clusterDetail) KeyMap() help.KeyMap {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
 			{k.IssueToken, k.Edit, k.Rotate, k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
-			{keyClusterJobs, keyClusterEvents, k.CopyID},
+			{keyClusterJobs, keyClusterEvents, k.CopyID, k.SubmitJob},
 		},
 	}
 }

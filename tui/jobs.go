@@ -457,6 +457,8 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		if j := v.selected(); j != nil {
 			return extendLease(v.ctx, j)
 		}
+	case key.Matches(msg, k.SubmitJob):
+		return v.ctx.showModal(newSubmitForm(v.ctx, ""))
 	}
 	return nil
 }
@@ -615,7 +617,7 @@ func (v *jobsView) showTab(name string) (tea.Cmd, bool) {
 
 func (v *jobsView) Actions() []key.Binding {
 	k := v.ctx.Keys
-	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.Mark, k.MarkAll, k.ClearMarks}
+	return []key.Binding{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.Mark, k.MarkAll, k.ClearMarks, k.SubmitJob}
 }
 
 func (v *jobsView) KeyMap() help.KeyMap {
@@ -633,7 +635,7 @@ func (v *jobsView) KeyMap() help.KeyMap {
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse, k.Follow},
 			{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.CopyID},
-			{k.Mark, k.MarkAll, k.ClearMarks},
+			{k.Mark, k.MarkAll, k.ClearMarks, k.SubmitJob},
 		},
 	}
 }

@@ -22,7 +22,7 @@ type Keys struct {
 
 	// Jobs (DeleteJob is D, as Delete is for a cluster: an operator may
 	// delete a job, only an admin a cluster).
-	Requeue, Cancel, Retry, DeleteJob, ExtendLease, CopyID, Mark, MarkAll, ClearMarks, ShowPayload key.Binding
+	Requeue, Cancel, Retry, DeleteJob, ExtendLease, CopyID, Mark, MarkAll, ClearMarks, ShowPayload, SubmitJob key.Binding
 
 	// Events and audit.
 	Follow key.Binding
@@ -76,6 +76,7 @@ func DefaultKeys() *Keys {
 		MarkAll:     b("A", "mark the whole tab", "A"),
 		ClearMarks:  b("u", "clear marks", "u"),
 		ShowPayload: b("P", "show sealed payload (audited)", "P"),
+		SubmitJob:   b("n", "submit job", "n"),
 
 		Follow: b("f", "follow/pause", "f"),
 	}
@@ -105,7 +106,7 @@ func (k *Keys) guarded() []guarded {
 		{&k.Revoke, admin, true}, {&k.Toggle, admin, true}, {&k.PauseQueue, operate, true}, {&k.Delete, admin, true},
 		{&k.Requeue, operate, true}, {&k.Cancel, operate, true}, {&k.Retry, operate, true}, {&k.DeleteJob, operate, true},
 		{&k.ExtendLease, operate, true}, {&k.Mark, operate, true}, {&k.MarkAll, operate, true}, {&k.ClearMarks, operate, true},
-		{&k.ShowPayload, admin, false},
+		{&k.ShowPayload, admin, false}, {&k.SubmitJob, operate, true},
 	}
 }
 

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -209,4 +211,25 @@ func (r *Remote) DeleteJob(ctx context.Context, id, reason string) (*registry.Jo
 
 func (r *Remote) ExtendLease(ctx context.Context, id string, by time.Duration) (*registry.Job, error) {
 	return r.jobAction(ctx, id, "extend-lease", map[string]string{"by": by.String()})
+}
+
+// SubmitJob is POST /jobs, as tether job submit sends it. A payload that is
+// not JSON is refused here with the registry's message: it could not be
+// sent as the body's payload.
+func (r *Remote) SubmitJob(ctx context.Context, s registry.JobSubmission) (*registry.Job, error) {
+	if err := registry.PayloadJSONError(bytes.TrimSpace(s.Payload)); err != nil {
+		return nil, err
+	}
+	body := map[string]any{"cluster": s.ClusterID, "kind": s.Kind, "payload": json.RawMessage(bytes.TrimSpace(s.Payload))}
+	if s.IdempotencyKey != "" {
+		body["idempotencyKey"] = s.IdempotencyKey
+	}
+	if s.ExpiresIn != 0 {
+		body["expiresIn"] = s.ExpiresIn.String()
+	}
+	var j registry.Job
+	if err := r.call(ctx, http.MethodPost, "/jobs", nil, body, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
 }

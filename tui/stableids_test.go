@@ -328,6 +328,15 @@ func (s *stableIDs) DeleteJob(ctx context.Context, id, reason string) (*registry
 	return ptr(outv(s, *v)), nil
 }
 
+func (s *stableIDs) SubmitJob(ctx context.Context, sub registry.JobSubmission) (*registry.Job, error) {
+	sub.ClusterID = s.in(sub.ClusterID)
+	v, err := s.inner.SubmitJob(ctx, sub)
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return ptr(outv(s, *v)), nil
+}
+
 func (s *stableIDs) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
 	v, err := s.inner.RetryJob(ctx, s.in(id), reason)
 	if err != nil {
