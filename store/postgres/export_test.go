@@ -62,3 +62,6 @@ func Isolation(s *Store) (string, error) {
 	err := s.pool.QueryRow(context.Background(), "SHOW default_transaction_isolation").Scan(&level)
 	return level, err
 }
+
+// SearchProbe is the statement that finds a search word's candidates.
+const SearchProbe = searchProbe

@@ -106,8 +106,10 @@ func historyFrom(a *args, h *registry.JobHistoryEntry, from string) string {
 		a.add(conds) + `::TEXT, ` + a.add(col.MS(h.ReportedAt)) + `::BIGINT FROM ` + from
 }
 
-// jobFilter renders p's filters as a WHERE clause.
-func jobFilter(a *args, p registry.JobListParams) string {
+// jobFilter renders p's filters as a WHERE clause; candidates are the ids
+// that may hold the search words the trigram index serves
+// (searchCandidates).
+func jobFilter(a *args, p registry.JobListParams, candidates map[string][]string) string {
 	var where []string
 	if len(p.ClusterIDs) > 0 {
 		where = append(where, "cluster_id IN ("+list(a, p.ClusterIDs)+")")
@@ -132,6 +134,9 @@ func jobFilter(a *args, p registry.JobListParams) string {
 	for _, word := range strings.Fields(p.Search) {
 		// ILIKE: SQLite's LIKE ignores ASCII case. A word also matches the
 		// jobs of the clusters whose name holds it (see the SQLite store).
+		if ids, ok := candidates[word]; ok {
+			where = append(where, "jobs.id = ANY("+a.add(ids)+"::TEXT[])")
+		}
 		pat := a.add(likePattern(word))
 		where = append(where, `(id ILIKE `+pat+` ESCAPE '\' OR idempotency_key ILIKE `+pat+` ESCAPE '\' OR target_namespace ILIKE `+pat+
 			` ESCAPE '\' OR target_name ILIKE `+pat+` ESCAPE '\' OR error ILIKE `+pat+` ESCAPE '\' OR kind ILIKE `+pat+
@@ -179,8 +184,12 @@ func states(ss []registry.JobState) []string {
 }
 
 func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
+	candidates, err := s.searchCandidates(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	var a args
-	where := jobFilter(&a, p)
+	where := jobFilter(&a, p, candidates)
 	order := " ORDER BY created_at DESC, id DESC"
 	if p.OldestFirst {
 		order = " ORDER BY created_at, id"
@@ -194,10 +203,14 @@ func (s *Store) JobList(ctx context.Context, p registry.JobListParams) ([]regist
 }
 
 func (s *Store) JobCount(ctx context.Context, p registry.JobListParams) (int, error) {
+	candidates, err := s.searchCandidates(ctx, p)
+	if err != nil {
+		return 0, err
+	}
 	var a args
-	where := jobFilter(&a, p)
+	where := jobFilter(&a, p, candidates)
 	var n int
-	err := s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, a...).Scan(&n)
+	err = s.queryRow(ctx, "SELECT COUNT(*) FROM jobs"+where, a...).Scan(&n)
 	return n, s.wrap(err, "count jobs")
 }
 

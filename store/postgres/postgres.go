@@ -85,6 +85,10 @@ type Store struct {
 	desc     string          // the database, for messages: no password
 	opts     Options
 
+	// searchIndex says whether migration 0023 built jobs_search (it does
+	// not where pg_trgm is not available): see searchCandidates.
+	searchIndex bool
+
 	closing   chan struct{}
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -165,8 +169,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	var searchIndex bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('jobs_search') IS NOT NULL").Scan(&searchIndex); err != nil {
+		pool.Close()
+		return nil, openError(desc, err)
+	}
 	s := &Store{
-		pool: pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
+		searchIndex: searchIndex,
+		pool:        pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
 		closing:   make(chan struct{}),
 		listeners: map[chan<- struct{}]struct{}{},
 		writes:    make(chan *writeRequest),
