@@ -133,7 +133,8 @@ func TestCLIRemoteMatchesLocal(t *testing.T) {
 
 	// Webhooks and admin tokens.
 	same(0, "webhook", "create", "--name", "hook", "--url", "https://hooks.example.com/t", "--events", "job.finished", "--org", "acme")
-	same(1, "webhook", "create", "--name", "hook", "--url", "https://hooks.example.com/u", "--events", "job.finished")
+	// Names are unique within an organization.
+	same(1, "webhook", "create", "--name", "hook", "--url", "https://hooks.example.com/u", "--events", "job.finished", "--org", "acme")
 	same(0, "webhook", "create", "--name", "pager", "--url", "https://alerts.example.com/h", "--events", "credential.revoked", "-o", "json")
 	same(0, "webhook", "list")
 	same(0, "webhook", "list", "-o", "json")
