@@ -146,6 +146,24 @@ func (v *clustersView) rebuild() {
 	sel.restore(v.table, len(v.rows), id)
 }
 
+// sortByColumn sorts by column col (a shift+letter): its useful direction
+// first, reversed when it is the order already.
+func (v *clustersView) sortByColumn(col int) tea.Cmd {
+	for i, srt := range clusterSortBy {
+		if srt.col != col {
+			continue
+		}
+		if i == v.sortBy {
+			v.reverse = !v.reverse
+		} else {
+			v.sortBy, v.reverse = i, false
+		}
+		v.built = -1
+		return info("clusters sorted by " + srt.name + " (again reverses)")
+	}
+	return nil
+}
+
 // oldestAge is how long a queue's oldest job has waited (0: none, or not
 // read yet).
 func oldestAge(q *registry.QueueHealth) time.Duration {
@@ -311,6 +329,11 @@ func (v *clustersView) Update(msg tea.Msg) tea.Cmd {
 			v.reverse = !v.reverse
 			v.built = -1
 			return nil
+		}
+		if col, ok := columnSortKey(v.table, msg); ok {
+			return v.sortByColumn(col)
+		}
+		switch {
 		case key.Matches(msg, k.NewCluster):
 			return v.ctx.showModal(newClusterForm(v.ctx, registry.ClusterSpec{
 				Mode: registry.ModePull, Policy: registry.DefaultPolicy(),

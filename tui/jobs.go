@@ -397,6 +397,11 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		return v.toggleFollow()
 	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortPrev):
 		return info("jobs sort only by AGE, the order the store pages them in: S reverses it")
+	case isColumnSortKey(t, msg):
+		// The store pages jobs by submission only: sorting the window on
+		// screen by another column would pretend the list is sorted.
+		col, _ := columnSortKey(t, msg)
+		return info("jobs cannot sort by " + t.cols[col].Title + ": the store pages them by AGE only (S reverses it)")
 	case key.Matches(msg, k.SortReverse):
 		v.oldest = !v.oldest
 		v.showSort()

@@ -156,11 +156,16 @@ func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList
 // asRead reports whether the rows are in the order read: the newest first.
 func (l *liveList[T]) asRead() bool { return l.sortCol == 0 && l.desc }
 
-// sortKey handles s, >, < and S: the rows sorted by any column, the
+// sortKey handles s, >, <, S and a column's shift+letter: the rows sorted by any column, the
 // selection on its record.
 func (l *liveList[T]) sortKey(msg tea.KeyPressMsg) tea.Cmd {
 	k, n := l.ctx.Keys, len(l.spec.sortBy)
+	letterCol, byLetter := columnSortKey(l.table, msg)
 	switch {
+	case byLetter && letterCol != l.sortCol: // shift+letter: that column, the time newest first
+		l.sortCol, l.desc = letterCol, letterCol == 0
+	case byLetter: // the same letter again reverses
+		l.desc = !l.desc
 	case key.Matches(msg, k.Sort):
 		l.sortCol = (l.sortCol + 1) % n
 		l.desc = l.sortCol == 0 // the time: the newest first
@@ -476,7 +481,7 @@ func (l *liveList[T]) Update(msg tea.Msg) tea.Cmd {
 			default:
 				return l.load(true)
 			}
-		case isSortKey(msg, k):
+		case isSortKey(msg, k), isColumnSortKey(l.table, msg):
 			return l.sortKey(msg)
 		}
 	}

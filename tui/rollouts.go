@@ -167,6 +167,15 @@ func (v *rolloutsView) Update(msg tea.Msg) tea.Cmd {
 		if isSortKey(msg, v.ctx.Keys) {
 			return v.sortKey(msg)
 		}
+		if col, ok := columnSortKey(v.table, msg); ok {
+			if col == v.sortCol {
+				v.desc = !v.desc
+			} else {
+				v.sortCol, v.desc = col, false
+			}
+			v.sort()
+			return info("rollouts sorted by " + rolloutColumns[v.sortCol] + " (again reverses)")
+		}
 		if v.table.cursor >= len(v.list) {
 			return nil
 		}
