@@ -163,7 +163,7 @@ func newJobsView(ctx *Context) *jobsView {
 		{Title: "AGE", Width: 4, Right: true, Drop: 2},
 	})
 	for _, t := range v.tables {
-		t.marks = true
+		t.marks, t.tabKeys = true, true
 	}
 	for i := range v.queryCounts {
 		v.queryCounts[i] = -1

@@ -78,3 +78,34 @@ func TestSortByColumnLetter(t *testing.T) {
 		t.Error("R is taken as a sort key, want requeue")
 	}
 }
+
+// TestWideScrollShowsLaterColumns: in the wide layout, wider than the
+// screen, → scrolls the columns with the name column kept; ← comes back.
+func TestWideScrollShowsLaterColumns(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	do(m, "2", "w")
+	m.View()
+	h := ansi.Strip(m.clusters.table.header())
+	if strings.Contains(h, "WRITES") {
+		t.Skipf("the wide clusters fit in 80 columns: %q", h)
+	}
+	for range 12 {
+		do(m, "right")
+	}
+	m.View()
+	h = ansi.Strip(m.clusters.table.header())
+	if !strings.HasPrefix(h, "NAME") || !strings.Contains(h, "WRITES") || strings.Contains(h, " ID ") {
+		t.Fatalf("scrolled right, the header is %q: want NAME kept, then the last columns", h)
+	}
+	for range 12 {
+		do(m, "left")
+	}
+	m.View()
+	if h = ansi.Strip(m.clusters.table.header()); !strings.Contains(h, " ID ") {
+		t.Errorf("scrolled back, the header is %q, want ID again", h)
+	}
+}

@@ -117,6 +117,10 @@ type table struct {
 	// none); sortDesc points it down.
 	sortCol  int
 	sortDesc bool
+	// hscroll is how many columns after the first the wide layout scrolled
+	// out of sight (table_scroll.go); tabKeys: ←/→ are the view's own.
+	hscroll int
+	tabKeys bool
 }
 
 func newTable(cols []column) *table {
@@ -385,7 +389,7 @@ func (t *table) header() string {
 	}
 	for i, c := range t.cols {
 		w := t.widths[i]
-		if w == 0 {
+		if !t.shown(i) {
 			continue
 		}
 		if !first {
@@ -456,7 +460,7 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 	}
 	for i := range t.cols {
 		w := t.widths[i]
-		if w == 0 {
+		if !t.shown(i) {
 			continue
 		}
 		if !first {
@@ -539,6 +543,7 @@ func (t *table) navigate(msg tea.KeyPressMsg, k *Keys, n int) bool {
 		t.setCursor(t.cursor-t.height, n)
 	case key.Matches(msg, k.PageDown):
 		t.setCursor(t.cursor+t.height, n)
+	case t.hscrollKey(msg, k):
 	default:
 		return false
 	}
