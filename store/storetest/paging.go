@@ -56,6 +56,54 @@ func testPaging(t *testing.T, newStore NewStore) {
 			}
 		}
 	})
+	t.Run("ClustersByNameOnBothStoresAlike", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		// ASCII letters fold, nothing else does: É and é, Ω and ω are
+		// different bytes and sort as bytes (after every ASCII name).
+		created := []string{"Éz", "éa", "B", "a", "ab", "a-c", "Ωmega", "ωa", "Zed", "zoo", "a_b", "A.b"}
+		for i, n := range created {
+			e.cluster(n, func(s *registry.ClusterSpec) {
+				if i%2 == 0 {
+					s.Labels = registry.Labels{"even": "yes"}
+				}
+			})
+		}
+		want := "a,a-c,A.b,a_b,ab,B,Zed,zoo,Éz,éa,Ωmega,ωa"
+		all, err := e.reg.ListClusters(e.ctx, registry.ClusterListParams{})
+		wantNoErr(t, err)
+		if got := strings.Join(names(all), ","); got != want {
+			t.Fatalf("clusters listed %s, want %s", got, want)
+		}
+		wantEven := []string{}
+		for _, c := range all {
+			if c.Labels["even"] == "yes" {
+				wantEven = append(wantEven, c.Name)
+			}
+		}
+		for _, sel := range []string{"", "even=yes"} {
+			w := want
+			if sel != "" {
+				w = strings.Join(wantEven, ",")
+			}
+			for _, limit := range []int{1, 2, 5} {
+				var got []registry.Cluster
+				var after *registry.ClusterCursor
+				for range 20 {
+					page, err := e.reg.ListClusters(e.ctx, registry.ClusterListParams{Selector: sel, After: after, Limit: limit})
+					wantNoErr(t, err)
+					got = append(got, page...)
+					if len(page) < limit {
+						break
+					}
+					last := page[len(page)-1]
+					after = &registry.ClusterCursor{Name: last.Name, ID: last.ID}
+				}
+				if g := strings.Join(names(got), ","); g != w {
+					t.Errorf("selector %q, pages of %d held %s, want %s", sel, limit, g, w)
+				}
+			}
+		}
+	})
 }
 
 func rolloutIDs(ros []registry.Rollout) string {
