@@ -143,17 +143,31 @@ func (r *Registry) ListClusters(ctx context.Context, p ClusterListParams) ([]Clu
 		}
 		p.Organization = org
 	}
-	clusters, err := r.store.ClusterList(ctx, p)
-	if err != nil || sel.Empty() {
-		return clusters, err
+	if sel.Empty() {
+		return r.store.ClusterList(ctx, p)
 	}
-	matching := clusters[:0]
-	for _, c := range clusters {
-		if sel.Matches(c.Labels) {
-			matching = append(matching, c)
+	// The stores don't match labels: read pages of the store's order and
+	// keep the matching clusters until there are p.Limit of them.
+	matching := []Cluster{}
+	for {
+		clusters, err := r.store.ClusterList(ctx, p)
+		if err != nil {
+			return nil, err
 		}
+		for _, c := range clusters {
+			if sel.Matches(c.Labels) {
+				matching = append(matching, c)
+				if p.Limit > 0 && len(matching) == p.Limit {
+					return matching, nil
+				}
+			}
+		}
+		if p.Limit <= 0 || len(clusters) < p.Limit {
+			return matching, nil
+		}
+		last := &clusters[len(clusters)-1]
+		p.After = &ClusterCursor{Name: last.Name, ID: last.ID}
 	}
-	return matching, nil
 }
 
 // UpdateCluster replaces a cluster's spec if its version is still version

@@ -213,6 +213,23 @@ type ClusterListParams struct {
 	// stores ignore it (a fleet's clusters fit in memory, and label matching
 	// is the Kubernetes library's, not SQL's).
 	Selector string
+	// After, when set, lists only the clusters that come after this one in
+	// the list's order: name with ASCII letters folded to lower case and
+	// every other byte compared as it is (SQLite's NOCASE), then id. Both
+	// stores sort in exactly that order, so a page cut on one resumes on
+	// the same cluster on the other.
+	After *ClusterCursor
+	// Limit, when positive, is the most clusters listed. With a selector
+	// it counts the matching clusters (the registry reads on until it has
+	// them).
+	Limit int
+}
+
+// ClusterCursor is a position in a list of clusters: the last cluster of a
+// page.
+type ClusterCursor struct {
+	Name string
+	ID   string
 }
 
 type ClusterUpdateParams struct {

@@ -42,7 +42,18 @@ type RolloutListParams struct {
 	// Active lists only rollouts that may still change by themselves: running
 	// ones, and any with a target whose job is running.
 	Active bool
-	Limit  int
+	// After, when set, lists only the rollouts that come after this one in
+	// the list's order (created_at, then id, both descending): keyset
+	// paging, as for jobs, so a later page reads only its own rows.
+	After *RolloutCursor
+	Limit int
+}
+
+// RolloutCursor is a position in a list of rollouts: the last rollout of a
+// page.
+type RolloutCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 type RolloutApplyParams struct {

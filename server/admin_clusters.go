@@ -1,11 +1,9 @@
 package server
 
 import (
-	"cmp"
 	"encoding/json"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,29 +31,17 @@ func (s *Server) adminListClusters(c *call) error {
 	default:
 		return errf(registry.CodeInvalid, "state %q is not one of pending, active, disabled", p.State)
 	}
-	clusters, err := s.reg.ListClusters(c.ctx, p)
-	if err != nil {
-		return err
-	}
-	// Pages follow the name order compareCluster defines, which the cursor
-	// (the last cluster a page held) is compared in. The stores' orders
-	// differ from it and from each other past ASCII (SQLite's NOCASE folds
-	// only ASCII letters, PostgreSQL's lower() follows the database's
-	// locale): a page cut in one order and resumed in another skipped
-	// clusters.
-	slices.SortStableFunc(clusters, func(a, b registry.Cluster) int {
-		return compareCluster(&a, clusterCursor{b.Name, b.ID})
-	})
 	if cursor != "" {
 		var after clusterCursor
 		if err := decodeCursor(cursor, &after); err != nil {
 			return err
 		}
-		i := 0
-		for i < len(clusters) && compareCluster(&clusters[i], after) <= 0 {
-			i++
-		}
-		clusters = clusters[i:]
+		p.After = &registry.ClusterCursor{Name: after.Name, ID: after.ID}
+	}
+	p.Limit = limit + 1 // one more tells whether there is a next page
+	clusters, err := s.reg.ListClusters(c.ctx, p)
+	if err != nil {
+		return err
 	}
 	out := list[registry.Cluster]{Items: clusters}
 	if len(clusters) > limit {
@@ -63,30 +49,6 @@ func (s *Server) adminListClusters(c *call) error {
 		out.Items, out.NextCursor = clusters[:limit], encodeCursor(clusterCursor{last.Name, last.ID})
 	}
 	return writeJSON(c.w, http.StatusOK, out)
-}
-
-// compareCluster orders clusters by name without regard to ASCII case, as
-// SQLite's NOCASE does (other bytes compare as they are), then by id.
-func compareCluster(c *registry.Cluster, pos clusterCursor) int {
-	if n := compareFoldASCII(c.Name, pos.Name); n != 0 {
-		return n
-	}
-	return strings.Compare(c.ID, pos.ID)
-}
-
-func compareFoldASCII(a, b string) int {
-	lower := func(c byte) byte {
-		if 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
-	}
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if x, y := lower(a[i]), lower(b[i]); x != y {
-			return cmp.Compare(x, y)
-		}
-	}
-	return cmp.Compare(len(a), len(b))
 }
 
 // clusterCreateBody is a cluster spec, and the lifetime of its first

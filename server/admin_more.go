@@ -36,27 +36,17 @@ func (s *Server) adminListRollouts(c *call) error {
 		}
 		p.States = append(p.States, state)
 	}
-	var after *rolloutCursor
 	if cursor != "" {
-		after = &rolloutCursor{}
-		if err := decodeCursor(cursor, after); err != nil {
+		var after rolloutCursor
+		if err := decodeCursor(cursor, &after); err != nil {
 			return err
 		}
-	} else {
-		p.Limit = limit + 1 // one more tells whether there is a next page
+		p.After = &registry.RolloutCursor{CreatedAt: after.CreatedAt, ID: after.ID}
 	}
+	p.Limit = limit + 1 // one more tells whether there is a next page
 	rollouts, err := s.reg.ListRollouts(c.ctx, p)
 	if err != nil {
 		return err
-	}
-	if after != nil {
-		// The store pages by count only: skip what the earlier pages held
-		// (every rollout not older than the cursor's).
-		i := 0
-		for i < len(rollouts) && !olderRollout(&rollouts[i], after) {
-			i++
-		}
-		rollouts = rollouts[i:]
 	}
 	out := list[registry.Rollout]{Items: rollouts}
 	if len(rollouts) > limit {
@@ -64,15 +54,6 @@ func (s *Server) adminListRollouts(c *call) error {
 		out.Items, out.NextCursor = rollouts[:limit], encodeCursor(rolloutCursor{last.CreatedAt, last.ID})
 	}
 	return writeJSON(c.w, http.StatusOK, out)
-}
-
-// olderRollout reports whether ro comes after pos in the list's order
-// (created_at, then id, both descending).
-func olderRollout(ro *registry.Rollout, pos *rolloutCursor) bool {
-	if !ro.CreatedAt.Equal(pos.CreatedAt) {
-		return ro.CreatedAt.Before(pos.CreatedAt)
-	}
-	return ro.ID < pos.ID
 }
 
 // rolloutBody is a rollout's creation.

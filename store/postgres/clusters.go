@@ -62,9 +62,20 @@ func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cl
 }
 
 func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
-	rows, err := s.query(ctx, "read clusters", "SELECT "+clusterCols+clusterFrom+
-		" WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2) ORDER BY lower(c.name), c.id",
-		string(p.State), p.Organization)
+	// Under the "C" collation lower() folds ASCII letters only and text
+	// compares byte by byte: SQLite's NOCASE, the order
+	// registry.ClusterListParams defines, whatever the database's locale.
+	a := args{string(p.State), p.Organization}
+	q := "SELECT " + clusterCols + clusterFrom + " WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2)"
+	if c := p.After; c != nil {
+		name := "lower(" + a.add(c.Name) + ` COLLATE "C")`
+		q += ` AND (lower(c.name COLLATE "C") > ` + name + ` OR (lower(c.name COLLATE "C") = ` + name + ` AND c.id COLLATE "C" > ` + a.add(c.ID) + "))"
+	}
+	q += ` ORDER BY lower(c.name COLLATE "C"), c.id COLLATE "C"`
+	if p.Limit > 0 {
+		q += " LIMIT " + a.add(p.Limit)
+	}
+	rows, err := s.query(ctx, "read clusters", q, a...)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,10 @@ func (s *Store) RolloutList(ctx context.Context, p registry.RolloutListParams) (
 	if p.Active {
 		where = append(where, "(state = 'running' OR id IN (SELECT rollout_id FROM rollout_targets WHERE state = 'running'))")
 	}
+	if c := p.After; c != nil {
+		at := a.add(col.MS(c.CreatedAt))
+		where = append(where, "(created_at < "+at+" OR (created_at = "+at+" AND id < "+a.add(c.ID)+"))")
+	}
 	q := "SELECT " + rolloutCols + " FROM rollouts"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

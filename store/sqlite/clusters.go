@@ -64,9 +64,20 @@ func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cl
 }
 
 func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
-	rows, err := s.query(ctx, "SELECT "+clusterCols+clusterFrom+
-		" WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?) ORDER BY c.name COLLATE NOCASE, c.id",
-		p.State, p.State, p.Organization, p.Organization)
+	// NOCASE folds ASCII letters only and compares every other byte as it
+	// is: the order registry.ClusterListParams defines.
+	q := "SELECT " + clusterCols + clusterFrom + " WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?)"
+	args := []any{p.State, p.State, p.Organization, p.Organization}
+	if c := p.After; c != nil {
+		q += " AND (c.name COLLATE NOCASE > ? OR (c.name COLLATE NOCASE = ? AND c.id > ?))"
+		args = append(args, c.Name, c.Name, c.ID)
+	}
+	q += " ORDER BY c.name COLLATE NOCASE, c.id"
+	if p.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, p.Limit)
+	}
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

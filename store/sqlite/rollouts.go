@@ -99,6 +99,10 @@ func (s *Store) RolloutList(ctx context.Context, p registry.RolloutListParams) (
 	if p.Active {
 		where = append(where, "(state = 'running' OR id IN (SELECT rollout_id FROM rollout_targets WHERE state = 'running'))")
 	}
+	if c := p.After; c != nil {
+		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, col.MS(c.CreatedAt), col.MS(c.CreatedAt), c.ID)
+	}
 	q := "SELECT " + rolloutCols + " FROM rollouts"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

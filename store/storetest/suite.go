@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("WebhookNames", func(t *testing.T) { testWebhookNames(t, newStore) })
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newStore) })
 	t.Run("Rollouts", func(t *testing.T) { testRollouts(t, newStore) })
+	t.Run("Paging", func(t *testing.T) { testPaging(t, newStore) })
 	t.Run("SigningKeys", func(t *testing.T) { testSigningKeys(t, newStore) })
 	t.Run("EncryptedPayloads", func(t *testing.T) { testEncryptedPayloads(t, newStore) })
 	t.Run("Delivery", func(t *testing.T) { testDelivery(t, newStore) })
