@@ -67,9 +67,14 @@ func article(kind string) string {
 	return "a"
 }
 
-// ParseWebhookAllow reads --webhook-allow-cidr: CIDR prefixes or single
-// addresses, each item possibly a comma-separated list.
-func ParseWebhookAllow(list []string) ([]netip.Prefix, error) {
+// ParseWebhookAllow reads --webhook-allow-cidr.
+func ParseWebhookAllow(list []string) ([]netip.Prefix, error) { return ParseAddressRanges(list) }
+
+// ParseAddressRanges reads a flag's list of address ranges (the webhook
+// allow list, trusted proxies): CIDR prefixes or single addresses, each
+// item possibly a comma-separated list. An IPv4 address written as IPv6 is
+// the IPv4 one; a zone (fe80::1%eth0) is refused, as no prefix holds one.
+func ParseAddressRanges(list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, item := range list {
 		for _, s := range strings.Split(item, ",") {

@@ -1,36 +1,19 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/tetherhq/tether/registry"
 )
 
 // ParseTrustedProxies reads --trusted-proxies: CIDR prefixes (10.0.0.0/8,
-// fd00::/8) or single addresses (192.0.2.10), separated by commas.
+// fd00::/8) or single addresses (192.0.2.10), separated by commas. It reads
+// them as every list of address ranges is read (registry.ParseAddressRanges).
 func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, item := range list {
-		for _, s := range strings.Split(item, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				continue
-			}
-			if p, err := netip.ParsePrefix(s); err == nil {
-				out = append(out, p.Masked())
-				continue
-			}
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return nil, fmt.Errorf("%q is not a CIDR prefix (10.0.0.0/8) or an address", s)
-			}
-			a = a.Unmap()
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
-	return out, nil
+	return registry.ParseAddressRanges(list)
 }
 
 // clientAddr is the address of the client that made r, for per-address
