@@ -142,7 +142,7 @@ func printPayloadExample(g *globals, cmd *cobra.Command, name string) error {
 			needs = append(needs, n.what+" "+n.v)
 		}
 	}
-	_, err = fmt.Fprintf(g.stderr, "A %s payload (--kind %s): %s. The cluster must allow %s.\n", e.Name, e.Kind, e.Summary, strings.Join(needs, " and "))
+	_, err = fmt.Fprintf(g.stderr, "An example %s payload (--kind %s): %s. The cluster must allow %s.\n", e.Name, e.Kind, e.Summary, strings.Join(needs, " and "))
 	return err
 }
 
