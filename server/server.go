@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/maintenance"
 )
 
 // Config tunes the server. Zero values take the defaults.
@@ -90,6 +91,10 @@ type Config struct {
 	// TracerProvider makes the spans of submit, poll, ack, status and result
 	// requests (see tracing.go). Nil: no spans, at no cost.
 	TracerProvider trace.TracerProvider
+	// Services, when set, says what the process's background services are
+	// doing (maintenance.Maintainer.Status): tether_service_up and
+	// tether_service_failures_total are read from it at each scrape.
+	Services func() []maintenance.Status
 }
 
 // Defaults of Config.
@@ -165,6 +170,9 @@ func New(reg *registry.Registry, cfg Config) *Server {
 		trusted:    cfg.TrustedProxies,
 	}
 	s.metrics = newMetrics(reg, s.log, !cfg.NoClusterLatencyLabel)
+	if cfg.Services != nil {
+		s.metrics.registry.MustRegister(servicesCollector(cfg.Services))
+	}
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
