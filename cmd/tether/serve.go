@@ -95,12 +95,15 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Serve the agent API: agents register, long-poll for jobs and report over HTTP",
 		Long: `Serve the agent API (the pull-mode protocol, /api/agent) over HTTP, with
 /healthz, /readyz and Prometheus /metrics, on the --db database. The reaper
-(expired leases and jobs) and the pruner (old events) run inside it.
+(expired leases and jobs), the pruner (old events) and the other background
+services run inside it; one that fails is logged and restarted with backoff
+(tether_service_up and tether_service_failures_total report each).
 
 SIGINT or SIGTERM shuts it down gracefully: after --shutdown-delay (during
 which it answers as usual but /readyz fails, so that a load balancer takes it
 out), it stops accepting, answers held long-polls with an empty job list,
-finishes in-flight requests, and closes the database.
+finishes in-flight requests, stops the background services, and closes the
+database.
 
 Behind a load balancer or reverse proxy, --trusted-proxies names the proxies
 whose X-Forwarded-For header is believed: per-address limits and logs then
