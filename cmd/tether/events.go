@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -111,7 +112,7 @@ is then one line of JSON.`,
 
 // resolveClusterFilter turns a cluster id or name into an id. An id of a
 // deleted cluster is taken as is: its audit trail outlives it.
-func resolveClusterFilter(ctx context.Context, reg adminAPI, ref string) (string, error) {
+func resolveClusterFilter(ctx context.Context, reg admin.Service, ref string) (string, error) {
 	c, err := reg.GetCluster(ctx, ref)
 	if registry.ErrorCode(err) == registry.CodeNotFound && strings.HasPrefix(ref, "cl-") {
 		return ref, nil
@@ -215,7 +216,7 @@ func conditionsString(conds []registry.Condition) string {
 // watch), where it closes the gap of an empty feed (seq 0 makes Watch take
 // its own, later, position), and the one after a reset, when the feed was
 // pruned past the watcher's position.
-func tail(ctx context.Context, reg adminAPI, seq int64, kind registry.EntityKind, onUpsert func(registry.WatchEvent) error, catchUp func() error) error {
+func tail(ctx context.Context, reg admin.Service, seq int64, kind registry.EntityKind, onUpsert func(registry.WatchEvent) error, catchUp func() error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := reg.Watch(wctx, registry.WatchParams{Since: seq, Kinds: []registry.EntityKind{kind}})
