@@ -105,7 +105,14 @@ func TestRemoteReadsAsLocal(t *testing.T) {
 			return s.ListAudit(ctx, registry.AuditListParams{BeforeID: 4, Limit: 2})
 		}},
 		{"audit after an id", func(s admin.Service) (any, error) {
-			return s.ListAudit(ctx, registry.AuditListParams{AfterID: 2, Limit: 3})
+			top, err := s.ListAudit(ctx, registry.AuditListParams{Limit: 1})
+			if err != nil {
+				return nil, err
+			}
+			return s.ListAudit(ctx, registry.AuditListParams{AfterID: top[0].ID - 2, Limit: 10})
+		}},
+		{"events after an id", func(s admin.Service) (any, error) {
+			return s.ListEvents(ctx, registry.EventListParams{AfterID: 1})
 		}},
 		{"the feed's position", func(s admin.Service) (any, error) { return s.LatestSeq(ctx) }},
 	}

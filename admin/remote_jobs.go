@@ -75,26 +75,30 @@ func (r *Remote) SubmitJob(ctx context.Context, s registry.JobSubmission) (*regi
 	return &j, !answer.Replayed, nil
 }
 
-// ListJobs pages through GET /jobs by offset: a Limit above the API's page,
-// or none, takes several requests.
+// defaultJobs is how many jobs a list without a limit answers, as the
+// registry's ListJobs does.
+const defaultJobs = 100
+
+// ListJobs pages through GET /jobs by offset: a Limit above the API's page
+// takes several requests.
 func (r *Remote) ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
 	q, err := jobQuery(p)
 	if err != nil {
 		return nil, err
 	}
+	if p.Limit <= 0 {
+		p.Limit = defaultJobs
+	}
 	var out []registry.Job
 	for {
-		q.Limit = remotePage
-		if p.Limit > 0 {
-			q.Limit = min(remotePage, p.Limit-len(out))
-		}
+		q.Limit = min(remotePage, p.Limit-len(out))
 		q.Offset = p.Offset + len(out)
 		var page adminclient.Page[registry.Job]
 		if _, err := r.c.ListJobs(ctx, q, adminclient.Into(&page)); err != nil {
 			return nil, r.fail(err)
 		}
 		out = append(out, page.Items...)
-		if len(page.Items) < q.Limit || (p.Limit > 0 && len(out) >= p.Limit) {
+		if len(page.Items) < q.Limit || len(out) >= p.Limit {
 			return out, nil
 		}
 	}

@@ -104,8 +104,9 @@ type Jobs interface {
 	// false when an idempotency key answered a job already, and that job
 	// is returned.
 	SubmitJob(ctx context.Context, s registry.JobSubmission) (job *registry.Job, created bool, err error)
-	// ListJobs is the jobs matching p, p.Limit of them (0: all). Over the
-	// API it pages by offset, and keyset paging (After) is refused.
+	// ListJobs is the jobs matching p, p.Limit of them (0: the registry's
+	// default, 100). Over the API it pages by offset, and keyset paging
+	// (After) is refused.
 	ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error)
 	// CountJobs counts them; with After, the ones after that job's place.
 	CountJobs(ctx context.Context, p registry.JobListParams) (int, error)

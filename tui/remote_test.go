@@ -320,31 +320,3 @@ func TestConsoleOverRemoteBackend(t *testing.T) {
 		t.Errorf("the jobs view over the remote backend lacks Deployment/web/queued or measures ages by another clock:\n%s", view)
 	}
 }
-
-// TestRemoteRolloutsPage: over the admin API the console lists every
-// rollout, following the list's cursor, as it lists clusters.
-func TestRemoteRolloutsPage(t *testing.T) {
-	e := newEnv(t)
-	_, _, err := e.reg.CreateCluster(e.admin, registry.ClusterSpec{Name: "one", AllowedNamespaces: []string{"apps"}, Labels: registry.Labels{"env": "prod"}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1000 + 1 // the API's largest page, and one more
-	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"apps"}}`)
-	for range n {
-		if _, err := e.reg.CreateRollout(e.admin, registry.RolloutSpec{Selector: "env=prod", Kind: registry.KindApply, Payload: payload}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := remoteEnv(t, e, registry.RoleViewer, "").ListRollouts(context.Background(), consoleRollouts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, ro := range got {
-		seen[ro.ID] = true
-	}
-	if len(got) != n || len(seen) != n {
-		t.Fatalf("the remote console lists %d rollouts (%d distinct), want all %d", len(got), len(seen), n)
-	}
-}
