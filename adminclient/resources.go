@@ -295,9 +295,12 @@ type JobQuery struct {
 	// LeaseExpiredBefore, LeaseLiveAt, ActivityBefore, FinishedAfter: the
 	// jobs whose lease expired before, is live at, whose last change was
 	// before, or which ended after the time (zero: any).
-	LeaseExpiredBefore, LeaseLiveAt, ActivityBefore, FinishedAfter time.Time
-	NoLease                                                        bool // the jobs without a lease
-	OldestFirst                                                    bool // oldest first (default: newest first)
+	LeaseExpiredBefore time.Time
+	LeaseLiveAt        time.Time
+	ActivityBefore     time.Time
+	FinishedAfter      time.Time
+	NoLease            bool // the jobs without a lease
+	OldestFirst        bool // oldest first (default: newest first)
 	// After (CountJobs): count the jobs after this one's place in the
 	// order.
 	After  string
