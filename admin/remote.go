@@ -51,9 +51,6 @@ func NewRemote(ctx context.Context, c *adminclient.Client) (*Remote, error) {
 	return r, nil
 }
 
-// Client is the admin API client the Remote calls.
-func (r *Remote) Client() *adminclient.Client { return r.c }
-
 // ReadOnly reports whether the token may change nothing (a viewer's).
 func (r *Remote) ReadOnly() bool { return r.Role == registry.RoleViewer }
 
