@@ -92,9 +92,7 @@ is then one line of JSON.`,
 					return pr.print([]registry.Event{*ev.Event}, false)
 				},
 				func() error {
-					missed, err := catchUp(func(before int64) ([]registry.Event, error) {
-						return api.ListEvents(ctx, registry.EventListParams{ClusterID: p.ClusterID, Kinds: p.Kinds, AfterID: pr.last, BeforeID: before, Limit: feedPage})
-					}, func(e registry.Event) int64 { return e.ID })
+					missed, err := admin.Events(api, p).Since(ctx, pr.last, feedPage)
 					if err != nil {
 						return err
 					}
@@ -241,26 +239,6 @@ func tail(ctx context.Context, reg admin.Service, seq int64, kind registry.Entit
 	return failf("the change feed stopped; run the command again to carry on")
 }
 
-// catchUp returns, oldest first, every entry list returns. list reads newest
-// first, below before (0: no bound), so the pages are read backwards.
-func catchUp[T any](list func(before int64) ([]T, error), id func(T) int64) ([]T, error) {
-	var all []T
-	var before int64
-	for {
-		page, err := list(before)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page...)
-		if len(page) < feedPage {
-			break
-		}
-		before = id(page[len(page)-1])
-	}
-	slices.Reverse(all)
-	return all, nil
-}
-
 func newAuditCmd(g *globals) *cobra.Command {
 	var (
 		cluster, action string
@@ -326,9 +304,7 @@ then one line of JSON.`,
 					return pr.print([]registry.AuditEntry{*ev.Audit}, false)
 				},
 				func() error {
-					missed, err := catchUp(func(before int64) ([]registry.AuditEntry, error) {
-						return api.ListAudit(ctx, registry.AuditListParams{ClusterID: p.ClusterID, Action: p.Action, AfterID: pr.last, BeforeID: before, Limit: feedPage})
-					}, func(e registry.AuditEntry) int64 { return e.ID })
+					missed, err := admin.Audit(api, p).Since(ctx, pr.last, feedPage)
 					if err != nil {
 						return err
 					}
