@@ -34,20 +34,24 @@ func idRange(q url.Values, cursor string) (before, after int64, err error) {
 	return before, after, nil
 }
 
-func (s *Server) adminListEvents(c *call) error {
+// idPage is the one reader of an id-paged feed (events, audit): the page
+// bounds from ?beforeId=, ?afterId= or the cursor, ?cluster= resolved to its
+// id, and the next cursor from the last entry shown. read lists with the
+// bounds filled in; id names an entry's id.
+type idPage struct {
+	Limit     int
+	BeforeID  int64
+	AfterID   int64
+	ClusterID string
+}
+
+func pageByID[T any](s *Server, c *call, read func(p idPage) ([]T, error), id func(T) int64) error {
 	q := c.r.URL.Query()
 	limit, cursor, err := pageParams(q)
 	if err != nil {
 		return err
 	}
-	p := registry.EventListParams{Kinds: splitList(q["kind"]), Limit: limit + 1}
-	switch v := q.Get("falseOnly"); v {
-	case "", "false", "0":
-	case "true", "1":
-		p.FalseOnly = true
-	default:
-		return errf(registry.CodeInvalid, "falseOnly %q is not true or false", truncate(v, 100))
-	}
+	p := idPage{Limit: limit + 1}
 	if p.BeforeID, p.AfterID, err = idRange(q, cursor); err != nil {
 		return err
 	}
@@ -65,48 +69,42 @@ func (s *Server) adminListEvents(c *call) error {
 		}
 		p.BeforeID = after.ID
 	}
-	events, err := s.reg.ListEvents(c.ctx, p)
+	items, err := read(p)
 	if err != nil {
 		return err
 	}
-	out := list[registry.Event]{Items: events}
-	if len(events) > limit {
-		out.Items, out.NextCursor = events[:limit], encodeCursor(idCursor{events[limit-1].ID})
+	out := list[T]{Items: items}
+	if len(items) > limit {
+		out.Items, out.NextCursor = items[:limit], encodeCursor(idCursor{id(items[limit-1])})
 	}
 	return writeJSON(c.w, http.StatusOK, out)
 }
 
-func (s *Server) adminListAudit(c *call) error {
+func (s *Server) adminListEvents(c *call) error {
 	q := c.r.URL.Query()
-	limit, cursor, err := pageParams(q)
-	if err != nil {
-		return err
+	falseOnly := false
+	switch v := q.Get("falseOnly"); v {
+	case "", "false", "0":
+	case "true", "1":
+		falseOnly = true
+	default:
+		return errf(registry.CodeInvalid, "falseOnly %q is not true or false", truncate(v, 100))
 	}
-	p := registry.AuditListParams{Action: q.Get("action"), Limit: limit + 1}
-	if p.BeforeID, p.AfterID, err = idRange(q, cursor); err != nil {
-		return err
-	}
-	if ref := q.Get("cluster"); ref != "" {
-		cl, err := s.reg.GetCluster(c.ctx, ref)
-		if err != nil {
-			return err
-		}
-		p.ClusterID = cl.ID
-	}
-	if cursor != "" {
-		var after idCursor
-		if err := decodeCursor(cursor, &after); err != nil {
-			return err
-		}
-		p.BeforeID = after.ID
-	}
-	entries, err := s.reg.ListAudit(c.ctx, p)
-	if err != nil {
-		return err
-	}
-	out := list[registry.AuditEntry]{Items: entries}
-	if len(entries) > limit {
-		out.Items, out.NextCursor = entries[:limit], encodeCursor(idCursor{entries[limit-1].ID})
-	}
-	return writeJSON(c.w, http.StatusOK, out)
+	kinds := splitList(q["kind"])
+	return pageByID(s, c, func(p idPage) ([]registry.Event, error) {
+		return s.reg.ListEvents(c.ctx, registry.EventListParams{
+			Kinds: kinds, FalseOnly: falseOnly, ClusterID: p.ClusterID,
+			BeforeID: p.BeforeID, AfterID: p.AfterID, Limit: p.Limit,
+		})
+	}, func(e registry.Event) int64 { return e.ID })
+}
+
+func (s *Server) adminListAudit(c *call) error {
+	action := c.r.URL.Query().Get("action")
+	return pageByID(s, c, func(p idPage) ([]registry.AuditEntry, error) {
+		return s.reg.ListAudit(c.ctx, registry.AuditListParams{
+			Action: action, ClusterID: p.ClusterID,
+			BeforeID: p.BeforeID, AfterID: p.AfterID, Limit: p.Limit,
+		})
+	}, func(e registry.AuditEntry) int64 { return e.ID })
 }
