@@ -88,17 +88,13 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		case keyFileMissing(keyFile):
 			// A key file is created on first use only for a registry that
 			// has sealed nothing yet: a new key next to secrets sealed with
-			// another one would silently orphan them.
-			sealed, err := st.SealedSecretsExist(ctx)
-			if err != nil {
-				st.Close()
-				return nil, err
-			}
-			if sealed {
-				cfg.Keyring = registry.ExistingKeyFile(keyFile)
-			} else {
-				cfg.Keyring = registry.NewKeyFile(keyFile)
-			}
+			// another one would silently orphan them. The registry is asked
+			// then, not here: the look reads every job's payload flag, a
+			// second over a million jobs, which a command that seals nothing
+			// (the console's start) must not wait for.
+			cfg.Keyring = registry.NewKeyFileUnlessSealed(keyFile, func() (bool, error) {
+				return st.SealedSecretsExist(context.WithoutCancel(ctx))
+			})
 		default:
 			cfg.Keyring = registry.NewKeyFile(keyFile)
 		}
