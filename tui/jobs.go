@@ -58,6 +58,9 @@ type jobsView struct {
 	tab    int
 	filter string
 	fl     jobFilter
+	// filterDue: the filter changed and waits for typing to pause before
+	// the store reads it (ApplyFilter reads it at once).
+	filterDue bool
 
 	gen     int // bumped whenever the query (tab or filter) changes
 	start   int // absolute index of rows[0]
@@ -338,6 +341,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		}
 	case jobsFilterMsg:
 		if msg.gen == v.gen && msg.filter == v.filter {
+			v.filterDue = false
 			return v.requery()
 		}
 	case tickMsg:
@@ -589,11 +593,23 @@ func (v *jobsView) SetFilter(s string) tea.Cmd {
 	v.filter = s
 	v.fl = parseJobFilter(v.ctx.Fleet, s)
 	v.gen++
+	v.filterDue = true
 	gen := v.gen
 	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return jobsFilterMsg{gen: gen, filter: s} })
 }
 
 func (v *jobsView) FilterErr() string { return v.fl.err }
+
+// ApplyFilter reads the filter typed so far at once (enter): the pause
+// SetFilter waits for lets a person type a word without a read of the store
+// per key, and is no use once they are done.
+func (v *jobsView) ApplyFilter() tea.Cmd {
+	if !v.filterDue {
+		return nil
+	}
+	v.filterDue = false
+	return v.requery() // the pending pause's message no longer matches
+}
 
 func (v *jobsView) FilterHelp() string {
 	return "cluster:NAME kind:K error:CODE, a state (failed, !failed); words match id, key, namespace, name"
