@@ -23,13 +23,25 @@ import (
 //     name, "app-12345", that matches 11 jobs of the million) in the jobs
 //     view's all tab to the frame that shows the first of them.
 //
-// Each iteration is one launch (run it with -benchtime 1x and a -count).
+// Each iteration is one launch (run it with -benchtime 1x and a -count). The
+// fleets are seeded once and kept between runs (benchseed.Kept): SQLite in
+// the system's temporary directory, PostgreSQL (where TETHER_TEST_POSTGRES_DSN
+// is set) in a schema of its own.
 func BenchmarkConsole(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		path := benchseed.Kept(b, benchseed.Config{Clusters: 50, Jobs: 1_000_000})
+		path := benchseed.Kept(b, million)
 		benchConsole(b, path)
 	})
+	b.Run("postgres", func(b *testing.B) {
+		if os.Getenv(dsnEnv) == "" {
+			b.Skip(dsnEnv + " is not set: skipping the PostgreSQL scenarios")
+		}
+		benchConsole(b, benchseed.KeptPostgres(b, os.Getenv(dsnEnv), million))
+	})
 }
+
+// million is the fleet the console is measured over.
+var million = benchseed.Config{Clusters: 50, Jobs: 1_000_000}
 
 // consoleBudgets are the console's targets (issue 30).
 const (
