@@ -61,6 +61,8 @@ type jobsView struct {
 	// filterDue: the filter changed and waits for typing to pause before
 	// the store reads it (ApplyFilter reads it at once).
 	filterDue bool
+	// countAfterPage: a requery's counts wait for its first page.
+	countAfterPage bool
 
 	gen     int // bumped whenever the query (tab or filter) changes
 	start   int // absolute index of rows[0]
@@ -308,11 +310,16 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		}
 		v.loaded, v.start, v.rows, v.readAt = true, msg.start, msg.jobs, msg.readAt
 		v.restorePin(msg)
+		var count tea.Cmd
+		if v.countAfterPage {
+			v.countAfterPage = false
+			count = v.countCmd()
+		}
 		if v.dirty {
 			v.dirty = false
-			return v.markDirty()
+			return tea.Batch(count, v.markDirty())
 		}
-		return v.ensureWindow()
+		return tea.Batch(count, v.ensureWindow())
 	case jobsCountsMsg:
 		if msg.gen != v.gen {
 			return nil

@@ -40,3 +40,31 @@ func TestJobsFilterEnterReadsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A new filter's first page is read alone; the tab counts follow once it
+// has landed (read beside it, they took the CPU the page needed).
+func TestJobsFilterCountsFollowThePage(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	load(t, m, e)
+	do(m, "3", "l", "l", "l", "l")
+	do(m, "/")
+	m.filterInput.SetValue("")
+	for _, r := range "notebook" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	_, cmd := m.Update(keyMsg("enter"))
+	msgs := exec(cmd, 150*time.Millisecond)
+	page, ok := find[jobsPageMsg](msgs)
+	if !ok {
+		t.Fatal("no page read")
+	}
+	if _, ok := find[jobsCountsMsg](msgs); ok {
+		t.Fatal("the counts were read beside the first page")
+	}
+	_, cmd = m.Update(page)
+	if _, ok := find[jobsCountsMsg](exec(cmd, 5*time.Second)); !ok {
+		t.Fatal("the counts were not read once the page landed")
+	}
+}
