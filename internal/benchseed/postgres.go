@@ -40,9 +40,17 @@ func KeptPostgres(tb testing.TB, server string, cfg Config) string {
 		tb.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// A schema is complete once it holds the marker table, made last.
+	// pg_trgm (the word filter's index, migration 0023) is created in the
+	// schema first on the search path when it is missing: in a test's, it
+	// and every index built on it, this fleet's included, would go when
+	// that schema is dropped. Made in public first, it stays.
+	_, _ = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+	// A schema is complete once it holds the marker table, made last, and
+	// (where pg_trgm is) the word filter's index.
 	var done bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'benchseed_done')`, schema).Scan(&done); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'benchseed_done')
+		AND (NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')
+			OR EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_search'))`, schema).Scan(&done); err != nil {
 		tb.Fatal(err)
 	}
 	if done {
