@@ -14,6 +14,7 @@
 //	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim, BenchmarkIdleLook, BenchmarkBusyLook,
 //	                           BenchmarkHeartbeat
 //	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
+//	           ./bench         BenchmarkConsole (the binary as launched, in a pseudo terminal)
 package main
 
 import (
@@ -56,6 +57,7 @@ var runs = []run{
 	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
 	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
 	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
+	{"console as launched (tether console in a pseudo terminal over 1,000,000 jobs; PostgreSQL needs " + dsnEnv + ")", "", "./bench", "^BenchmarkConsole$", []string{"-benchtime", "1x"}, 3},
 }
 
 // dsnEnv names the variable the PostgreSQL scenarios need (they skip without it).
@@ -116,6 +118,12 @@ var rows = []row{
 	{"console: filter by a cluster, first page", "BenchmarkJobsFilter/cluster", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by words, first page", "BenchmarkJobsFilter/words", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by a rare word (app-99999: 11 of 1,000,000 jobs), first page", "BenchmarkJobsFilter/rare_word", "ms/filter", "< 100 ms", below(100), false},
+	{"console launched: first frame with rows, 1,000,000 jobs", "BenchmarkConsole/sqlite", "ms/first-frame", "< 300 ms", below(300), false},
+	{"console launched: resident memory after every view, 1,000,000 jobs", "BenchmarkConsole/sqlite", "MB-rss", "< 150 MB", below(150), false},
+	{"console launched: plain-word filter (app-12345), first page", "BenchmarkConsole/sqlite", "ms/word-filter", "< 100 ms", below(100), false},
+	{"console launched on PostgreSQL: first frame with rows, 1,000,000 jobs", "BenchmarkConsole/postgres", "ms/first-frame", "< 300 ms", below(300), true},
+	{"console launched on PostgreSQL: resident memory after every view", "BenchmarkConsole/postgres", "MB-rss", "< 150 MB", below(150), true},
+	{"console launched on PostgreSQL: plain-word filter (app-12345), first page", "BenchmarkConsole/postgres", "ms/word-filter", "< 100 ms", below(100), true},
 }
 
 // result is one entry of bench/results/latest.json.

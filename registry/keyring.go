@@ -120,6 +120,9 @@ type KeyFile struct {
 	// missing exist; a new key would not open them, and would seal new
 	// secrets that the missing key's return could not open either).
 	mustExist bool
+	// sealedExist, when set, is asked whether such secrets exist the first
+	// time the file is needed and missing (NewKeyFileUnlessSealed).
+	sealedExist func() (bool, error)
 
 	mu      sync.Mutex
 	ring    *keyRing
@@ -134,6 +137,16 @@ func NewKeyFile(path string) *KeyFile { return &KeyFile{path: path} }
 // ExistingKeyFile returns a keyring over the key file at path that never
 // creates it: use it when secrets sealed with some key already exist.
 func ExistingKeyFile(path string) *KeyFile { return &KeyFile{path: path, mustExist: true} }
+
+// NewKeyFileUnlessSealed returns a keyring over the key file at path that
+// creates it on first use, as NewKeyFile does, unless sealedExist then says
+// that secrets sealed with some key exist: it behaves as ExistingKeyFile
+// from that moment. The question is asked only when a key is needed and the
+// file is missing, so a command that seals and opens nothing never pays for
+// it (over a large database the look at the jobs' payloads reads them all).
+func NewKeyFileUnlessSealed(path string, sealedExist func() (bool, error)) *KeyFile {
+	return &KeyFile{path: path, sealedExist: sealedExist}
+}
 
 // CreateKeyFile writes a new key file at path; it refuses to replace one.
 func CreateKeyFile(path string) error {
@@ -192,6 +205,13 @@ func (k *KeyFile) load(force bool) (*keyRing, error) {
 		return k.ring, nil
 	}
 	if k.ring == nil {
+		if !k.mustExist && stamp == "missing" && k.sealedExist != nil {
+			sealed, err := k.sealedExist()
+			if err != nil {
+				return nil, err
+			}
+			k.mustExist = sealed
+		}
 		if k.mustExist && stamp == "missing" {
 			return nil, Errorf(CodeUnavailable, "the key file %s is missing, and the database holds secrets sealed with it (agents' HMAC keys, webhook secrets): "+
 				"restore it from your backup; tether will not make a new key that cannot open them", k.path)

@@ -131,3 +131,42 @@ func TestKeyFileErrors(t *testing.T) {
 		t.Errorf("a key file others can read: %v", err)
 	}
 }
+
+// A key file missing beside a registry asks whether sealed secrets exist
+// only when a key is first needed (not when the registry opens), refuses to
+// make a new key if they do, and makes one if they do not.
+func TestKeyFileUnlessSealed(t *testing.T) {
+	dir := t.TempDir()
+	asked := 0
+	sealed := func(answer bool) func() (bool, error) {
+		return func() (bool, error) { asked++; return answer, nil }
+	}
+	gone := filepath.Join(dir, "gone")
+	k := NewKeyFileUnlessSealed(gone, sealed(true))
+	if asked != 0 {
+		t.Fatalf("asked %d times before a key was needed", asked)
+	}
+	if _, err := k.Seal([]byte("x"), nil); err == nil || !strings.Contains(err.Error(), "restore it") {
+		t.Errorf("sealed secrets exist, key file missing: %v", err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("a key file was made beside sealed secrets: %v", err)
+	}
+	asked = 0
+	fresh := filepath.Join(dir, "fresh")
+	k = NewKeyFileUnlessSealed(fresh, sealed(false))
+	box, err := k.Seal([]byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Open(box, nil); err != nil || string(got) != "x" {
+		t.Fatalf("open: %q %v", got, err)
+	}
+	if asked != 1 {
+		t.Errorf("asked %d times, want once", asked)
+	}
+	asked = 0
+	if _, err := NewKeyFileUnlessSealed(fresh, sealed(true)).Seal([]byte("x"), nil); err != nil || asked != 0 {
+		t.Errorf("a key file that exists: %v, asked %d times", err, asked)
+	}
+}

@@ -104,6 +104,12 @@ type filterable interface {
 	FilterErr() string
 }
 
+// filterApplier is a filterable whose filter waits for typing to pause
+// before it reads the store: enter applies it at once.
+type filterApplier interface {
+	ApplyFilter() tea.Cmd
+}
+
 // Messages shared by several views.
 
 // tickMsg moves the console's clock (every second): ages and countdowns

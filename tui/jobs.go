@@ -58,6 +58,11 @@ type jobsView struct {
 	tab    int
 	filter string
 	fl     jobFilter
+	// filterDue: the filter changed and waits for typing to pause before
+	// the store reads it (ApplyFilter reads it at once).
+	filterDue bool
+	// countAfterPage: a requery's counts wait for its first page.
+	countAfterPage bool
 
 	gen     int // bumped whenever the query (tab or filter) changes
 	start   int // absolute index of rows[0]
@@ -305,11 +310,16 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		}
 		v.loaded, v.start, v.rows, v.readAt = true, msg.start, msg.jobs, msg.readAt
 		v.restorePin(msg)
+		var count tea.Cmd
+		if v.countAfterPage {
+			v.countAfterPage = false
+			count = v.countCmd()
+		}
 		if v.dirty {
 			v.dirty = false
-			return v.markDirty()
+			return tea.Batch(count, v.markDirty())
 		}
-		return v.ensureWindow()
+		return tea.Batch(count, v.ensureWindow())
 	case jobsCountsMsg:
 		if msg.gen != v.gen {
 			return nil
@@ -338,6 +348,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		}
 	case jobsFilterMsg:
 		if msg.gen == v.gen && msg.filter == v.filter {
+			v.filterDue = false
 			return v.requery()
 		}
 	case tickMsg:
@@ -589,11 +600,23 @@ func (v *jobsView) SetFilter(s string) tea.Cmd {
 	v.filter = s
 	v.fl = parseJobFilter(v.ctx.Fleet, s)
 	v.gen++
+	v.filterDue = true
 	gen := v.gen
 	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return jobsFilterMsg{gen: gen, filter: s} })
 }
 
 func (v *jobsView) FilterErr() string { return v.fl.err }
+
+// ApplyFilter reads the filter typed so far at once (enter): the pause
+// SetFilter waits for lets a person type a word without a read of the store
+// per key, and is no use once they are done.
+func (v *jobsView) ApplyFilter() tea.Cmd {
+	if !v.filterDue {
+		return nil
+	}
+	v.filterDue = false
+	return v.requery() // the pending pause's message no longer matches
+}
 
 func (v *jobsView) FilterHelp() string {
 	return "cluster:NAME kind:K error:CODE, a state (failed, !failed); words match id, key, namespace, name"

@@ -222,7 +222,11 @@ func (v *jobsView) requeryAt(pin registry.JobCursor, cursor, offset int) tea.Cmd
 	t := v.table()
 	t.cursor, t.offset = max(0, cursor), max(0, offset)
 	v.pin = pin
-	return tea.Batch(v.load(max(0, t.offset-t.height)), v.countCmd())
+	// The tab counts are read once the page has landed: read beside it,
+	// they took the CPU its first page needed (a word over a million jobs
+	// is counted in every tab and the stuck sets).
+	v.countAfterPage = true
+	return v.load(max(0, t.offset-t.height))
 }
 
 func (v *jobsView) setTab(tab int) tea.Cmd {

@@ -135,6 +135,9 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.filtering = false
 		m.filterInput.Blur()
 		cmd := f.SetFilter(strings.TrimSpace(m.filterInput.Value()))
+		if a, ok := f.(filterApplier); ok {
+			cmd = tea.Batch(cmd, a.ApplyFilter())
+		}
 		if e := f.FilterErr(); e != "" {
 			m.setStatus(statusErr, e)
 		}

@@ -41,6 +41,11 @@ func isPostgresURL(db string) bool {
 // the database. PostgreSQL has no such place: its replicas must share one key
 // file, so without --key-file anything that needs a key fails saying so.
 func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error) {
+	return openAppWith(ctx, g, cfg, sqlite.Options{})
+}
+
+// openAppWith is openApp with a SQLite database opened with sopts.
+func openAppWith(ctx context.Context, g *globals, cfg registry.Config, sopts sqlite.Options) (*app, error) {
 	var st appStore
 	keyFile := g.keyFile
 	if err := checkDBNamed(g); err != nil {
@@ -59,7 +64,7 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 			// A mistyped --db must not leave an empty database behind.
 			return nil, failf("there is no database at %s; point --db (or $TETHER_DB) at yours, or create one with tether cluster create, tether serve or tether console", g.db)
 		}
-		sst, err := sqlite.Open(ctx, g.db, sqlite.Options{})
+		sst, err := sqlite.Open(ctx, g.db, sopts)
 		if err != nil {
 			var re *registry.Error
 			if errors.As(err, &re) && re.Code == registry.CodeInternal {
@@ -88,17 +93,13 @@ func openApp(ctx context.Context, g *globals, cfg registry.Config) (*app, error)
 		case keyFileMissing(keyFile):
 			// A key file is created on first use only for a registry that
 			// has sealed nothing yet: a new key next to secrets sealed with
-			// another one would silently orphan them.
-			sealed, err := st.SealedSecretsExist(ctx)
-			if err != nil {
-				st.Close()
-				return nil, err
-			}
-			if sealed {
-				cfg.Keyring = registry.ExistingKeyFile(keyFile)
-			} else {
-				cfg.Keyring = registry.NewKeyFile(keyFile)
-			}
+			// another one would silently orphan them. The registry is asked
+			// then, not here: the look reads every job's payload flag, a
+			// second over a million jobs, which a command that seals nothing
+			// (the console's start) must not wait for.
+			cfg.Keyring = registry.NewKeyFileUnlessSealed(keyFile, func() (bool, error) {
+				return st.SealedSecretsExist(context.WithoutCancel(ctx))
+			})
 		default:
 			cfg.Keyring = registry.NewKeyFile(keyFile)
 		}

@@ -51,6 +51,13 @@ type Options struct {
 	// (default 10ms). The check reads one page header: it costs next to
 	// nothing.
 	NotifyInterval time.Duration
+	// CacheKiB is each connection's page cache in KiB (default 32768: a
+	// write batch's dirty pages are not spilled mid-transaction, and a
+	// server's reads stay in memory). The caches fill as pages are read and
+	// stay full: over a large database a process holds about CacheKiB times
+	// its connections (Readers + 3). The console, which reads a screen at a
+	// time, takes a small one.
+	CacheKiB int
 
 	// Clock is what the writer's retries after a failure are timed by
 	// (ReopenInterval); default the wall clock. Tests advance a fake one.
@@ -127,6 +134,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = registry.SystemClock{}
 	}
+	if opts.CacheKiB <= 0 {
+		opts.CacheKiB = 32768
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			return nil, registry.Errorf(registry.CodeInvalid, "cannot create database %s: directory %s does not exist", path, dir)
@@ -149,9 +159,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// sub-journal, in a temp file unless told otherwise: one pwrite per
 		// page. In memory it costs nothing.
 		"temp_store(MEMORY)",
-		// 32 MiB page cache per connection (negative = KiB), so a batch's
-		// dirty pages are not spilled mid-transaction.
-		"cache_size(-32768)",
+		// The page cache per connection (negative = KiB; see CacheKiB).
+		"cache_size(-" + strconv.Itoa(opts.CacheKiB) + ")",
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}

@@ -198,3 +198,46 @@ func Cleanup() {
 	}
 	dirs, built = nil, map[Config]string{}
 }
+
+// Version is the shape of the fleets Create builds: raise it when Create
+// changes what it inserts, so that Kept builds them again.
+const Version = 1
+
+// Kept returns the path of a database holding cfg's fleet that outlives the
+// process: it is built once, in a directory of the system's temporary
+// directory named after Version, and reused by later runs (a million jobs
+// take a minute or more to seed on a small machine). Store.Open brings a kept
+// database's schema up to date, as it does any database. A benchmark that
+// changes the fleet must use Cached instead.
+func Kept(tb testing.TB, cfg Config) string {
+	tb.Helper()
+	if cfg.Now.IsZero() {
+		cfg.Now = DefaultNow
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("tether-benchseed-v%d", Version))
+	path := filepath.Join(dir, fmt.Sprintf("fleet-%dc-%dj-%d.db", cfg.Clusters, cfg.Jobs, cfg.Now.Unix()))
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	// Built beside its final name and renamed when complete, so that an
+	// interrupted run leaves no half-seeded fleet for the next.
+	tmp, err := os.MkdirTemp(dir, "building-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	if err := Create(context.Background(), filepath.Join(tmp, "tether.db"), cfg); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "tether.db"), path); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("benchseed: %d clusters and %d jobs in %s, kept at %s", cfg.Clusters, cfg.Jobs, time.Since(start).Round(time.Millisecond), path)
+	return path
+}

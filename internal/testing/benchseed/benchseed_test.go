@@ -2,11 +2,17 @@ package benchseed
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
+	"github.com/tetherhq/tether/store/postgres"
 	"github.com/tetherhq/tether/store/sqlite"
 )
 
@@ -57,5 +63,42 @@ func TestCreate(t *testing.T) {
 	}
 	if seq, err := reg.LatestSeq(ctx); err != nil || seq < 10003 {
 		t.Errorf("the change feed ends at %d (%v), want a change per cluster and job", seq, err)
+	}
+}
+
+// KeptPostgres fills a schema with the fleet's shape (the counters
+// included), and a second call finds it.
+func TestKeptPostgres(t *testing.T) {
+	server := pgtest.DSN(t)
+	cfg := Config{Clusters: 3, Jobs: 10000, Now: DefaultNow.Add(time.Millisecond * time.Duration(time.Now().UnixNano()%1000000))}
+	dsn := KeptPostgres(t, server, cfg)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), server)
+		if err == nil {
+			conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{fmt.Sprintf("tether_benchseed_v%d_%dc_%dj_%d", Version, cfg.Clusters, cfg.Jobs, cfg.Now.Unix())}.Sanitize()+" CASCADE")
+			conn.Close(context.Background())
+		}
+	})
+	if again := KeptPostgres(t, server, cfg); again != dsn {
+		t.Fatalf("second call: %s, want %s", again, dsn)
+	}
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counts, err := st.JobCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, queued int64
+	for _, c := range counts {
+		total += c.Count
+		if c.State == registry.JobQueued {
+			queued += c.Count
+		}
+	}
+	if total != 10000 || queued != 200 {
+		t.Errorf("counters: %d jobs, %d queued; want 10000 and 200", total, queued)
 	}
 }
