@@ -232,4 +232,4 @@ func (v *auditView) FilterHelp() string {
 
 func (v *auditView) Actions() []key.Binding { return nil }
 
-func (v *auditView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
+func (v *auditView) KeyMap() help.KeyMap { return v.keyMap() }

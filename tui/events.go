@@ -260,7 +260,7 @@ func (v *eventsView) FilterHelp() string {
 
 func (v *eventsView) Actions() []key.Binding { return nil }
 
-func (v *eventsView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
+func (v *eventsView) KeyMap() help.KeyMap { return v.keyMap() }
 
 // safeLines makes each line of a document (an agent's JSON, kept as it
 // sent it) safe for the terminal, keeping its line breaks: JSON escapes

@@ -32,10 +32,10 @@ func (v *jobsView) key(msg tea.KeyPressMsg) tea.Cmd {
 		return v.toggleFollow()
 	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortPrev):
 		return info("jobs sort only by AGE, the order the store pages them in: S reverses it")
-	case isColumnSortKey(t, msg):
+	case isColumnLetter(t, msg):
 		// The store pages jobs by submission only: sorting the window on
 		// screen by another column would pretend the list is sorted.
-		col, _ := columnSortKey(t, msg)
+		col, _ := columnLetter(t, msg)
 		return info("jobs cannot sort by " + t.cols[col].Title + ": the store pages them by AGE only (S reverses it)")
 	case key.Matches(msg, k.SortReverse):
 		v.oldest = !v.oldest
@@ -168,11 +168,11 @@ func (v *jobsView) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: short,
-		full: [][]key.Binding{
+		full: append([][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Left, k.Right, k.Enter, k.Filter, k.SortReverse, k.Follow},
 			{k.Requeue, k.Cancel, k.Retry, k.DeleteJob, k.ExtendLease, k.CopyID},
 			{k.Mark, k.MarkAll, k.ClearMarks, k.SubmitJob},
-		},
+		}, v.table().helpGroups(k)...),
 	}
 }

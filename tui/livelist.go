@@ -150,6 +150,7 @@ var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older")
 func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList[T] {
 	l := &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, liveFollow: liveFollow{follow: true}, desc: true}
 	l.table.setSort(0, true)
+	l.table.letterSort = true
 	return l
 }
 
@@ -541,15 +542,16 @@ func (l *liveList[T]) setFilter(s, problem string, storeChanged bool) tea.Cmd {
 	return l.searchOlder()
 }
 
-// liveListKeys is the help of a live list.
-func liveListKeys(k *Keys) keyMap {
+// keyMap is the help of a live list.
+func (l *liveList[T]) keyMap() keyMap {
+	k := l.ctx.Keys
 	return keyMap{
 		short: []key.Binding{k.Follow, k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
-		full: [][]key.Binding{
+		full: append([][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Follow, k.Enter, k.Filter, keyOlder},
 			{k.Sort, k.SortPrev, k.SortReverse},
-		},
+		}, l.table.helpGroups(k)...),
 	}
 }
 

@@ -116,6 +116,7 @@ func newRolloutsView(ctx *Context) *rolloutsView {
 		{Title: "SELECTOR", Width: 24, Min: 10, Flex: 1, Drop: 1},
 		{Title: "AGE", Width: 8, Right: true, Drop: 4},
 	})
+	v.table.letterSort = true
 	return v
 }
 
@@ -299,8 +300,8 @@ func (v *rolloutsView) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
-		full: [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts,
-			{k.Sort, k.SortPrev, k.SortReverse}},
+		full: append([][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts,
+			{k.Sort, k.SortPrev, k.SortReverse}}, v.table.helpGroups(k)...),
 	}
 }
 
@@ -517,6 +518,6 @@ func (d *rolloutDetail) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
-		full:  [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts},
+		full:  append([][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts}, d.table.helpGroups(k)...),
 	}
 }

@@ -121,6 +121,9 @@ type table struct {
 	// out of sight (table_scroll.go); tabKeys: ←/→ are the view's own.
 	hscroll int
 	tabKeys bool
+	// letterSort: the view sorts its rows by a column's shift+letter
+	// (sortkeys.go); the jobs, paged by age, do not.
+	letterSort bool
 }
 
 func newTable(cols []column) *table {
