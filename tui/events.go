@@ -106,7 +106,7 @@ func newEventsView(ctx *Context) *eventsView {
 	v := &eventsView{}
 	v.liveList = newLiveList(ctx, []column{
 		{Title: "TIME", Width: 8},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 19, Min: 10},
 		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true, Path: true},
 		{Title: "DETAIL", Width: 30, Min: 16, Flex: 3},

@@ -126,7 +126,7 @@ func newJobsView(ctx *Context) *jobsView {
 	v := &jobsView{ctx: ctx, marks: map[string]registry.Job{}, stuck: -1, liveFollow: liveFollow{follow: true}}
 	v.tables[0] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 7, Drop: 5},
 		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true, Path: true},
 		{Title: "STATE", Width: 13, Min: 8, Fit: true},
@@ -137,7 +137,7 @@ func newJobsView(ctx *Context) *jobsView {
 	})
 	v.tables[1] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 7, Drop: 5},
 		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Drop: 6, Fit: true, Path: true},
 		{Title: "STATE", Width: 13, Min: 8, Fit: true},
@@ -152,7 +152,7 @@ func newJobsView(ctx *Context) *jobsView {
 	// tab's: the room goes to why it failed.
 	v.tables[2] = ctx.table([]column{
 		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 7, Drop: 4},
 		{Title: "TARGET", Width: 24, Min: 10, Flex: 2, Fit: true, Path: true},
 		{Title: "ATT", Width: 4, Right: true, Drop: 3},

@@ -59,6 +59,9 @@ type liveList[T any] struct {
 	// view parses it (match and query follow it).
 	filter    string
 	filterErr string
+	// shown changes whenever rows do: a stamp for what is derived from
+	// them (the audit's actors).
+	shown int
 }
 
 // liveFollow is whether a live list follows the feed, how many changes
@@ -291,6 +294,7 @@ func (l *liveList[T]) rebuild() { l.refilter(l.anchor(), false) }
 // on the first row of the newest first, the newest is the selection (as
 // tail -f).
 func (l *liveList[T]) refilter(sel anchor[int64], arrived bool) {
+	l.shown++
 	l.rows = l.rows[:0]
 	for i := range l.all {
 		if l.spec.match(&l.all[i]) {

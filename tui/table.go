@@ -66,6 +66,13 @@ type column struct {
 	// (…/namespace/name), then the end, so that the namespace and the name,
 	// which tell the targets apart, stay.
 	Path bool
+	// Domain, for a Fit column, is every text the column shows across
+	// the data the view holds, beyond the rows on screen (every cluster
+	// name of the fleet, every actor of the audit entries held): a cut
+	// keeps the texts on screen distinct from all of them, so that
+	// "agent:pro…" never stands for any of three clusters. It returns
+	// texts only when its stamp is not known (table_domain.go).
+	Domain func(known int) (stamp int, texts []string)
 }
 
 // tableSource is what a table shows: the rows currently loaded.
@@ -103,6 +110,12 @@ type table struct {
 	distinct []int
 	headCut  []int
 	blank    []bool
+	// midCut marks the UniquePrefix columns whose ids on screen share a
+	// long head (a timestamp): cut, they keep their tag and the tail that
+	// tells them apart ("j-…k3f9"), not the shared head. domains caches
+	// the columns' Domain texts, sorted (table_domain.go).
+	midCut   []bool
+	domains  []domainCache
 	fitted   bool // natural and prefix describe rows on screen
 	measured map[string]measuredRow
 	noFocus  bool // the cursor is not shown (e.g. a paused tail)
@@ -480,6 +493,9 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 		}
 		if t.fitted && len(c) == 1 && w < t.headCut[i] {
 			c = cell{{cutHead(c[0].text, w), c[0].kind}}
+		}
+		if t.fitted && len(c) == 1 && t.midCut[i] {
+			c = cell{{cutMiddle(c[0].text, w), c[0].kind}}
 		}
 		b.WriteString(t.renderCell(c, w, t.cols[i].Right, selected))
 		used += w

@@ -59,6 +59,7 @@ func (t *table) fit(src tableSource) {
 	distinct := make([]int, n)
 	headCut := make([]int, n)
 	blank := make([]bool, n)
+	midCut := make([]bool, n)
 	multi := make([]bool, n)
 	texts := make([][]string, n)
 	end := min(src.rowCount(), t.offset+t.height)
@@ -85,20 +86,28 @@ func (t *table) fit(src tableSource) {
 			continue
 		}
 		if col.UniquePrefix {
-			// The distinct prefix and the ellipsis that says it is one.
+			// The distinct prefix and the ellipsis that says it is one;
+			// ids that share a long head (ULIDs minted in the same
+			// second share their timestamp) keep their tag and their
+			// distinct tail instead, when that is shorter.
 			prefix[c] = min(natural[c], uniquePrefix(texts[c])+1)
+			if mid := midWidth(texts[c]); !multi[c] && mid < prefix[c] {
+				prefix[c], midCut[c] = mid, true
+			}
 			continue
 		}
 		if !col.Fit || col.Path {
 			continue
 		}
-		// Cut, the texts on screen stay told apart: cut at the end where
-		// they differ early, at the head (their common prefix) where they
+		// Cut, the texts on screen stay told apart, from each other and
+		// from the rest of the column's domain: cut at the end where they
+		// differ early, at the head (their common prefix) where they
 		// differ late ("…eu-1", "…us-1"), never to a stub two texts share.
-		endCut := uniquePrefix(texts[c]) + 1
+		dom := t.domain(c)
+		endCut := max(uniquePrefix(texts[c]), dom.prefixNeed(texts[c])) + 1
 		distinct[c] = min(natural[c], endCut)
 		if !multi[c] {
-			if headW := uniqueSuffix(texts[c]) + 1; headW < endCut {
+			if headW := max(uniqueSuffix(texts[c]), dom.suffixNeed(texts[c])) + 1; headW < endCut {
 				distinct[c] = min(natural[c], headW)
 				headCut[c] = endCut // cut at the head below this width
 			}
@@ -109,11 +118,12 @@ func (t *table) fit(src tableSource) {
 	}
 	fitted := end > t.offset
 	if fitted == t.fitted && slices.Equal(natural, t.natural) && slices.Equal(prefix, t.prefix) &&
-		slices.Equal(distinct, t.distinct) && slices.Equal(headCut, t.headCut) && slices.Equal(blank, t.blank) {
+		slices.Equal(distinct, t.distinct) && slices.Equal(headCut, t.headCut) && slices.Equal(blank, t.blank) &&
+		slices.Equal(midCut, t.midCut) {
 		return
 	}
 	t.natural, t.prefix, t.fitted = natural, prefix, fitted
-	t.distinct, t.headCut, t.blank = distinct, headCut, blank
+	t.distinct, t.headCut, t.blank, t.midCut = distinct, headCut, blank, midCut
 	t.layout()
 	clear(t.cache)
 }

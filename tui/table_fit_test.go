@@ -126,3 +126,93 @@ func TestCutsStayDistinct(t *testing.T) {
 		t.Errorf("the actors are not cut at their common head:\n%s", view)
 	}
 }
+
+// stubNames reports whether a cut text (an ellipsis at its head, its end
+// or its middle) could stand for full.
+func stubNames(stub, full string) bool {
+	head, tail, cut := strings.Cut(stub, "…")
+	if !cut {
+		return stub == full
+	}
+	return len(full) >= len(head)+len(tail) && strings.HasPrefix(full, head) && strings.HasSuffix(full, tail)
+}
+
+// A cut actor or cluster name stands for one text of everything the view
+// holds, not only of the rows on screen: "agent:pro…" on screen while
+// agent:prod-us-1 and agent:prod-ap-1 act off screen is ambiguous (issue
+// 30, defect 7).
+func TestCutsStayDistinctAcrossTheirDomain(t *testing.T) {
+	rows := rowsSource{
+		{"agent:prod-eu-1", "job.result", "succeeded with a long reason that takes the room"},
+		{"admin:alice", "job.submit", ""},
+	}
+	domain := []string{"agent:prod-eu-1", "agent:prod-us-1", "agent:prod-ap-1", "admin:alice", "admin:albert"}
+	reads := 0
+	tb := newTable([]column{
+		{Title: "ACTOR", Width: 20, Min: 8, Flex: 1, Fit: true, Domain: func(known int) (int, []string) {
+			if known == 1 {
+				return 1, nil
+			}
+			reads++
+			return 1, domain
+		}},
+		{Title: "ACTION", Width: 10},
+		{Title: "REASON", Width: 20, Min: 12, Flex: 3},
+	})
+	tb.setStyles(themes.NewStyles(themes.Dark()))
+	for _, width := range []int{30, 34, 40} {
+		tb.setSize(width, 10)
+		view := ansi.Strip(tb.view(rows, ""))
+		for i, line := range strings.Split(view, "\n")[1:3] {
+			stub := strings.Fields(line)[0]
+			for _, d := range domain {
+				if d != rows[i][0] && stubNames(stub, d) {
+					t.Errorf("at %d columns %q stands for %s as well as %s:\n%s", width, stub, d, rows[i][0], view)
+				}
+			}
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the domain was read %d times, want once (its stamp did not change)", reads)
+	}
+}
+
+// Ids minted in the same second share their head (a ULID's timestamp):
+// cut, they keep their tag and the tail that tells them apart, not the
+// shared head, and take less room than their distinct prefix would.
+func TestIDsSharingTheirHeadAreCutInTheMiddle(t *testing.T) {
+	ids := []string{"j-01m8jyrtg7k3f9aq2bz0xw5n1c", "j-01m8jyrtg7k3f9aq2bz0xw5n1d", "j-01m8jyrtc2p8r4m6t0v3y5z7e9", "j-01m8jyrt3h6j9k2m5n8q1s4u7w"}
+	var rows rowsSource
+	for _, id := range ids {
+		rows = append(rows, []string{id, "prod-eu-1", "a reason long enough to want the room of the ids, and more"})
+	}
+	tb := newTable([]column{
+		{Title: "ID", Width: 28, Fit: true, Shrink: true, UniquePrefix: true},
+		{Title: "CLUSTER", Width: 10, Min: 8, Flex: 1, Fit: true},
+		{Title: "REASON", Width: 30, Min: 16, Flex: 3},
+	})
+	tb.setStyles(themes.NewStyles(themes.Dark()))
+	tb.setSize(40, 10)
+	view := ansi.Strip(tb.view(rows, ""))
+	seen := map[string]bool{}
+	for i, line := range strings.Split(view, "\n")[1:5] {
+		stub := strings.Fields(line)[0]
+		if !strings.HasPrefix(stub, "j-…") || !strings.HasSuffix(ids[i], strings.TrimPrefix(stub, "j-…")) {
+			t.Errorf("id %s shows as %q, want j-… and its tail:\n%s", ids[i], stub, view)
+		}
+		for j, id := range ids {
+			if j != i && stubNames(stub, id) {
+				t.Errorf("%q stands for %s as well as %s", stub, id, ids[i])
+			}
+		}
+		if seen[stub] {
+			t.Errorf("two ids show as %q", stub)
+		}
+		seen[stub] = true
+		// The distinct prefix would take 28: the cut takes the 10 an id
+		// column keeps at least.
+		if w := ansi.StringWidth(stub); w > 10 {
+			t.Errorf("id %s shows %d cells wide (%q)", ids[i], w, stub)
+		}
+	}
+}
