@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -271,12 +270,11 @@ func (t *table) layout() {
 		}
 	}
 	// Room left over goes to the flexible columns of free text (a reason,
-	// an error), which can use it; only where there are none, to the
-	// flexible columns sized to their content, which would only pad it.
+	// an error), which can use it; where there are none it stays at the
+	// right of the table, as kubectl and k9s leave it: given to the names
+	// sized to their content, it would only pad them (a CLUSTER column 40
+	// wide for names of 12 at 220 columns).
 	takes := func(c column) bool { return c.Flex > 0 && !c.Fit }
-	if !slices.ContainsFunc(t.visibleCols(visible), takes) {
-		takes = func(c column) bool { return c.Flex > 0 }
-	}
 	flex = 0
 	for i, c := range t.cols {
 		if visible[i] && takes(c) {
@@ -299,17 +297,6 @@ func (t *table) layout() {
 			}
 		}
 	}
-}
-
-// visibleCols is the columns visible marks.
-func (t *table) visibleCols(visible []bool) []column {
-	var out []column
-	for i, c := range t.cols {
-		if visible[i] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // layoutWide gives every column the width of its content (or its title),

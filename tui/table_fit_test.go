@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/themes"
@@ -214,5 +215,37 @@ func TestIDsSharingTheirHeadAreCutInTheMiddle(t *testing.T) {
 		if w := ansi.StringWidth(stub); w > 10 {
 			t.Errorf("id %s shows %d cells wide (%q)", ids[i], w, stub)
 		}
+	}
+}
+
+// Without a column of free text to take it, room left over stays at the
+// right of the table: the names sized to their content are not padded (the
+// jobs' CLUSTER was 40 wide for names of 12 at 220 columns; issue 30,
+// defect 7).
+func TestSpareWidthDoesNotPadNames(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 220, Height: 30})
+	load(t, m, e)
+	do(m, "3")
+	m.View()
+	tb := m.jobs.table()
+	longest := 0
+	for _, j := range m.jobs.rows {
+		longest = max(longest, len(m.ctx.Fleet.clusterName(j.ClusterID)))
+	}
+	if longest == 0 {
+		t.Fatal("no jobs on screen")
+	}
+	if w := tb.widths[1]; w != max(longest, len("CLUSTER")) {
+		t.Errorf("at 220 columns CLUSTER is %d wide for names of at most %d:\n%s", w, longest, ansi.Strip(m.View().Content))
+	}
+	// A view with free text gives it the room.
+	do(m, "5")
+	m.View()
+	reason := len(m.audit.table.cols) - 1
+	if w := m.audit.table.widths[reason]; w < 60 {
+		t.Errorf("at 220 columns the audit's REASON is %d wide, want the room left over", w)
 	}
 }
