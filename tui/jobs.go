@@ -173,6 +173,7 @@ func newJobsView(ctx *Context) *jobsView {
 // the failed tab, where the order's arrow shows: the newest first is the
 // youngest AGE first (▲).
 const (
+	jobsStateCol = 4
 	jobsAgeCol   = 8
 	stuckAgeCol  = 9
 	failedAgeCol = 6
@@ -435,6 +436,13 @@ func (v *jobsView) View() string {
 	case v.loaded:
 		empty = "no " + jobTabLabels[v.tab] + " jobs"
 	}
+	// A tab of one state names it: the STATE column, when it says only
+	// that, gives up its room first.
+	implied := ""
+	if s := tabStates(v.tab); len(s) == 1 {
+		implied = stateLabel(s[0])
+	}
+	v.tables[0].cols[jobsStateCol].Implied = implied
 	return pad(title, v.width) + "\n" + pad(strings.Join(tabs, " "), v.width) + "\n" + v.table().view(v, empty)
 }
 

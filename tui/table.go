@@ -72,6 +72,10 @@ type column struct {
 	// "agent:pro…" never stands for any of three clusters. It returns
 	// texts only when its stamp is not known (table_domain.go).
 	Domain func(known int) (stamp int, texts []string)
+	// Implied is a text the view already says (the jobs' STATE in the
+	// in-progress tab, "in progress"): when every row on screen shows
+	// it, the column gives up its room first, as an empty one does.
+	Implied string
 }
 
 // tableSource is what a table shows: the rows currently loaded.

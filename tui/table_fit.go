@@ -85,6 +85,9 @@ func (t *table) fit(src tableSource) {
 		if len(texts[c]) == 0 {
 			continue
 		}
+		if col.Implied != "" && !slices.ContainsFunc(texts[c], func(s string) bool { return s != col.Implied }) {
+			blank[c] = true
+		}
 		if col.UniquePrefix {
 			// The distinct prefix and the ellipsis that says it is one;
 			// ids that share a long head (ULIDs minted in the same

@@ -249,3 +249,37 @@ func TestSpareWidthDoesNotPadNames(t *testing.T) {
 		t.Errorf("at 220 columns the audit's REASON is %d wide, want the room left over", w)
 	}
 }
+
+// The in-progress tab names the state its jobs are in: at 80 columns a
+// STATE column saying only "in progress" gives up its room before a name
+// or a target is cut; a stuck job's "⚠ in progress" keeps it, and so does
+// the all tab (issue 30, defect 7).
+func TestImpliedStateGivesUpItsRoom(t *testing.T) {
+	e := newEnv(t)
+	f := seedFleet(t, e)
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	load(t, m, e)
+	do(m, "3")
+	pump(m, m.jobs.setTab(tabInProgress))
+	pump(m, m.jobs.SetFilter("cluster:prod-eu-1"))
+	pump(m, m.jobs.requery())
+	view := ansi.Strip(m.View().Content)
+	if len(m.jobs.rows) != 1 || m.jobs.rows[0].ID != f.leasedJob {
+		t.Fatalf("want the leased job alone on screen, have %d rows:\n%s", len(m.jobs.rows), view)
+	}
+	if strings.Contains(view, "STATE") || !strings.Contains(view, "…/payments/ledger") {
+		t.Errorf("the in-progress tab keeps a STATE column of \"in progress\" while the target is cut:\n%s", view)
+	}
+	pump(m, m.jobs.SetFilter(""))
+	pump(m, m.jobs.requery())
+	if view := ansi.Strip(m.View().Content); !strings.Contains(view, "STATE") {
+		t.Errorf("stuck jobs on screen (⚠ in progress): the STATE column is gone:\n%s", view)
+	}
+	pump(m, m.jobs.setTab(tabAll))
+	pump(m, m.jobs.SetFilter("cluster:prod-eu-1 in_progress"))
+	pump(m, m.jobs.requery())
+	if view := ansi.Strip(m.View().Content); !strings.Contains(view, "STATE") {
+		t.Errorf("the all tab hides its STATE column:\n%s", view)
+	}
+}
