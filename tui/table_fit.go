@@ -177,6 +177,12 @@ func cutHead(text string, w int) string {
 // whose rows have been measured, else its Width.
 func (t *table) prefOf(i int) int {
 	c := t.cols[i]
+	if t.fitted && !c.Fit && c.Flex > 0 {
+		// Free text (a detail, a reason) claims no more than the rows on
+		// screen need while others are cut: the room left over comes
+		// back to it.
+		return max(min(c.Width, t.natural[i]), ansi.StringWidth(t.titleOf(i)), t.minOf(i))
+	}
 	if !c.Fit || !t.fitted {
 		return max(c.Width, ansi.StringWidth(t.titleOf(i)))
 	}
@@ -207,6 +213,9 @@ func (t *table) minOfContent(i int) int {
 		return max(t.prefix[i], ansi.StringWidth(t.titleOf(i)), min(c.minWidth(), 10))
 	case c.Fit:
 		return max(t.distinct[i], min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i)))))
+	case c.Flex > 0:
+		// Free text shorter than its Min on every row needs no more.
+		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i))))
 	}
 	return c.minWidth()
 }

@@ -283,3 +283,33 @@ func TestImpliedStateGivesUpItsRoom(t *testing.T) {
 		t.Errorf("the all tab hides its STATE column:\n%s", view)
 	}
 }
+
+// Free text claims no more room than the rows on screen need while a
+// resource is cut: at 80 columns the events' DETAIL said "Ready=True" in
+// 30 cells while RESOURCE showed "…/team-a/gitea…" (issue 30, defect 7).
+func TestFreeTextDoesNotHoldRoomItDoesNotNeed(t *testing.T) {
+	rows := rowsSource{
+		{"06:46:23", "edge-lab", "ConditionTransition", "ApplicationInstance/team-a/gitea-team-a", "Ready=True"},
+		{"06:46:21", "staging-eu", "ConditionTransition", "ApplicationInstance/team-a/nextcloud-team-a", "Ready=True"},
+	}
+	tb := newTable([]column{
+		{Title: "TIME", Width: 8},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "KIND", Width: 19, Min: 10},
+		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true, Path: true},
+		{Title: "DETAIL", Width: 30, Min: 16, Flex: 3},
+	})
+	tb.setStyles(themes.NewStyles(themes.Dark()))
+	tb.setSize(80, 10)
+	view := ansi.Strip(tb.view(rows, ""))
+	for _, want := range []string{"…/team-a/gitea-team-a", "…/team-a/nextcloud-team-a", "Ready=True"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("%q is cut while DETAIL keeps room it does not need:\n%s", want, view)
+		}
+	}
+	// With room to spare, it goes to the free text.
+	tb.setSize(160, 10)
+	if w := tb.widths[4]; w < 50 {
+		t.Errorf("at 160 columns DETAIL is %d wide, want the room left over", w)
+	}
+}
