@@ -21,6 +21,9 @@ import (
 type auditView struct {
 	*liveList[registry.AuditEntry]
 	fl auditFilter
+	// actors is the ACTOR column's Domain as last built, of the rows and
+	// the fleet as of shown and fleet.
+	actors struct{ stamp, shown, fleet int }
 }
 
 const (
@@ -90,9 +93,9 @@ func newAuditView(ctx *Context) *auditView {
 	v := &auditView{}
 	v.liveList = newLiveList(ctx, []column{
 		{Title: "TIME", Width: 20},
-		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1, Fit: true},
+		{Title: "ACTOR", Width: 20, Min: 10, Flex: 1, Fit: true, Domain: v.actorDomain},
 		{Title: "ACTION", Width: 20, Min: 12, Fit: true},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Drop: 3, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Drop: 3, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "TARGET", Width: 29, Min: 12, Drop: 2, Fit: true, Shrink: true, UniquePrefix: true},
 		{Title: "REASON", Width: 20, Min: 12, Flex: 3},
 	}, listSpec[registry.AuditEntry]{
@@ -203,6 +206,34 @@ func actorText(f *fleet, actor string) string {
 	return registry.ActorAgent + ":" + f.clusterName(id) + "/" + cred
 }
 
+// actorDomain is the ACTOR column's Domain: the actor of every entry
+// shown (the rows the filter lets through, whether on screen or not) and
+// every cluster's agent, so that a cut actor names one of them only.
+func (v *auditView) actorDomain(known int) (int, []string) {
+	f := v.ctx.Fleet
+	if a := &v.actors; a.shown != v.shown || a.fleet != f.version {
+		a.stamp, a.shown, a.fleet = a.stamp+1, v.shown, f.version
+	}
+	if v.actors.stamp == known {
+		return known, nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, c := range f.sorted {
+		add(registry.ActorAgent + ":" + c.Name)
+	}
+	for _, a := range v.rows {
+		add(shortActor(f, a.Actor))
+	}
+	return v.actors.stamp, out
+}
+
 // shortActor is an actor without its credential: "agent:prod-eu-1".
 func shortActor(f *fleet, actor string) string {
 	s := actorText(f, actor)
@@ -229,4 +260,4 @@ func (v *auditView) FilterHelp() string {
 
 func (v *auditView) Actions() []key.Binding { return nil }
 
-func (v *auditView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
+func (v *auditView) KeyMap() help.KeyMap { return v.keyMap() }

@@ -97,6 +97,7 @@ func newClustersView(ctx *Context) *clustersView {
 		{Title: "CREDENTIAL", Width: 11},
 		{Title: "WRITES", Width: 8, Drop: 2},
 	})
+	v.table.letterSort = true
 	return v
 }
 
@@ -407,13 +408,13 @@ func (v *clustersView) KeyMap() help.KeyMap {
 	k := v.ctx.Keys
 	return keyMap{
 		short: []key.Binding{k.Enter, k.NewCluster, k.IssueToken, k.Edit, k.Toggle, k.Filter, k.Sort, k.Command, k.Help, k.Quit},
-		full: [][]key.Binding{
+		full: append([][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Enter, k.Filter, k.Sort, k.SortPrev, k.SortReverse},
 			{k.NewCluster, k.IssueToken, k.Edit, k.Rotate},
 			{k.Revoke, k.Toggle, k.PauseQueue, k.Delete},
 			{keyClusterJobs, keyClusterEvents, k.CopyID},
-		},
+		}, v.table.helpGroups(k)...),
 	}
 }
 

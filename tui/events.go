@@ -107,7 +107,7 @@ func newEventsView(ctx *Context) *eventsView {
 	v := &eventsView{}
 	v.liveList = newLiveList(ctx, []column{
 		{Title: "TIME", Width: 8},
-		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true},
+		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 19, Min: 10},
 		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true, Path: true},
 		{Title: "DETAIL", Width: 30, Min: 16, Flex: 3},
@@ -257,7 +257,7 @@ func (v *eventsView) FilterHelp() string {
 
 func (v *eventsView) Actions() []key.Binding { return nil }
 
-func (v *eventsView) KeyMap() help.KeyMap { return liveListKeys(v.ctx.Keys) }
+func (v *eventsView) KeyMap() help.KeyMap { return v.keyMap() }
 
 // safeLines makes each line of a document (an agent's JSON, kept as it
 // sent it) safe for the terminal, keeping its line breaks: JSON escapes

@@ -504,10 +504,39 @@ func (d *jobDetail) linkKeys() []key.Binding {
 	return nil
 }
 
+// actionKeys are the actions the job's state allows (the registry's
+// rules), for the footer: a failed job offers F retry and D delete, not C
+// cancel and L extend lease, which it would refuse.
+func (d *jobDetail) actionKeys() []key.Binding {
+	j := d.job
+	if j == nil || d.deleted {
+		return nil
+	}
+	k := d.ctx.Keys
+	var out []key.Binding
+	for _, a := range []struct {
+		b  key.Binding
+		ok bool
+	}{
+		{k.Retry, registry.ActionRetry.Applies(j)},
+		{k.Requeue, registry.ActionRequeue.Applies(j)},
+		{k.Cancel, registry.ActionCancel.Applies(j)},
+		{k.DeleteJob, registry.ActionDelete.Applies(j)},
+		{k.ExtendLease, j.State == registry.JobInProgress && j.Leased()},
+	} {
+		if a.ok {
+			out = append(out, a.b)
+		}
+	}
+	return out
+}
+
 func (d *jobDetail) KeyMap() help.KeyMap {
 	k := d.ctx.Keys
+	short := append(d.linkKeys(), k.Back, k.Up, k.Down)
+	short = append(append(short, d.actionKeys()...), k.CopyID, k.Help)
 	return keyMap{
-		short: append(d.linkKeys(), k.Back, k.Up, k.Down, k.Requeue, k.Cancel, k.ExtendLease, k.CopyID, k.Help),
+		short: short,
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
 			{keyOpenLink, keyNextItem, keyPrevItem},

@@ -59,6 +59,9 @@ type liveList[T any] struct {
 	// view parses it (match and query follow it).
 	filter    string
 	filterErr string
+	// shown changes whenever rows do: a stamp for what is derived from
+	// them (the audit's actors).
+	shown int
 }
 
 // liveFollow is whether a live list follows the feed, how many changes
@@ -150,6 +153,7 @@ var keyOlder = key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "load older")
 func newLiveList[T any](ctx *Context, cols []column, spec listSpec[T]) *liveList[T] {
 	l := &liveList[T]{ctx: ctx, table: ctx.table(cols), spec: spec, liveFollow: liveFollow{follow: true}, desc: true}
 	l.table.setSort(0, true)
+	l.table.letterSort = true
 	return l
 }
 
@@ -290,6 +294,7 @@ func (l *liveList[T]) rebuild() { l.refilter(l.anchor(), false) }
 // on the first row of the newest first, the newest is the selection (as
 // tail -f).
 func (l *liveList[T]) refilter(sel anchor[int64], arrived bool) {
+	l.shown++
 	l.rows = l.rows[:0]
 	for i := range l.all {
 		if l.spec.match(&l.all[i]) {
@@ -541,15 +546,16 @@ func (l *liveList[T]) setFilter(s, problem string, storeChanged bool) tea.Cmd {
 	return l.searchOlder()
 }
 
-// liveListKeys is the help of a live list.
-func liveListKeys(k *Keys) keyMap {
+// keyMap is the help of a live list.
+func (l *liveList[T]) keyMap() keyMap {
+	k := l.ctx.Keys
 	return keyMap{
 		short: []key.Binding{k.Follow, k.Enter, k.Filter, keyOlder, k.Command, k.Help, k.Quit},
-		full: [][]key.Binding{
+		full: append([][]key.Binding{
 			{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
 			{k.Follow, k.Enter, k.Filter, keyOlder},
 			{k.Sort, k.SortPrev, k.SortReverse},
-		},
+		}, l.table.helpGroups(k)...),
 	}
 }
 

@@ -96,6 +96,10 @@ func (m *Model) header() string {
 	type item struct {
 		text string
 		prio int
+		// short, when set, replaces text rather than the item going,
+		// and then counts as shortPrio.
+		short     string
+		shortPrio int
 	}
 	var items []item
 	now := m.ctx.Now
@@ -106,18 +110,18 @@ func (m *Model) header() string {
 		}
 	}
 	if silent > 0 {
-		items = append(items, item{st.Render(themes.Warning, "⚠ "+plural(silent, "silent cluster", "silent clusters")), 4})
+		items = append(items, item{text: st.Render(themes.Warning, "⚠ "+plural(silent, "silent cluster", "silent clusters")), prio: 4})
 	}
 	if n := m.ctx.Fleet.notDrainingCount(); n > 0 {
-		items = append(items, item{st.Render(themes.Danger, "⚠ "+thousands(int64(n))+" not draining"), 5})
+		items = append(items, item{text: st.Render(themes.Danger, "⚠ "+thousands(int64(n))+" not draining"), prio: 5})
 	}
 	if n := m.overview.stuck.Total; m.overview.stuckKnown && n > 0 {
-		items = append(items, item{st.Render(themes.Warning, "⚠ "+thousands(int64(n))+" stuck"), 4})
+		items = append(items, item{text: st.Render(themes.Warning, "⚠ "+thousands(int64(n))+" stuck"), prio: 4})
 	}
 	if m.opts.ServeAddr != "" {
-		items = append(items, item{st.Render(themes.Muted, "serving ") + st.Render(themes.Good, m.opts.ServeAddr), 3})
+		items = append(items, item{text: st.Render(themes.Muted, "serving ") + st.Render(themes.Good, m.opts.ServeAddr), prio: 3})
 	} else if m.opts.Source != "" {
-		items = append(items, item{st.Render(themes.Muted, m.opts.Source), 1})
+		items = append(items, item{text: st.Render(themes.Muted, m.opts.Source), prio: 1})
 	}
 	if c := m.conn; !c.LostAt.IsZero() {
 		// The remote console lost its server: for how long, and when it
@@ -128,20 +132,23 @@ func (m *Model) header() string {
 		} else {
 			text += " · retrying"
 		}
-		items = append(items, item{st.DangerBadge.Render(" OFFLINE ") + " " + st.Render(themes.Danger, text), 5})
+		// Short of room (80 columns), the badge stays, before anything
+		// else: the screen may be out of date.
+		badge := st.DangerBadge.Render(" OFFLINE ")
+		items = append(items, item{badge + " " + st.Render(themes.Danger, text), 5, badge, 7})
 	} else if m.watchErr != nil {
-		items = append(items, item{st.DangerBadge.Render(" OFFLINE "), 5})
+		items = append(items, item{text: st.DangerBadge.Render(" OFFLINE "), prio: 7})
 	}
 	if m.ctx.ReadOnly {
-		items = append(items, item{st.Badge.Render(" READ-ONLY "), 6})
+		items = append(items, item{text: st.Badge.Render(" READ-ONLY "), prio: 6})
 	} else if m.ctx.Role != registry.RoleAdmin {
 		// The token's role (GET /whoami): what the keys on offer follow.
-		items = append(items, item{st.Badge.Render(" " + strings.ToUpper(string(m.ctx.Role)) + " "), 6})
+		items = append(items, item{text: st.Badge.Render(" " + strings.ToUpper(string(m.ctx.Role)) + " "), prio: 6})
 	}
 	if m.ctx.Wide {
-		items = append(items, item{st.Render(themes.Accent, "⇔ wide"), 5})
+		items = append(items, item{text: st.Render(themes.Accent, "⇔ wide"), prio: 5})
 	}
-	items = append(items, item{st.Render(themes.Muted, clock(now)+"Z"), 2})
+	items = append(items, item{text: st.Render(themes.Muted, clock(now)+"Z"), prio: 2})
 	var right []string
 	w := m.ctx.Width
 	if drilled {
@@ -184,6 +191,10 @@ func (m *Model) header() string {
 			if it.prio < items[low].prio {
 				low = i
 			}
+		}
+		if it := &items[low]; it.short != "" {
+			it.text, it.prio, it.short = it.short, it.shortPrio, ""
+			continue
 		}
 		items = append(items[:low], items[low+1:]...)
 	}

@@ -117,6 +117,13 @@ func TestRemoteConsoleShowsLostConnection(t *testing.T) {
 	if strings.Contains(view, "● following") || !strings.Contains(view, offlineMark) {
 		t.Errorf("the events view still says it follows the feed:\n%s", view)
 	}
+	// At 80 columns the tabs leave no room for the whole of it: the
+	// badge stays, before anything else (issue 30, defect 6).
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	if header := strings.SplitN(ansi.Strip(m.View().Content), "\n", 2)[0]; !strings.Contains(header, "OFFLINE") {
+		t.Errorf("at 80 columns the header does not show the lost connection:\n%s", header)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	// An attempt while the server is still down fails, and the next waits
 	// twice as long.
 	retry <- time.Time{}

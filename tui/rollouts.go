@@ -108,15 +108,19 @@ func (v *rolloutsView) sortKey(msg tea.KeyPressMsg) tea.Cmd {
 func newRolloutsView(ctx *Context) *rolloutsView {
 	v := &rolloutsView{ctx: ctx, sortCol: 7}
 	v.table = ctx.table([]column{
-		{Title: "NAME", Width: 20, Min: 10, Flex: 2},
-		{Title: "STATE", Width: 10},
-		{Title: "PROGRESS", Width: 22, Min: 12, Drop: 3},
-		{Title: "DONE", Width: 9, Right: true},
+		// Names and states as wide as they are; the bar whole or not at
+		// all (DONE says the same in figures); the room left to the
+		// selector, which is free text.
+		{Title: "NAME", Width: 20, Min: 10, Flex: 2, Fit: true},
+		{Title: "STATE", Width: 10, Fit: true},
+		{Title: "PROGRESS", Width: progressWidth, Min: progressWidth, Drop: 3},
+		{Title: "DONE", Width: 5, Right: true, Fit: true},
 		{Title: "FAILED", Width: 6, Right: true},
 		{Title: "RUNNING", Width: 7, Right: true, Drop: 2},
 		{Title: "SELECTOR", Width: 24, Min: 10, Flex: 1, Drop: 1},
-		{Title: "AGE", Width: 8, Right: true, Drop: 4},
+		{Title: "AGE", Width: 4, Right: true, Drop: 4},
 	})
+	v.table.letterSort = true
 	return v
 }
 
@@ -235,6 +239,9 @@ func rolloutStateKind(s registry.RolloutState) themes.Kind {
 }
 
 // progressBar renders the share of targets done: "██████░░░░".
+// progressWidth is the rollouts' PROGRESS bar: a bar cut short would lie.
+const progressWidth = 20
+
 func progressBar(ro *registry.Rollout, width int) string {
 	if width < 1 {
 		return ""
@@ -262,7 +269,7 @@ func (v *rolloutsView) rowCells(i int) []cell {
 	return []cell{
 		txt(ro.Name, themes.Plain),
 		txt(string(ro.State), rolloutStateKind(ro.State)),
-		txt(progressBar(ro, 20), rolloutStateKind(ro.State)),
+		txt(progressBar(ro, progressWidth), rolloutStateKind(ro.State)),
 		txt(fmt.Sprintf("%d/%d", ro.Done(), ro.Total()), themes.Plain),
 		txt(fmt.Sprint(ro.Failures()), failed),
 		txt(fmt.Sprint(ro.Counts[registry.TargetRunning]), themes.Plain),
@@ -300,8 +307,8 @@ func (v *rolloutsView) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
-		full: [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts,
-			{k.Sort, k.SortPrev, k.SortReverse}},
+		full: append([][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts,
+			{k.Sort, k.SortPrev, k.SortReverse}}, v.table.helpGroups(k)...),
 	}
 }
 
@@ -518,6 +525,6 @@ func (d *rolloutDetail) KeyMap() help.KeyMap {
 	}
 	return keyMap{
 		short: append(acts[:len(acts):len(acts)], k.Back, k.Help),
-		full:  [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts},
+		full:  append([][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}, acts}, d.table.helpGroups(k)...),
 	}
 }

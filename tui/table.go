@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -66,6 +65,17 @@ type column struct {
 	// (…/namespace/name), then the end, so that the namespace and the name,
 	// which tell the targets apart, stay.
 	Path bool
+	// Domain, for a Fit column, is every text the column shows across
+	// the data the view holds, beyond the rows on screen (every cluster
+	// name of the fleet, every actor of the audit entries held): a cut
+	// keeps the texts on screen distinct from all of them, so that
+	// "agent:pro…" never stands for any of three clusters. It returns
+	// texts only when its stamp is not known (table_domain.go).
+	Domain func(known int) (stamp int, texts []string)
+	// Implied is a text the view already says (the jobs' STATE in the
+	// in-progress tab, "in progress"): when every row on screen shows
+	// it, the column gives up its room first, as an empty one does.
+	Implied string
 }
 
 // tableSource is what a table shows: the rows currently loaded.
@@ -103,6 +113,12 @@ type table struct {
 	distinct []int
 	headCut  []int
 	blank    []bool
+	// midCut marks the UniquePrefix columns whose ids on screen share a
+	// long head (a timestamp): cut, they keep their tag and the tail that
+	// tells them apart ("j-…k3f9"), not the shared head. domains caches
+	// the columns' Domain texts, sorted (table_domain.go).
+	midCut   []bool
+	domains  []domainCache
 	fitted   bool // natural and prefix describe rows on screen
 	measured map[string]measuredRow
 	noFocus  bool // the cursor is not shown (e.g. a paused tail)
@@ -121,6 +137,9 @@ type table struct {
 	// out of sight (table_scroll.go); tabKeys: ←/→ are the view's own.
 	hscroll int
 	tabKeys bool
+	// letterSort: the view sorts its rows by a column's shift+letter
+	// (sortkeys.go); the jobs, paged by age, do not.
+	letterSort bool
 }
 
 func newTable(cols []column) *table {
@@ -255,12 +274,11 @@ func (t *table) layout() {
 		}
 	}
 	// Room left over goes to the flexible columns of free text (a reason,
-	// an error), which can use it; only where there are none, to the
-	// flexible columns sized to their content, which would only pad it.
+	// an error), which can use it; where there are none it stays at the
+	// right of the table, as kubectl and k9s leave it: given to the names
+	// sized to their content, it would only pad them (a CLUSTER column 40
+	// wide for names of 12 at 220 columns).
 	takes := func(c column) bool { return c.Flex > 0 && !c.Fit }
-	if !slices.ContainsFunc(t.visibleCols(visible), takes) {
-		takes = func(c column) bool { return c.Flex > 0 }
-	}
 	flex = 0
 	for i, c := range t.cols {
 		if visible[i] && takes(c) {
@@ -283,17 +301,6 @@ func (t *table) layout() {
 			}
 		}
 	}
-}
-
-// visibleCols is the columns visible marks.
-func (t *table) visibleCols(visible []bool) []column {
-	var out []column
-	for i, c := range t.cols {
-		if visible[i] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // layoutWide gives every column the width of its content (or its title),
@@ -477,6 +484,9 @@ func (t *table) renderRow(cells []cell, selected, marked bool) string {
 		}
 		if t.fitted && len(c) == 1 && w < t.headCut[i] {
 			c = cell{{cutHead(c[0].text, w), c[0].kind}}
+		}
+		if t.fitted && len(c) == 1 && t.midCut[i] {
+			c = cell{{cutMiddle(c[0].text, w), c[0].kind}}
 		}
 		b.WriteString(t.renderCell(c, w, t.cols[i].Right, selected))
 		used += w

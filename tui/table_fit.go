@@ -59,6 +59,7 @@ func (t *table) fit(src tableSource) {
 	distinct := make([]int, n)
 	headCut := make([]int, n)
 	blank := make([]bool, n)
+	midCut := make([]bool, n)
 	multi := make([]bool, n)
 	texts := make([][]string, n)
 	end := min(src.rowCount(), t.offset+t.height)
@@ -84,21 +85,32 @@ func (t *table) fit(src tableSource) {
 		if len(texts[c]) == 0 {
 			continue
 		}
+		if col.Implied != "" && !slices.ContainsFunc(texts[c], func(s string) bool { return s != col.Implied }) {
+			blank[c] = true
+		}
 		if col.UniquePrefix {
-			// The distinct prefix and the ellipsis that says it is one.
+			// The distinct prefix and the ellipsis that says it is one;
+			// ids that share a long head (ULIDs minted in the same
+			// second share their timestamp) keep their tag and their
+			// distinct tail instead, when that is shorter.
 			prefix[c] = min(natural[c], uniquePrefix(texts[c])+1)
+			if mid := midWidth(texts[c]); !multi[c] && mid < prefix[c] {
+				prefix[c], midCut[c] = mid, true
+			}
 			continue
 		}
 		if !col.Fit || col.Path {
 			continue
 		}
-		// Cut, the texts on screen stay told apart: cut at the end where
-		// they differ early, at the head (their common prefix) where they
+		// Cut, the texts on screen stay told apart, from each other and
+		// from the rest of the column's domain: cut at the end where they
+		// differ early, at the head (their common prefix) where they
 		// differ late ("…eu-1", "…us-1"), never to a stub two texts share.
-		endCut := uniquePrefix(texts[c]) + 1
+		dom := t.domain(c)
+		endCut := max(uniquePrefix(texts[c]), dom.prefixNeed(texts[c])) + 1
 		distinct[c] = min(natural[c], endCut)
 		if !multi[c] {
-			if headW := uniqueSuffix(texts[c]) + 1; headW < endCut {
+			if headW := max(uniqueSuffix(texts[c]), dom.suffixNeed(texts[c])) + 1; headW < endCut {
 				distinct[c] = min(natural[c], headW)
 				headCut[c] = endCut // cut at the head below this width
 			}
@@ -109,11 +121,12 @@ func (t *table) fit(src tableSource) {
 	}
 	fitted := end > t.offset
 	if fitted == t.fitted && slices.Equal(natural, t.natural) && slices.Equal(prefix, t.prefix) &&
-		slices.Equal(distinct, t.distinct) && slices.Equal(headCut, t.headCut) && slices.Equal(blank, t.blank) {
+		slices.Equal(distinct, t.distinct) && slices.Equal(headCut, t.headCut) && slices.Equal(blank, t.blank) &&
+		slices.Equal(midCut, t.midCut) {
 		return
 	}
 	t.natural, t.prefix, t.fitted = natural, prefix, fitted
-	t.distinct, t.headCut, t.blank = distinct, headCut, blank
+	t.distinct, t.headCut, t.blank, t.midCut = distinct, headCut, blank, midCut
 	t.layout()
 	clear(t.cache)
 }
@@ -164,6 +177,12 @@ func cutHead(text string, w int) string {
 // whose rows have been measured, else its Width.
 func (t *table) prefOf(i int) int {
 	c := t.cols[i]
+	if t.fitted && !c.Fit && c.Flex > 0 {
+		// Free text (a detail, a reason) claims no more than the rows on
+		// screen need while others are cut: the room left over comes
+		// back to it.
+		return max(min(c.Width, t.natural[i]), ansi.StringWidth(t.titleOf(i)), t.minOf(i))
+	}
 	if !c.Fit || !t.fitted {
 		return max(c.Width, ansi.StringWidth(t.titleOf(i)))
 	}
@@ -194,6 +213,9 @@ func (t *table) minOfContent(i int) int {
 		return max(t.prefix[i], ansi.StringWidth(t.titleOf(i)), min(c.minWidth(), 10))
 	case c.Fit:
 		return max(t.distinct[i], min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i)))))
+	case c.Flex > 0:
+		// Free text shorter than its Min on every row needs no more.
+		return min(c.minWidth(), max(t.natural[i], ansi.StringWidth(t.titleOf(i))))
 	}
 	return c.minWidth()
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"strings"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 )
@@ -38,15 +40,49 @@ func (t *table) overflows() bool {
 	return used > t.width
 }
 
-// hscrollKey scrolls the wide layout's columns: shift+←/→ anywhere, ←/→
-// (h/l) where the view does not use them (tabKeys: the jobs' tabs).
-func (t *table) hscrollKey(msg tea.KeyPressMsg, k *Keys) bool {
+// keyScrollLeft and keyScrollRight scroll the wide layout's columns in
+// every table, the jobs' (whose ←/→ change tabs) included.
+var (
+	keyScrollLeft  = key.NewBinding(key.WithKeys("shift+left"), key.WithHelp("shift+←", "scroll columns left"))
+	keyScrollRight = key.NewBinding(key.WithKeys("shift+right"), key.WithHelp("shift+→", "scroll columns right"))
+)
+
+// scrollLeftRight are the keys that scroll t's columns left and right:
+// shift+←/→, and ←/→ (h/l) where the view does not use them (tabKeys: the
+// jobs' tabs). None outside the wide layout, which alone scrolls.
+func (t *table) scrollLeftRight(k *Keys) (left, right []key.Binding) {
 	if !t.isWide() {
-		return false
+		return nil, nil
 	}
-	s := msg.String()
-	left := s == "shift+left" || (!t.tabKeys && key.Matches(msg, k.Left))
-	right := s == "shift+right" || (!t.tabKeys && key.Matches(msg, k.Right))
+	left, right = []key.Binding{keyScrollLeft}, []key.Binding{keyScrollRight}
+	if !t.tabKeys {
+		left, right = append(left, k.Left), append(right, k.Right)
+	}
+	return left, right
+}
+
+// scrollKeys are scrollLeftRight for the help, each direction one binding.
+func (t *table) scrollKeys(k *Keys) []key.Binding {
+	left, right := t.scrollLeftRight(k)
+	if len(left) == 0 {
+		return nil
+	}
+	join := func(bs []key.Binding, desc string) key.Binding {
+		var keys, helps []string
+		for _, b := range bs {
+			keys = append(keys, b.Keys()...)
+			helps = append(helps, b.Help().Key)
+		}
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(helps, " "), desc))
+	}
+	return []key.Binding{join(left, "scroll columns left"), join(right, "scroll columns right")}
+}
+
+// hscrollKey scrolls the wide layout's columns (scrollLeftRight); it
+// reports whether msg was one of its keys.
+func (t *table) hscrollKey(msg tea.KeyPressMsg, k *Keys) bool {
+	l, r := t.scrollLeftRight(k)
+	left, right := key.Matches(msg, l...), key.Matches(msg, r...)
 	switch {
 	case left && t.hscroll > 0:
 		t.hscroll--
