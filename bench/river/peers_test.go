@@ -1,0 +1,129 @@
+package river
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite", as tether's store uses
+
+	"github.com/tetherhq/tether/internal/benchlife"
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/postgres"
+)
+
+// BenchmarkPeers runs, in one process and one after another, the lifecycle
+// scenario (32 apiclient agents; poll, ack, status, result; producers keeping
+// two jobs queued per cluster) against: the trivial handler, tether on
+// SQLite, River bridged on SQLite (riversqlite, modernc.org/sqlite), tether
+// on PostgreSQL and River bridged on PostgreSQL (riverpgxv5), each on a
+// database of its own. Its ratios are of figures measured in the same run.
+// On PostgreSQL it also reads the commits (pg_stat_database) and the CPU of
+// the database's backends (/proc) over each run's lifecycles. Without
+// TETHER_TEST_POSTGRES_DSN only the SQLite runs are made.
+func BenchmarkPeers(b *testing.B) {
+	const agents = benchlife.Agents
+	n := b.N
+	baseline := benchlife.RunBaseline(b, agents, n, nil)
+	tetherSQLite, _, _ := benchlife.RunTether(b, []registry.Store{benchlife.OpenSQLite(b)}, agents, n, nil)
+	bridgeSQLite := runBridge(b, sqliteDriver(b), agents, n, nil)
+
+	N := float64(n)
+	b.ReportMetric(baseline, "baseline-lifecycles/s")
+	b.ReportMetric(tetherSQLite, "sqlite-lifecycles/s")
+	b.ReportMetric(bridgeSQLite, "bridge-sqlite-lifecycles/s")
+	b.ReportMetric(tetherSQLite/bridgeSQLite, "sqlite-bridge-sqlite-ratio")
+	b.ReportMetric(tetherSQLite/baseline, "sqlite-baseline-ratio")
+	if os.Getenv(benchlife.DSNEnv) == "" {
+		b.Logf("%s is not set: the PostgreSQL runs are skipped", benchlife.DSNEnv)
+		b.Logf("River %s", riverVersion())
+		return
+	}
+
+	tdsn, tmeter := benchlife.Database(b, "tether_peer")
+	var tu benchlife.Usage
+	tetherPG, _, _ := benchlife.RunTether(b, []registry.Store{openPostgres(b, tdsn)}, agents, n, meterWindow(b, tmeter, &tu))
+	rdsn, rmeter := benchlife.Database(b, "river_peer")
+	var ru benchlife.Usage
+	bridgePG := runBridge(b, pgDriver(b, rdsn), agents, n, meterWindow(b, rmeter, &ru))
+
+	b.ReportMetric(tetherPG, "pg-lifecycles/s")
+	b.ReportMetric(bridgePG, "bridge-pg-lifecycles/s")
+	b.ReportMetric(tetherSQLite/max(bridgeSQLite, bridgePG), "sqlite-bridge-ratio")
+	b.ReportMetric(tetherPG/bridgePG, "pg-bridge-ratio")
+	b.ReportMetric(float64(tu.Commits)/N, "pg-commits/lifecycle")
+	b.ReportMetric(float64(ru.Commits)/N, "bridge-pg-commits/lifecycle")
+	b.ReportMetric(1000*tu.BackendCPU/N, "pg-cpu-ms/lifecycle")
+	b.ReportMetric(1000*ru.BackendCPU/N, "bridge-pg-cpu-ms/lifecycle")
+	if ru.BackendCPU > 0 {
+		b.ReportMetric(tu.BackendCPU/ru.BackendCPU, "pg-cpu-ratio")
+	}
+	b.Logf("River %s", riverVersion())
+}
+
+func meterWindow(b *testing.B, m *benchlife.Meter, u *benchlife.Usage) benchlife.Window {
+	return func() func() {
+		r := m.Start(b)
+		return func() { *u = m.End(b, r) }
+	}
+}
+
+func openPostgres(b *testing.B, dsn string) registry.Store {
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// pgDriver migrates River into the database at dsn and returns its driver.
+func pgDriver(b *testing.B, dsn string) *riverpgxv5.Driver {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	return driver
+}
+
+// sqliteDriver migrates River into a new SQLite file, in WAL mode with
+// synchronous=NORMAL as tether's store, on one connection as riversqlite's
+// documentation advises, and returns its driver.
+func sqliteDriver(b *testing.B) *riversqlite.Driver {
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "river.db")+"?"+q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	b.Cleanup(func() { db.Close() })
+	driver := riversqlite.New(db)
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := migrator.Migrate(context.Background(), rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	return driver
+}
