@@ -31,11 +31,16 @@ import (
 func BenchmarkPeers(b *testing.B) {
 	const agents = benchlife.Agents
 	n := b.N
-	baseline := benchlife.RunBaseline(b, agents, n, nil)
-	tetherSQLite, _, _ := benchlife.RunTether(b, []registry.Store{benchlife.OpenSQLite(b)}, agents, n, nil)
-	bridgeSQLite := runBridge(b, sqliteDriver(b), agents, n, nil)
+	var cpu [5]float64 // this process's CPU seconds in each run's window
+	baseline := benchlife.RunBaseline(b, agents, n, cpuWindow(nil, &cpu[0]))
+	tetherSQLite, _, _ := benchlife.RunTether(b, []registry.Store{benchlife.OpenSQLite(b)}, agents, n, cpuWindow(nil, &cpu[1]))
+	bridgeSQLite := runBridge(b, sqliteDriver(b), agents, n, cpuWindow(nil, &cpu[2]))
 
 	N := float64(n)
+	perLifecycle := func(s float64) float64 { return 1000 * s / N }
+	b.ReportMetric(perLifecycle(cpu[0]), "baseline-cpu-ms/lifecycle")
+	b.ReportMetric(perLifecycle(cpu[1]), "sqlite-cpu-ms/lifecycle")
+	b.ReportMetric(perLifecycle(cpu[2]), "bridge-sqlite-cpu-ms/lifecycle")
 	b.ReportMetric(baseline, "baseline-lifecycles/s")
 	b.ReportMetric(tetherSQLite, "sqlite-lifecycles/s")
 	b.ReportMetric(bridgeSQLite, "bridge-sqlite-lifecycles/s")
@@ -49,10 +54,12 @@ func BenchmarkPeers(b *testing.B) {
 
 	tdsn, tmeter := benchlife.Database(b, "tether_peer")
 	var tu benchlife.Usage
-	tetherPG, _, _ := benchlife.RunTether(b, []registry.Store{openPostgres(b, tdsn)}, agents, n, meterWindow(b, tmeter, &tu))
+	tetherPG, _, _ := benchlife.RunTether(b, []registry.Store{openPostgres(b, tdsn)}, agents, n, cpuWindow(meterWindow(b, tmeter, &tu), &cpu[3]))
 	rdsn, rmeter := benchlife.Database(b, "river_peer")
 	var ru benchlife.Usage
-	bridgePG := runBridge(b, pgDriver(b, rdsn), agents, n, meterWindow(b, rmeter, &ru))
+	bridgePG := runBridge(b, pgDriver(b, rdsn), agents, n, cpuWindow(meterWindow(b, rmeter, &ru), &cpu[4]))
+	b.ReportMetric(perLifecycle(cpu[3]), "pg-go-cpu-ms/lifecycle")
+	b.ReportMetric(perLifecycle(cpu[4]), "bridge-pg-go-cpu-ms/lifecycle")
 
 	b.ReportMetric(tetherPG, "pg-lifecycles/s")
 	b.ReportMetric(bridgePG, "bridge-pg-lifecycles/s")
@@ -66,6 +73,25 @@ func BenchmarkPeers(b *testing.B) {
 		b.ReportMetric(tu.BackendCPU/ru.BackendCPU, "pg-cpu-ratio")
 	}
 	b.Logf("River %s", riverVersion())
+}
+
+// cpuWindow is inner (nil for none) that also puts this process's CPU
+// seconds over the window in cpu (read inside inner's, which waits for the
+// database's counters to settle).
+func cpuWindow(inner benchlife.Window, cpu *float64) benchlife.Window {
+	return func() func() {
+		var end func()
+		if inner != nil {
+			end = inner()
+		}
+		t0 := benchlife.ProcessCPU()
+		return func() {
+			*cpu = benchlife.ProcessCPU() - t0
+			if end != nil {
+				end()
+			}
+		}
+	}
 }
 
 func meterWindow(b *testing.B, m *benchlife.Meter, u *benchlife.Usage) benchlife.Window {
