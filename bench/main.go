@@ -21,11 +21,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,6 +156,12 @@ type result struct {
 }
 
 func main() {
+	only := flag.String("only", "", "run only the scenarios whose benchmark pattern matches this regular expression (e.g. 'Peers|Replicas'); the other rows say they were not selected")
+	flag.Parse()
+	sel, err := regexp.Compile(*only)
+	if err != nil {
+		fail(fmt.Errorf("-only: %w", err))
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		fail(err)
@@ -162,6 +170,10 @@ func main() {
 	values := map[string][]float64{} // bench + " " + unit -> one value per run
 	var stopped error                // the scenario that could not measure, if one could not
 	for _, r := range runs {
+		if !sel.MatchString(r.bench) {
+			continue
+		}
+		selected = append(selected, r)
 		fmt.Fprintf(os.Stderr, "bench: %s, %d runs ...\n", r.title, r.count)
 		t0 := time.Now()
 		out, err := goTest(root, r)
@@ -194,7 +206,7 @@ func main() {
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		fail(err)
 	}
-	fmt.Printf("\n%d of %d targets met (%d skipped, %d not measured); medians of each scenario's runs, measured on this machine in %s. Written to %s.\n",
+	fmt.Printf("\n%d of %d targets met (%d skipped or not selected, %d not measured); medians of each scenario's runs, measured on this machine in %s. Written to %s.\n",
 		countTargets()-missed-skipped-absent, countTargets()-skipped, skipped, absent, time.Since(start).Round(time.Second), path)
 	switch {
 	case stopped != nil:
@@ -214,6 +226,11 @@ func table(w io.Writer, values map[string][]float64, stopped bool) (results []re
 		if len(vs) == 0 {
 			why := "NOT MEASURED: no figure"
 			switch {
+			case !isSelected(r.bench):
+				why = "not selected (-only)"
+				if r.ok != nil {
+					skipped++
+				}
 			case r.postgres && os.Getenv(dsnEnv) == "":
 				why = "skipped: " + dsnEnv + " is not set"
 				if r.ok != nil {
@@ -247,6 +264,21 @@ func table(w io.Writer, values map[string][]float64, stopped bool) (results []re
 	}
 	tw.Flush()
 	return results, missed, skipped, absent
+}
+
+// selected are the scenarios this run runs (-only).
+var selected []run
+
+// isSelected says whether a selected scenario reports bench (a name as the
+// table has it, "BenchmarkX/sub" for a sub-benchmark).
+func isSelected(bench string) bool {
+	top, _, _ := strings.Cut(bench, "/")
+	for _, r := range selected {
+		if ok, _ := regexp.MatchString(r.bench, top); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func countTargets() int {
