@@ -38,14 +38,23 @@ func BenchmarkPeers(b *testing.B) {
 
 	N := float64(n)
 	perLifecycle := func(s float64) float64 { return 1000 * s / N }
-	b.ReportMetric(perLifecycle(cpu[0]), "baseline-cpu-ms/lifecycle")
-	b.ReportMetric(perLifecycle(cpu[1]), "sqlite-cpu-ms/lifecycle")
-	b.ReportMetric(perLifecycle(cpu[2]), "bridge-sqlite-cpu-ms/lifecycle")
-	b.ReportMetric(baseline, "baseline-lifecycles/s")
-	b.ReportMetric(tetherSQLite, "sqlite-lifecycles/s")
-	b.ReportMetric(bridgeSQLite, "bridge-sqlite-lifecycles/s")
-	b.ReportMetric(tetherSQLite/bridgeSQLite, "sqlite-bridge-sqlite-ratio")
-	b.ReportMetric(tetherSQLite/baseline, "sqlite-baseline-ratio")
+	// Each run's b.ResetTimer drops the metrics reported before it: report
+	// them all at the end.
+	metrics := map[string]float64{}
+	defer func() {
+		for unit, v := range metrics {
+			b.ReportMetric(v, unit)
+		}
+	}()
+	report := func(v float64, unit string) { metrics[unit] = v }
+	report(perLifecycle(cpu[0]), "baseline-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[1]), "sqlite-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[2]), "bridge-sqlite-cpu-ms/lifecycle")
+	report(baseline, "baseline-lifecycles/s")
+	report(tetherSQLite, "sqlite-lifecycles/s")
+	report(bridgeSQLite, "bridge-sqlite-lifecycles/s")
+	report(tetherSQLite/bridgeSQLite, "sqlite-bridge-sqlite-ratio")
+	report(tetherSQLite/baseline, "sqlite-baseline-ratio")
 	if os.Getenv(benchlife.DSNEnv) == "" {
 		b.Logf("%s is not set: the PostgreSQL runs are skipped", benchlife.DSNEnv)
 		b.Logf("River %s", riverVersion())
@@ -58,19 +67,19 @@ func BenchmarkPeers(b *testing.B) {
 	rdsn, rmeter := benchlife.Database(b, "river_peer")
 	var ru benchlife.Usage
 	bridgePG := runBridge(b, pgDriver(b, rdsn), agents, n, cpuWindow(meterWindow(b, rmeter, &ru), &cpu[4]))
-	b.ReportMetric(perLifecycle(cpu[3]), "pg-go-cpu-ms/lifecycle")
-	b.ReportMetric(perLifecycle(cpu[4]), "bridge-pg-go-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[3]), "pg-go-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[4]), "bridge-pg-go-cpu-ms/lifecycle")
 
-	b.ReportMetric(tetherPG, "pg-lifecycles/s")
-	b.ReportMetric(bridgePG, "bridge-pg-lifecycles/s")
-	b.ReportMetric(tetherSQLite/max(bridgeSQLite, bridgePG), "sqlite-bridge-ratio")
-	b.ReportMetric(tetherPG/bridgePG, "pg-bridge-ratio")
-	b.ReportMetric(float64(tu.Commits)/N, "pg-commits/lifecycle")
-	b.ReportMetric(float64(ru.Commits)/N, "bridge-pg-commits/lifecycle")
-	b.ReportMetric(1000*tu.BackendCPU/N, "pg-cpu-ms/lifecycle")
-	b.ReportMetric(1000*ru.BackendCPU/N, "bridge-pg-cpu-ms/lifecycle")
+	report(tetherPG, "pg-lifecycles/s")
+	report(bridgePG, "bridge-pg-lifecycles/s")
+	report(tetherSQLite/max(bridgeSQLite, bridgePG), "sqlite-bridge-ratio")
+	report(tetherPG/bridgePG, "pg-bridge-ratio")
+	report(float64(tu.Commits)/N, "pg-commits/lifecycle")
+	report(float64(ru.Commits)/N, "bridge-pg-commits/lifecycle")
+	report(1000*tu.BackendCPU/N, "pg-cpu-ms/lifecycle")
+	report(1000*ru.BackendCPU/N, "bridge-pg-cpu-ms/lifecycle")
 	if ru.BackendCPU > 0 {
-		b.ReportMetric(tu.BackendCPU/ru.BackendCPU, "pg-cpu-ratio")
+		report(tu.BackendCPU/ru.BackendCPU, "pg-cpu-ratio")
 	}
 	b.Logf("River %s", riverVersion())
 }
