@@ -92,6 +92,7 @@ type request struct {
 	body    any
 	header  http.Header
 	out     any
+	into    []any                // Into: more values the answer is decoded into
 	replied func(*http.Response) // called with a 2xx answer, before its body is decoded
 }
 
@@ -104,12 +105,35 @@ func (c *Client) do(ctx context.Context, r request) error {
 	if r.replied != nil {
 		r.replied(resp)
 	}
-	if r.out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(r.out); err != nil {
+	if len(r.into) == 0 {
+		if r.out != nil {
+			if err := json.NewDecoder(resp.Body).Decode(r.out); err != nil {
+				return fmt.Errorf("decode tether's answer to %s %s: %w", r.method, r.path, err)
+			}
+		}
+		return nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("read tether's answer to %s %s: %w", r.method, r.path, err)
+	}
+	for _, v := range append([]any{r.out}, r.into...) {
+		if v == nil {
+			continue
+		}
+		if err := json.Unmarshal(b, v); err != nil {
 			return fmt.Errorf("decode tether's answer to %s %s: %w", r.method, r.path, err)
 		}
 	}
 	return nil
+}
+
+// call is do with a typed method's options.
+func (c *Client) call(ctx context.Context, r request, opts []CallOption) error {
+	for _, o := range opts {
+		o(&r)
+	}
+	return c.do(ctx, r)
 }
 
 // doStream sends the request and hands back a 2xx answer with its body
@@ -224,6 +248,15 @@ func WithHeader(h http.Header) CallOption {
 			r.header[k] = append(r.header[k], vs...)
 		}
 	}
+}
+
+// Into decodes a 2xx answer into v as well as into the typed method's own
+// result: a caller with fuller types of the same JSON (tether's own
+// registry records, as the CLI and the console have them) reaches the API
+// through the typed methods and keeps every field. For a list, v is a
+// *Page of the caller's type.
+func Into(v any) CallOption {
+	return func(r *request) { r.into = append(r.into, v) }
 }
 
 // OnResponse hears a 2xx answer before its body is decoded (to read a

@@ -70,25 +70,25 @@ func (d *WebhookDelivery) Attempted() bool {
 }
 
 // ListWebhooks returns the webhooks, by name.
-func (c *Client) ListWebhooks(ctx context.Context) ([]Webhook, error) {
+func (c *Client) ListWebhooks(ctx context.Context, opts ...CallOption) ([]Webhook, error) {
 	var out Page[Webhook]
-	return out.Items, c.do(ctx, request{method: http.MethodGet, path: "/webhooks", out: &out})
+	return out.Items, c.call(ctx, request{method: http.MethodGet, path: "/webhooks", out: &out}, opts)
 }
 
 // GetWebhook returns a webhook by id or name.
-func (c *Client) GetWebhook(ctx context.Context, webhook string) (*Webhook, error) {
+func (c *Client) GetWebhook(ctx context.Context, webhook string, opts ...CallOption) (*Webhook, error) {
 	var out Webhook
-	return &out, c.do(ctx, request{method: http.MethodGet, path: path("webhooks", webhook), out: &out})
+	return &out, c.call(ctx, request{method: http.MethodGet, path: path("webhooks", webhook), out: &out}, opts)
 }
 
 // CreateWebhook subscribes a URL to events and returns the webhook with its
 // signing secret (whsec_...), shown this once.
-func (c *Client) CreateWebhook(ctx context.Context, spec WebhookSpec) (*Webhook, string, error) {
+func (c *Client) CreateWebhook(ctx context.Context, spec WebhookSpec, opts ...CallOption) (*Webhook, string, error) {
 	var out struct {
 		Webhook
 		Secret string `json:"secret"`
 	}
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/webhooks", body: spec, out: &out}); err != nil {
+	if err := c.call(ctx, request{method: http.MethodPost, path: "/webhooks", body: spec, out: &out}, opts); err != nil {
 		return nil, "", err
 	}
 	return &out.Webhook, out.Secret, nil
@@ -96,23 +96,23 @@ func (c *Client) CreateWebhook(ctx context.Context, spec WebhookSpec) (*Webhook,
 
 // UpdateWebhook changes a webhook if it is still at version (GetWebhook's
 // Version); a concurrent change is an *Error with code "conflict".
-func (c *Client) UpdateWebhook(ctx context.Context, webhook string, version int64, edit WebhookEdit) (*Webhook, error) {
+func (c *Client) UpdateWebhook(ctx context.Context, webhook string, version int64, edit WebhookEdit, opts ...CallOption) (*Webhook, error) {
 	var out Webhook
 	h := http.Header{}
 	h.Set("If-Match", `"`+strconv.FormatInt(version, 10)+`"`)
-	return &out, c.do(ctx, request{method: http.MethodPatch, path: path("webhooks", webhook), body: edit, header: h, out: &out})
+	return &out, c.call(ctx, request{method: http.MethodPatch, path: path("webhooks", webhook), body: edit, header: h, out: &out}, opts)
 }
 
 // DeleteWebhook deletes a webhook and its pending deliveries.
-func (c *Client) DeleteWebhook(ctx context.Context, webhook string) error {
-	return c.do(ctx, request{method: http.MethodDelete, path: path("webhooks", webhook)})
+func (c *Client) DeleteWebhook(ctx context.Context, webhook string, opts ...CallOption) error {
+	return c.call(ctx, request{method: http.MethodDelete, path: path("webhooks", webhook)}, opts)
 }
 
 // RotateWebhookSecret gives a webhook a new secret, returned this once. For
 // overlap after it, deliveries are signed with the previous secret too; a
 // negative overlap asks for none (the previous secret stops signing at
 // once), zero for the server's default (24 h).
-func (c *Client) RotateWebhookSecret(ctx context.Context, webhook string, overlap time.Duration) (*Webhook, string, error) {
+func (c *Client) RotateWebhookSecret(ctx context.Context, webhook string, overlap time.Duration, opts ...CallOption) (*Webhook, string, error) {
 	var body any
 	switch {
 	case overlap < 0:
@@ -124,7 +124,7 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, webhook string, overla
 		Webhook
 		Secret string `json:"secret"`
 	}
-	if err := c.do(ctx, request{method: http.MethodPost, path: path("webhooks", webhook, "rotate-secret"), body: body, out: &out}); err != nil {
+	if err := c.call(ctx, request{method: http.MethodPost, path: path("webhooks", webhook, "rotate-secret"), body: body, out: &out}, opts); err != nil {
 		return nil, "", err
 	}
 	return &out.Webhook, out.Secret, nil
@@ -132,32 +132,32 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, webhook string, overla
 
 // TestWebhook queues a webhook.test delivery to the webhook; poll
 // GetWebhookDelivery until Attempted to learn how it went.
-func (c *Client) TestWebhook(ctx context.Context, webhook string) (*WebhookDelivery, error) {
+func (c *Client) TestWebhook(ctx context.Context, webhook string, opts ...CallOption) (*WebhookDelivery, error) {
 	var out WebhookDelivery
-	return &out, c.do(ctx, request{method: http.MethodPost, path: path("webhooks", webhook, "test"), out: &out})
+	return &out, c.call(ctx, request{method: http.MethodPost, path: path("webhooks", webhook, "test"), out: &out}, opts)
 }
 
 // WebhookDeliveries returns a webhook's deliveries, newest first (limit
 // zero: the server's default).
-func (c *Client) WebhookDeliveries(ctx context.Context, webhook string, limit int) ([]WebhookDelivery, error) {
+func (c *Client) WebhookDeliveries(ctx context.Context, webhook string, limit int, opts ...CallOption) ([]WebhookDelivery, error) {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var out Page[WebhookDelivery]
-	return out.Items, c.do(ctx, request{method: http.MethodGet, path: path("webhooks", webhook, "deliveries"), query: q, out: &out})
+	return out.Items, c.call(ctx, request{method: http.MethodGet, path: path("webhooks", webhook, "deliveries"), query: q, out: &out}, opts)
 }
 
 // GetWebhookDelivery returns a delivery by id (wd-<n>).
-func (c *Client) GetWebhookDelivery(ctx context.Context, id string) (*WebhookDelivery, error) {
+func (c *Client) GetWebhookDelivery(ctx context.Context, id string, opts ...CallOption) (*WebhookDelivery, error) {
 	var out WebhookDelivery
-	return &out, c.do(ctx, request{method: http.MethodGet, path: path("webhook-deliveries", id), out: &out})
+	return &out, c.call(ctx, request{method: http.MethodGet, path: path("webhook-deliveries", id), out: &out}, opts)
 }
 
 // RedeliverWebhookDelivery sends a delivery that ended again, with the same
 // webhook-id (receivers that processed it ignore it); it returns the new
 // delivery.
-func (c *Client) RedeliverWebhookDelivery(ctx context.Context, id string) (*WebhookDelivery, error) {
+func (c *Client) RedeliverWebhookDelivery(ctx context.Context, id string, opts ...CallOption) (*WebhookDelivery, error) {
 	var out WebhookDelivery
-	return &out, c.do(ctx, request{method: http.MethodPost, path: path("webhook-deliveries", id, "redeliver"), out: &out})
+	return &out, c.call(ctx, request{method: http.MethodPost, path: path("webhook-deliveries", id, "redeliver"), out: &out}, opts)
 }

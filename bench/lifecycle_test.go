@@ -5,13 +5,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/benchlife"
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchlife"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 )
 
-// The scenario lives in internal/benchlife, which bench/river (tether beside
+// The scenario lives in internal/testing/benchlife, which bench/river (tether beside
 // River, in one process) shares.
 var (
 	admin      = benchlife.Admin
@@ -48,7 +48,7 @@ func BenchmarkLifecycle(b *testing.B) {
 
 // BenchmarkLifecycleMillion is the lifecycle on SQLite with a million jobs
 // of 50 other clusters already in the tables (97.5% of them finished, as
-// internal/benchseed shapes a month of work), against an empty database in
+// internal/testing/benchseed shapes a month of work), against an empty database in
 // the same run: what a store that has been in service for a while costs.
 func BenchmarkLifecycleMillion(b *testing.B) {
 	empty, _, _ := runTether(b, []registry.Store{openSQLite(b)}, lifecycleAgents, b.N)

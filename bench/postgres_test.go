@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/benchlife"
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/benchlife"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )

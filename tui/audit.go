@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
@@ -101,11 +102,7 @@ func newAuditView(ctx *Context) *auditView {
 		id:    func(a *registry.AuditEntry) int64 { return a.ID },
 		match: func(a *registry.AuditEntry) bool { return v.fl.match(ctx.Fleet, a) },
 		query: func() func(context.Context, int64, int64, int) ([]registry.AuditEntry, error) {
-			p, b := registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action}, ctx.Backend
-			return func(c context.Context, before, after int64, limit int) ([]registry.AuditEntry, error) {
-				p.BeforeID, p.AfterID, p.Limit = before, after, limit
-				return b.ListAudit(c, p)
-			}
+			return admin.Audit(ctx.Backend, registry.AuditListParams{ClusterID: v.fl.cluster, Action: v.fl.action}).Page
 		},
 		open: v.open,
 		sortBy: []func(a, b *registry.AuditEntry) int{

@@ -44,8 +44,8 @@ func (s *stableIDs) CAs(ctx context.Context) ([]registry.CertificateAuthority, e
 	return cas, s.err(err)
 }
 
-func (s *stableIDs) InitCA(ctx context.Context) (*registry.CertificateAuthority, error) {
-	ca, err := s.inner.InitCA(ctx)
+func (s *stableIDs) InitCA(ctx context.Context, replace bool) (*registry.CertificateAuthority, error) {
+	ca, err := s.inner.InitCA(ctx, replace)
 	if err != nil {
 		return nil, s.err(err)
 	}

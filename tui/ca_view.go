@@ -102,7 +102,7 @@ func (v *caView) confirmInit() tea.Cmd {
 		"Its private key is sealed with the key file and kept in the database. From then on an agent that sends a CSR at register or rotation gets a client certificate, " +
 		"and the server verifies client certificates against it. Only the CLI can replace it later (tether ca init --replace)."
 	return v.ctx.showModal(newConfirm(v.ctx, "Create tether's CA?", body, "create", false, runAction("create the CA", func(cx context.Context) outcome {
-		ca, err := b.InitCA(cx)
+		ca, err := b.InitCA(cx, false)
 		if err != nil {
 			return outcome{err: err}
 		}

@@ -459,11 +459,11 @@ func clusterAction(ctx *Context, c *registry.Cluster, msg tea.KeyPressMsg) tea.C
 		return ctx.showModal(newConfirm(ctx, "Force credential rotation for "+name+"?", forceRotationText(ctx, c),
 			"force rotation", true,
 			runAction("force rotation for "+name, func(cx context.Context) outcome {
-				n, err := b.ForceRotation(cx, id, "forced from the console")
+				f, err := b.ForceRotation(cx, id, "forced from the console")
 				if err != nil {
 					return outcome{err: err}
 				}
-				return outcome{ok: fmt.Sprintf("forced rotation of %s of %s: its agent must rotate on its next call", plural(n, "credential", "credentials"), name)}
+				return outcome{ok: fmt.Sprintf("forced rotation of %s of %s: its agent must rotate on its next call", plural(f.Credentials, "credential", "credentials"), name)}
 			})))
 	case key.Matches(msg, k.Revoke):
 		return ctx.showModal(newTypedConfirm(ctx, "Revoke every credential of "+name+"?",

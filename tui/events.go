@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
@@ -117,11 +118,7 @@ func newEventsView(ctx *Context) *eventsView {
 		id:    func(e *registry.Event) int64 { return e.ID },
 		match: func(e *registry.Event) bool { return v.fl.match(ctx.Fleet, e) },
 		query: func() func(context.Context, int64, int64, int) ([]registry.Event, error) {
-			p, b := registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly}, ctx.Backend
-			return func(c context.Context, before, after int64, limit int) ([]registry.Event, error) {
-				p.BeforeID, p.AfterID, p.Limit = before, after, limit
-				return b.ListEvents(c, p)
-			}
+			return admin.Events(ctx.Backend, registry.EventListParams{ClusterID: v.fl.cluster, Kinds: v.fl.kinds, FalseOnly: v.fl.falseOnly}).Page
 		},
 		open: func(e *registry.Event) tea.Cmd { return ctx.showModal(newEventModal(ctx, e)) },
 		sortBy: []func(a, b *registry.Event) int{

@@ -260,7 +260,7 @@ func startWatch(b Backend, f *feed) tea.Cmd {
 		if err != nil {
 			return watchStartedMsg{feed: f, err: err}
 		}
-		clusters, err := b.ListClusters(f.ctx)
+		clusters, err := b.ListClusters(f.ctx, registry.ClusterListParams{})
 		if err != nil {
 			return watchStartedMsg{feed: f, err: err}
 		}

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
 
@@ -75,7 +76,7 @@ func find[T tea.Msg](msgs []tea.Msg) (T, bool) {
 // and the audit trail.
 func load(tb testing.TB, m *Model, e *env) {
 	tb.Helper()
-	m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin)))
+	m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin, registry.ClusterListParams{})))
 	for _, cmd := range []tea.Cmd{m.loadCounts(), loadCredentials(m.ctx.Backend, clusterIDs(m)), m.jobs.load(0), m.jobs.countCmd(), m.events.Init(), m.audit.Init()} {
 		for _, msg := range exec(cmd, 10*time.Second) {
 			m.Update(msg)

@@ -81,7 +81,7 @@ func TestBulkActions(t *testing.T) {
 		for i := range n {
 			e.submit(t, c.ID, "default", fmt.Sprintf("b-%d", i))
 		}
-		m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin)))
+		m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin, registry.ClusterListParams{})))
 		in := registry.JobListParams{ClusterIDs: []string{c.ID}}
 		byState := func(s registry.JobState) int {
 			p := in

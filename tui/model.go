@@ -19,6 +19,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -103,7 +104,7 @@ type Model struct {
 
 	feed        *feed
 	watchErr    error
-	conn        connState // the remote backend's connection, read each tick
+	conn        admin.ConnState // the remote backend's connection, read each tick
 	countsDirty bool
 	countsBusy  bool
 	countsLast  time.Time
@@ -123,11 +124,11 @@ func New(opts Options) *Model {
 	}
 	b := opts.Backend
 	if opts.ReadOnly {
-		b = readOnly{opts.Backend}
+		b = admin.ReadOnly(opts.Backend, errReadOnly)
 	}
 	if opts.Role == "" {
 		opts.Role = registry.RoleAdmin
-		if r, ok := opts.Backend.(*Remote); ok && r.Role != "" {
+		if r, ok := opts.Backend.(*admin.Remote); ok && r.Role != "" {
 			opts.Role = r.Role
 		}
 	}
@@ -445,6 +446,12 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 
 type restartWatchMsg struct{}
 
+// connReporter is a backend that can lose its connection: the remote one.
+type connReporter interface {
+	Connection() admin.ConnState
+	Reconnected() (time.Duration, bool)
+}
+
 // checkConn reads the remote backend's connection for the header and the
 // live marks, and says when a lost connection came back (the counts are
 // read again: changes made meanwhile came through the resumed watch, but
@@ -452,13 +459,13 @@ type restartWatchMsg struct{}
 func (m *Model) checkConn() tea.Cmd {
 	var cmd tea.Cmd
 	if r, ok := m.opts.Backend.(connReporter); ok {
-		if d, back := r.reconnected(); back {
+		if d, back := r.Reconnected(); back {
 			m.setStatus(statusOK, "reconnected after "+humanDuration(roundDuration(d))+"; live updates resumed")
 			cmd = m.loadCounts()
 		}
-		m.conn = r.connection()
+		m.conn = r.Connection()
 	}
-	m.ctx.Offline = m.watchErr != nil || !m.conn.lostAt.IsZero()
+	m.ctx.Offline = m.watchErr != nil || !m.conn.LostAt.IsZero()
 	return cmd
 }
 

@@ -119,11 +119,11 @@ func (m *Model) header() string {
 	} else if m.opts.Source != "" {
 		items = append(items, item{st.Render(themes.Muted, m.opts.Source), 1})
 	}
-	if c := m.conn; !c.lostAt.IsZero() {
+	if c := m.conn; !c.LostAt.IsZero() {
 		// The remote console lost its server: for how long, and when it
 		// tries again (the watch reconnects by itself, with backoff).
-		text := "connection lost " + humanDuration(roundDuration(max(now.Sub(c.lostAt), 0)))
-		if wait := c.retryAt.Sub(now); wait > 0 {
+		text := "connection lost " + humanDuration(roundDuration(max(now.Sub(c.LostAt), 0)))
+		if wait := c.RetryAt.Sub(now); wait > 0 {
 			text += " · retrying in " + humanDuration(roundDuration(wait))
 		} else {
 			text += " · retrying"

@@ -145,7 +145,7 @@ type overviewRolloutsMsg struct{ list []registry.Rollout }
 func (o *overview) loadRollouts() tea.Cmd {
 	b := o.ctx.Backend
 	return func() tea.Msg {
-		list, err := b.ListRollouts(context.Background())
+		list, err := b.ListRollouts(context.Background(), consoleRollouts)
 		if err != nil {
 			return nil // the overview shows what it can; :rollouts says what failed
 		}

@@ -43,7 +43,7 @@ type queueLoader struct {
 func (q *queueLoader) load(b Backend) tea.Cmd {
 	q.busy, q.dirty, q.last = true, false, time.Now()
 	return func() tea.Msg {
-		list, err := b.QueueHealth(context.Background())
+		list, err := b.FleetQueueHealth(context.Background())
 		return queuesMsg{list: list, err: err}
 	}
 }

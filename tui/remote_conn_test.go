@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
@@ -66,7 +67,7 @@ func TestRemoteConsoleShowsLostConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote, err := NewRemote(context.Background(), c)
+	remote, err := admin.NewRemote(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +75,10 @@ func TestRemoteConsoleShowsLostConnection(t *testing.T) {
 	// announced with its length, and lasts until the test says retry.
 	delays := make(chan time.Duration, 10)
 	retry := make(chan time.Time)
-	remote.conn.after = func(d time.Duration) <-chan time.Time {
+	remote.SetReconnectWait(func(d time.Duration) <-chan time.Time {
 		delays <- d
 		return retry
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	m := New(Options{Context: ctx, Backend: remote, ServerURL: "http://" + s.addr})
@@ -105,8 +106,8 @@ func TestRemoteConsoleShowsLostConnection(t *testing.T) {
 	}
 
 	s.stop()
-	nextDelay(reconnectFirst)
-	lost := remote.connection().lostAt
+	nextDelay(admin.ReconnectFirst)
+	lost := remote.Connection().LostAt
 	tick(lost.Add(12 * time.Second))
 	view := ansi.Strip(m.View().Content)
 	header := strings.SplitN(view, "\n", 2)[0]
@@ -119,12 +120,12 @@ func TestRemoteConsoleShowsLostConnection(t *testing.T) {
 	// An attempt while the server is still down fails, and the next waits
 	// twice as long.
 	retry <- time.Time{}
-	nextDelay(2 * reconnectFirst)
+	nextDelay(2 * admin.ReconnectFirst)
 	tick(remote.Now())
 	if header := strings.SplitN(ansi.Strip(m.View().Content), "\n", 2)[0]; !strings.Contains(header, "retrying in") {
 		t.Errorf("the header does not say when the console retries:\n%s", header)
 	}
-	if _, err := remote.ListClusters(ctx); err == nil || !strings.Contains(err.Error(), "unreachable") {
+	if _, err := remote.ListClusters(ctx, registry.ClusterListParams{}); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("a read while the server is down: %v, want it to say the server is unreachable", err)
 	}
 

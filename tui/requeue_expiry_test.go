@@ -70,7 +70,7 @@ func TestRequeuePastExpiryWarnsAndExtends(t *testing.T) {
 func TestBulkRequeueCountsWhatWouldExpire(t *testing.T) {
 	bothBackends(t, func(t *testing.T, m *Model, e *env, fx fleetFixture) {
 		ids := expiringJobs(t, e, 3)
-		m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin)))
+		m.ctx.Fleet.setClusters(must(m.ctx.Backend.ListClusters(e.admin, registry.ClusterListParams{})))
 		m.ctx.Now = e.clock.Now()
 		do(m, "3", "l")
 		filter(m, "cluster:late")

@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )
@@ -134,7 +135,7 @@ func (v *rolloutsView) load() tea.Cmd {
 	v.loading = true
 	b := v.ctx.Backend
 	return func() tea.Msg {
-		list, err := b.ListRollouts(context.Background())
+		list, err := b.ListRollouts(context.Background(), consoleRollouts)
 		return rolloutsMsg{list: list, err: err}
 	}
 }
@@ -194,7 +195,7 @@ func rolloutKeys(ctx *Context, msg tea.KeyPressMsg, ro *registry.Rollout) tea.Cm
 	act := func(action, done string) tea.Cmd {
 		id, name, b := ro.ID, ro.Name, ctx.Backend
 		return runAction(action+" rollout "+name, func(c context.Context) outcome {
-			after, err := b.RolloutAction(c, id, action, "from the console")
+			after, err := admin.RolloutAction(c, b, id, action, "from the console")
 			if err != nil {
 				return outcome{err: err}
 			}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -19,6 +20,8 @@ import (
 // them back on the way in. The console then renders the same frame on every
 // run, whatever overlaps what.
 type stableIDs struct {
+	// Service answers what the console never calls, untranslated.
+	admin.Service
 	inner *Local
 	mu    sync.Mutex
 	fake  map[string]string // real -> stand-in
@@ -28,7 +31,7 @@ type stableIDs struct {
 var realID = regexp.MustCompile(`\b(?:cl|j|cr|rt|ro)-[0-9a-z]{26}\b|\bfc-[a-z2-7]{20}\b`)
 
 func newStableIDs(inner *Local) *stableIDs {
-	return &stableIDs{inner: inner, fake: map[string]string{}, real: map[string]string{}}
+	return &stableIDs{Service: inner, inner: inner, fake: map[string]string{}, real: map[string]string{}}
 }
 
 func standIn(prefix, name string, n int) string {
@@ -168,8 +171,8 @@ func ptr[T any](v T) *T { return &v }
 
 func (s *stableIDs) LatestSeq(ctx context.Context) (int64, error) { return s.inner.LatestSeq(ctx) }
 
-func (s *stableIDs) ListClusters(ctx context.Context) ([]registry.Cluster, error) {
-	v, err := s.inner.ListClusters(ctx)
+func (s *stableIDs) ListClusters(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
+	v, err := s.inner.ListClusters(ctx, p)
 	return outv(s, v), s.err(err)
 }
 
@@ -236,9 +239,9 @@ func (s *stableIDs) ListCredentials(ctx context.Context, clusterID string) ([]re
 	return v, s.err(err)
 }
 
-func (s *stableIDs) ForceRotation(ctx context.Context, clusterID, reason string) (int, error) {
-	n, err := s.inner.ForceRotation(ctx, s.in(clusterID), reason)
-	return n, s.err(err)
+func (s *stableIDs) ForceRotation(ctx context.Context, clusterID, reason string) (registry.ForcedRotation, error) {
+	f, err := s.inner.ForceRotation(ctx, s.in(clusterID), reason)
+	return f, s.err(err)
 }
 
 func (s *stableIDs) RevokeCredentials(ctx context.Context, clusterID, reason string) (int, error) {
@@ -270,8 +273,8 @@ func (s *stableIDs) JobCounts(ctx context.Context) ([]registry.JobCount, error) 
 	return outv(s, v), s.err(err)
 }
 
-func (s *stableIDs) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
-	v, err := s.inner.QueueHealth(ctx)
+func (s *stableIDs) FleetQueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
+	v, err := s.inner.FleetQueueHealth(ctx)
 	return outv(s, v), s.err(err)
 }
 
@@ -328,13 +331,13 @@ func (s *stableIDs) DeleteJob(ctx context.Context, id, reason string) (*registry
 	return ptr(outv(s, *v)), nil
 }
 
-func (s *stableIDs) SubmitJob(ctx context.Context, sub registry.JobSubmission) (*registry.Job, error) {
+func (s *stableIDs) SubmitJob(ctx context.Context, sub registry.JobSubmission) (*registry.Job, bool, error) {
 	sub.ClusterID = s.in(sub.ClusterID)
-	v, err := s.inner.SubmitJob(ctx, sub)
+	v, created, err := s.inner.SubmitJob(ctx, sub)
 	if err != nil {
-		return nil, s.err(err)
+		return nil, false, s.err(err)
 	}
-	return ptr(outv(s, *v)), nil
+	return ptr(outv(s, *v)), created, nil
 }
 
 func (s *stableIDs) RetryJob(ctx context.Context, id, reason string) (*registry.Job, error) {
@@ -365,8 +368,8 @@ func (s *stableIDs) ListAudit(ctx context.Context, p registry.AuditListParams) (
 	return outv(s, v), s.err(err)
 }
 
-func (s *stableIDs) ListRollouts(ctx context.Context) ([]registry.Rollout, error) {
-	v, err := s.inner.ListRollouts(ctx)
+func (s *stableIDs) ListRollouts(ctx context.Context, p registry.RolloutListParams) ([]registry.Rollout, error) {
+	v, err := s.inner.ListRollouts(ctx, p)
 	return outv(s, v), s.err(err)
 }
 
@@ -378,12 +381,28 @@ func (s *stableIDs) GetRollout(ctx context.Context, id string) (*registry.Rollou
 	return ptr(outv(s, *v)), nil
 }
 
-func (s *stableIDs) RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error) {
-	v, err := s.inner.RolloutAction(ctx, s.in(id), action, reason)
+func (s *stableIDs) rolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error) {
+	v, err := admin.RolloutAction(ctx, s.inner, s.in(id), action, reason)
 	if err != nil {
 		return nil, s.err(err)
 	}
 	return ptr(outv(s, *v)), nil
+}
+
+func (s *stableIDs) PauseRollout(ctx context.Context, id, reason string) (*registry.Rollout, error) {
+	return s.rolloutAction(ctx, id, "pause", reason)
+}
+
+func (s *stableIDs) ResumeRollout(ctx context.Context, id, reason string) (*registry.Rollout, error) {
+	return s.rolloutAction(ctx, id, "resume", reason)
+}
+
+func (s *stableIDs) AbortRollout(ctx context.Context, id, reason string) (*registry.Rollout, error) {
+	return s.rolloutAction(ctx, id, "abort", reason)
+}
+
+func (s *stableIDs) RetryFailedRollout(ctx context.Context, id, reason string) (*registry.Rollout, error) {
+	return s.rolloutAction(ctx, id, "retry-failed", reason)
 }
 
 func (s *stableIDs) SetClusterPaused(ctx context.Context, id string, paused bool, reason string) (*registry.Cluster, error) {

@@ -68,7 +68,7 @@ func TestStuckQueriesAgreeWithClassify(t *testing.T) {
 	b := e.backend()
 	now := e.clock.Now()
 	f := newFleet()
-	f.setClusters(must(b.ListClusters(ctx)))
+	f.setClusters(must(b.ListClusters(ctx, registry.ClusterListParams{})))
 	var want []string
 	for _, j := range must(b.ListJobs(ctx, registry.JobListParams{Limit: 1000})) {
 		if Classify(&j, f.cluster(j.ClusterID), now).Reason != registry.NotStuck {

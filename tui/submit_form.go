@@ -331,7 +331,7 @@ func (f *submitForm) submit() tea.Cmd {
 	f.sending, f.err, f.refusal = true, "", ""
 	b, ctx := f.ctx.Backend, f.ctx
 	return runAction(fmt.Sprintf("submit a %s job to %s", s.Kind, s.ClusterID), func(cx context.Context) outcome {
-		j, err := b.SubmitJob(cx, s)
+		j, _, err := b.SubmitJob(cx, s)
 		if err != nil {
 			return outcome{err: err, then: []tea.Msg{submitRefusedMsg{f, err}}}
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/tetherhq/tether/apiclient"
-	"github.com/tetherhq/tether/internal/benchlife"
+	"github.com/tetherhq/tether/internal/testing/benchlife"
 )
 
 // The bridge is the peer a user would build instead of tether for pull-mode

@@ -14,7 +14,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite", as tether's store uses
 
-	"github.com/tetherhq/tether/internal/benchlife"
+	"github.com/tetherhq/tether/internal/testing/benchlife"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
 )
@@ -278,7 +279,7 @@ func health(now time.Time, c *registry.Cluster, q *registry.QueueHealth) string 
 }
 
 // jobCountsByCluster returns the number of jobs per cluster and state.
-func jobCountsByCluster(ctx context.Context, reg adminAPI) (map[string]map[registry.JobState]int64, error) {
+func jobCountsByCluster(ctx context.Context, reg admin.Service) (map[string]map[registry.JobState]int64, error) {
 	counts, err := reg.JobCounts(ctx)
 	if err != nil {
 		return nil, err
@@ -295,7 +296,7 @@ func jobCountsByCluster(ctx context.Context, reg adminAPI) (map[string]map[regis
 
 // clusterNames maps cluster ids to names, for tables that list records of
 // many clusters.
-func clusterNames(ctx context.Context, reg adminAPI) (map[string]string, error) {
+func clusterNames(ctx context.Context, reg admin.Service) (map[string]string, error) {
 	clusters, err := reg.ListClusters(ctx, registry.ClusterListParams{})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tetherhq/tether/adminclient"
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -157,7 +157,7 @@ func completionGlobals(cmd *cobra.Command, g *globals) *globals {
 // API of --server or the saved context, else the database, unless it is a
 // SQLite file that does not exist (completing must not create one). A
 // completion that cannot reach either offers nothing.
-func withAPI(ctx context.Context, g *globals, f func(adminAPI) []string) []string {
+func withAPI(ctx context.Context, g *globals, f func(admin.Service) []string) []string {
 	if g.tokenFile == "-" {
 		return nil // standard input is the shell's, not a token
 	}
@@ -170,11 +170,7 @@ func withAPI(ctx context.Context, g *globals, f func(adminAPI) []string) []strin
 		if err != nil {
 			return nil
 		}
-		c, err := adminclient.New(server, token)
-		if err != nil {
-			return nil
-		}
-		return f(&remoteAPI{Remote: r, c: c})
+		return f(r)
 	}
 	if !isPostgresURL(g.db) {
 		if _, err := os.Stat(g.db); err != nil {
@@ -186,11 +182,11 @@ func withAPI(ctx context.Context, g *globals, f func(adminAPI) []string) []strin
 		return nil
 	}
 	defer a.Close()
-	return f(localAPI{a.reg})
+	return f(admin.NewLocal(a.reg, adminActor()))
 }
 
 func completeClusters(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		clusters, err := api.ListClusters(ctx, registry.ClusterListParams{})
 		if err != nil {
 			return nil
@@ -204,7 +200,7 @@ func completeClusters(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeJobs(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		// The jobs someone acts on: unfinished ones first, then recent.
 		var out []string
 		for _, states := range [][]registry.JobState{{registry.JobQueued, registry.JobInProgress}, nil} {
@@ -221,7 +217,7 @@ func completeJobs(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeRollouts(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		rs, err := api.ListRollouts(ctx, registry.RolloutListParams{Limit: 200})
 		if err != nil {
 			return nil
@@ -235,7 +231,7 @@ func completeRollouts(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeTokens(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		toks, err := api.ListTokens(ctx, "")
 		if err != nil {
 			return nil
@@ -249,7 +245,7 @@ func completeTokens(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeWebhooks(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		hooks, err := api.ListWebhooks(ctx)
 		if err != nil {
 			return nil
@@ -263,7 +259,7 @@ func completeWebhooks(ctx context.Context, g *globals, _ string) []string {
 }
 
 func completeAdminTokens(ctx context.Context, g *globals, _ string) []string {
-	return withAPI(ctx, g, func(api adminAPI) []string {
+	return withAPI(ctx, g, func(api admin.Service) []string {
 		toks, err := api.ListAdminTokens(ctx)
 		if err != nil {
 			return nil

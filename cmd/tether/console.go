@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 	"github.com/tetherhq/tether/tui"
@@ -263,7 +264,7 @@ func agentURL(addr string) string {
 // (with --token-file or $TETHER_ADMIN_TOKEN, else the saved context's token
 // for that server), else the current saved context unless a database was
 // named. It returns nil to run over the local database.
-func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*tui.Remote, string, error) {
+func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*admin.Remote, string, error) {
 	if g.server == "" && typed(cmd.Flags(), "token-file") {
 		return nil, "", usagef("--token-file needs --server")
 	}
@@ -282,7 +283,7 @@ func consoleRemote(cmd *cobra.Command, g *globals, opts consoleOptions) (*tui.Re
 }
 
 // runRemoteConsole runs the console over a tether's admin API.
-func runRemoteConsole(ctx context.Context, g *globals, opts consoleOptions, remote *tui.Remote, server string) error {
+func runRemoteConsole(ctx context.Context, g *globals, opts consoleOptions, remote *admin.Remote, server string) error {
 	choice, err := consoleChoice(g, opts)
 	if err != nil {
 		return err

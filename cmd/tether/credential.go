@@ -169,7 +169,7 @@ func newCredentialRestrictCmd(g *globals, revoke bool) *cobra.Command {
 				fmt.Fprintf(g.stdout, "Revoked %d credential(s) of cluster %s (%s). Its agent must register again with a new token: tether token issue %s\n", n, c.Name, c.ID, c.ID)
 				return nil
 			}
-			f, err := api.ForceRotationOutcome(adminContext(ctx), c.ID, reason)
+			f, err := api.ForceRotation(adminContext(ctx), c.ID, reason)
 			if err != nil {
 				return err
 			}

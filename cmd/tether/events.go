@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -15,9 +16,6 @@ func init() {
 	register(newEventsCmd)
 	register(newAuditCmd)
 }
-
-// feedPage is how many entries a catch-up read asks for at a time.
-const feedPage = 500
 
 func newEventsCmd(g *globals) *cobra.Command {
 	var (
@@ -54,51 +52,15 @@ is then one line of JSON.`,
 					return err
 				}
 			}
-			names, err := clusterNames(ctx, api)
-			if err != nil {
-				return err
-			}
-			// Read the feed position before the page, so that nothing written
-			// in between is missed by --follow; what arrives twice is skipped
-			// by id.
-			seq, err := api.LatestSeq(ctx)
-			if err != nil {
-				return err
-			}
-			page, err := api.ListEvents(ctx, p)
-			if err != nil {
-				return err
-			}
-			slices.Reverse(page) // oldest first, as a log reads
-			if page == nil {
-				page = []registry.Event{}
-			}
-			if !follow {
-				if g.output == "json" {
-					return printJSON(g.stdout, page)
-				}
-				return printEvents(g.stdout, names, page, true)
-			}
-			pr := &eventPrinter{g: g, names: names, p: p}
-			if err := pr.printList(page); err != nil {
-				return err
-			}
-			return tail(ctx, api, seq, registry.EntityEvent,
-				func(ev registry.WatchEvent) error {
-					if ev.Event == nil {
-						return nil
-					}
-					return pr.print([]registry.Event{*ev.Event}, false)
+			return showFeed(ctx, g, api, admin.Events(api, p), limit, follow, feedView[registry.Event]{
+				kind:  registry.EntityEvent,
+				id:    func(e *registry.Event) int64 { return e.ID },
+				watch: func(ev registry.WatchEvent) *registry.Event { return ev.Event },
+				admits: func(e *registry.Event) bool {
+					return (p.ClusterID == "" || e.ClusterID == p.ClusterID) && (len(p.Kinds) == 0 || slices.Contains(p.Kinds, e.Kind))
 				},
-				func() error {
-					missed, err := catchUp(func(before int64) ([]registry.Event, error) {
-						return api.ListEvents(ctx, registry.EventListParams{ClusterID: p.ClusterID, Kinds: p.Kinds, AfterID: pr.last, BeforeID: before, Limit: feedPage})
-					}, func(e registry.Event) int64 { return e.ID })
-					if err != nil {
-						return err
-					}
-					return pr.printList(missed)
-				})
+				table: printEvents,
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -111,7 +73,7 @@ is then one line of JSON.`,
 
 // resolveClusterFilter turns a cluster id or name into an id. An id of a
 // deleted cluster is taken as is: its audit trail outlives it.
-func resolveClusterFilter(ctx context.Context, reg adminAPI, ref string) (string, error) {
+func resolveClusterFilter(ctx context.Context, reg admin.Service, ref string) (string, error) {
 	c, err := reg.GetCluster(ctx, ref)
 	if registry.ErrorCode(err) == registry.CodeNotFound && strings.HasPrefix(ref, "cl-") {
 		return ref, nil
@@ -120,61 +82,6 @@ func resolveClusterFilter(ctx context.Context, reg adminAPI, ref string) (string
 		return "", err
 	}
 	return c.ID, nil
-}
-
-// eventPrinter prints events in follow mode, each once and only those the
-// filters admit (the watch carries every cluster's events).
-type eventPrinter struct {
-	g     *globals
-	names map[string]string
-	p     registry.EventListParams
-	last  int64 // the highest id printed
-	// listed is the ids of the last list printed: the feed that follows it
-	// brings again what was written while it was read. The feed is in commit
-	// order, which on PostgreSQL is not id order (writes run side by side):
-	// an id below last may still be new.
-	listed map[int64]bool
-	headed bool
-}
-
-// printList prints a page read from the store, oldest first.
-func (pr *eventPrinter) printList(events []registry.Event) error {
-	pr.listed = map[int64]bool{}
-	for _, e := range events {
-		pr.listed[e.ID] = true
-	}
-	return pr.print(events, true)
-}
-
-func (pr *eventPrinter) print(events []registry.Event, listed bool) error {
-	var out []registry.Event
-	for _, e := range events {
-		if !listed && pr.listed[e.ID] {
-			continue
-		}
-		pr.last = max(pr.last, e.ID)
-		if pr.p.ClusterID != "" && e.ClusterID != pr.p.ClusterID {
-			continue
-		}
-		if len(pr.p.Kinds) > 0 && !slices.Contains(pr.p.Kinds, e.Kind) {
-			continue
-		}
-		out = append(out, e)
-	}
-	if pr.g.output == "json" {
-		for i := range out {
-			if err := printJSONLine(pr.g.stdout, &out[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// The header goes out once, with the first page (even an empty one).
-	if len(out) == 0 && pr.headed {
-		return nil
-	}
-	defer func() { pr.headed = true }()
-	return printEvents(pr.g.stdout, pr.names, out, !pr.headed)
 }
 
 // printEvents prints events as a table; in follow mode only the first batch
@@ -205,59 +112,6 @@ func conditionsString(conds []registry.Condition) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-// tail follows the change feed from seq, handing each upsert of kind to
-// onUpsert, until ctx ends (an interrupt: the normal end of --follow).
-//
-// catchUp re-reads from the records themselves what the watch may not
-// deliver. It runs at each end of snapshot: the first one (which opens the
-// watch), where it closes the gap of an empty feed (seq 0 makes Watch take
-// its own, later, position), and the one after a reset, when the feed was
-// pruned past the watcher's position.
-func tail(ctx context.Context, reg adminAPI, seq int64, kind registry.EntityKind, onUpsert func(registry.WatchEvent) error, catchUp func() error) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := reg.Watch(wctx, registry.WatchParams{Since: seq, Kinds: []registry.EntityKind{kind}})
-	if err != nil {
-		return err
-	}
-	for ev := range events {
-		var err error
-		switch ev.Type {
-		case registry.WatchUpsert:
-			err = onUpsert(ev)
-		case registry.WatchEndOfSnapshot:
-			err = catchUp()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return failf("the change feed stopped; run the command again to carry on")
-}
-
-// catchUp returns, oldest first, every entry list returns. list reads newest
-// first, below before (0: no bound), so the pages are read backwards.
-func catchUp[T any](list func(before int64) ([]T, error), id func(T) int64) ([]T, error) {
-	var all []T
-	var before int64
-	for {
-		page, err := list(before)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page...)
-		if len(page) < feedPage {
-			break
-		}
-		before = id(page[len(page)-1])
-	}
-	slices.Reverse(all)
-	return all, nil
 }
 
 func newAuditCmd(g *globals) *cobra.Command {
@@ -291,48 +145,15 @@ then one line of JSON.`,
 					return err
 				}
 			}
-			names, err := clusterNames(ctx, api)
-			if err != nil {
-				return err
-			}
-			seq, err := api.LatestSeq(ctx)
-			if err != nil {
-				return err
-			}
-			page, err := api.ListAudit(ctx, p)
-			if err != nil {
-				return err
-			}
-			slices.Reverse(page)
-			if page == nil {
-				page = []registry.AuditEntry{}
-			}
-			if !follow {
-				if g.output == "json" {
-					return printJSON(g.stdout, page)
-				}
-				return printAudit(g.stdout, names, page, true)
-			}
-			pr := &auditPrinter{g: g, names: names, p: p}
-			if err := pr.printList(page); err != nil {
-				return err
-			}
-			return tail(ctx, api, seq, registry.EntityAudit,
-				func(ev registry.WatchEvent) error {
-					if ev.Audit == nil {
-						return nil
-					}
-					return pr.print([]registry.AuditEntry{*ev.Audit}, false)
+			return showFeed(ctx, g, api, admin.Audit(api, p), limit, follow, feedView[registry.AuditEntry]{
+				kind:  registry.EntityAudit,
+				id:    func(e *registry.AuditEntry) int64 { return e.ID },
+				watch: func(ev registry.WatchEvent) *registry.AuditEntry { return ev.Audit },
+				admits: func(e *registry.AuditEntry) bool {
+					return (p.ClusterID == "" || e.ClusterID == p.ClusterID) && strings.HasPrefix(e.Action, p.Action)
 				},
-				func() error {
-					missed, err := catchUp(func(before int64) ([]registry.AuditEntry, error) {
-						return api.ListAudit(ctx, registry.AuditListParams{ClusterID: p.ClusterID, Action: p.Action, AfterID: pr.last, BeforeID: before, Limit: feedPage})
-					}, func(e registry.AuditEntry) int64 { return e.ID })
-					if err != nil {
-						return err
-					}
-					return pr.printList(missed)
-				})
+				table: printAudit,
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -341,54 +162,6 @@ then one line of JSON.`,
 	f.IntVar(&limit, "limit", 50, "show at most this many of the newest entries")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new entries until interrupted")
 	return cmd
-}
-
-// auditPrinter is eventPrinter for audit entries.
-type auditPrinter struct {
-	g      *globals
-	names  map[string]string
-	p      registry.AuditListParams
-	last   int64
-	listed map[int64]bool
-	headed bool
-}
-
-func (pr *auditPrinter) printList(entries []registry.AuditEntry) error {
-	pr.listed = map[int64]bool{}
-	for _, e := range entries {
-		pr.listed[e.ID] = true
-	}
-	return pr.print(entries, true)
-}
-
-func (pr *auditPrinter) print(entries []registry.AuditEntry, listed bool) error {
-	var out []registry.AuditEntry
-	for _, e := range entries {
-		if !listed && pr.listed[e.ID] {
-			continue
-		}
-		pr.last = max(pr.last, e.ID)
-		if pr.p.ClusterID != "" && e.ClusterID != pr.p.ClusterID {
-			continue
-		}
-		if !strings.HasPrefix(e.Action, pr.p.Action) {
-			continue
-		}
-		out = append(out, e)
-	}
-	if pr.g.output == "json" {
-		for i := range out {
-			if err := printJSONLine(pr.g.stdout, &out[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(out) == 0 && pr.headed {
-		return nil
-	}
-	defer func() { pr.headed = true }()
-	return printAudit(pr.g.stdout, pr.names, out, !pr.headed)
 }
 
 func printAudit(w io.Writer, names map[string]string, entries []registry.AuditEntry, header bool) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
@@ -197,7 +198,7 @@ func printSubmitted(g *globals, j *registry.Job, created bool) error {
 // waitJob blocks until the job ends, prints it, and turns its outcome into
 // the exit code: 0 for succeeded and noop, 3 for another end, 4 when
 // --timeout passed first.
-func waitJob(ctx context.Context, g *globals, reg adminAPI, j *registry.Job, created bool, timeout time.Duration) error {
+func waitJob(ctx context.Context, g *globals, reg admin.Service, j *registry.Job, created bool, timeout time.Duration) error {
 	wctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc

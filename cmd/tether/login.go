@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/registry"
-	"github.com/tetherhq/tether/tui"
 )
 
 func init() { register(newLoginCmd) }
@@ -200,12 +200,12 @@ never from the command line. 'tether admin-token create' issues tokens.`,
 }
 
 // connectRemote opens the admin API of server with token and checks both.
-func connectRemote(ctx context.Context, server, token string) (*tui.Remote, error) {
+func connectRemote(ctx context.Context, server, token string) (*admin.Remote, error) {
 	c, err := adminclient.New(server, token)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	r, err := tui.NewRemote(ctx, c)
+	r, err := admin.NewRemote(ctx, c)
 	if err != nil {
 		return nil, registry.Errorf(registry.ErrorCode(err), "%s: %s", server, registry.ErrorMessage(err))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/internal/humantime"
 	"github.com/tetherhq/tether/registry"
@@ -27,10 +28,10 @@ func newRolloutCmd(g *globals) *cobra.Command {
 		newRolloutCreateCmd(g),
 		newRolloutListCmd(g),
 		newRolloutGetCmd(g),
-		newRolloutActionCmd(g, "pause", "Stop starting new waves; running jobs finish", adminAPI.PauseRollout),
-		newRolloutActionCmd(g, "resume", "Continue a paused or halted rollout (a halted one accepts its failures so far)", adminAPI.ResumeRollout),
-		newRolloutActionCmd(g, "abort", "End a rollout: cancel its queued jobs and skip the targets not reached", adminAPI.AbortRollout),
-		newRolloutActionCmd(g, "retry-failed", "Give failed and refused targets a new job in a later wave", adminAPI.RetryFailedRollout),
+		newRolloutActionCmd(g, "pause", "Stop starting new waves; running jobs finish", admin.Service.PauseRollout),
+		newRolloutActionCmd(g, "resume", "Continue a paused or halted rollout (a halted one accepts its failures so far)", admin.Service.ResumeRollout),
+		newRolloutActionCmd(g, "abort", "End a rollout: cancel its queued jobs and skip the targets not reached", admin.Service.AbortRollout),
+		newRolloutActionCmd(g, "retry-failed", "Give failed and refused targets a new job in a later wave", admin.Service.RetryFailedRollout),
 	)
 }
 
@@ -136,7 +137,7 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 // waitRollout advances the rollout itself while it waits (safe alongside any
 // number of servers doing the same), so that --wait works without one; over
 // the admin API it reads the rollout, which the server advances.
-func waitRollout(ctx context.Context, g *globals, reg adminAPI, ro *registry.Rollout, timeout time.Duration) error {
+func waitRollout(ctx context.Context, g *globals, reg admin.Service, ro *registry.Rollout, timeout time.Duration) error {
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -320,7 +321,7 @@ func targetDuration(now time.Time, t *registry.RolloutTarget) string {
 	return humantime.Duration(t.FinishedAt.Sub(t.StartedAt))
 }
 
-func newRolloutActionCmd(g *globals, verb, short string, act func(adminAPI, context.Context, string, string) (*registry.Rollout, error)) *cobra.Command {
+func newRolloutActionCmd(g *globals, verb, short string, act func(admin.Service, context.Context, string, string) (*registry.Rollout, error)) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:     verb + " ROLLOUT",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/admin"
 	"github.com/tetherhq/tether/internal/display"
 	"github.com/tetherhq/tether/registry"
 )
@@ -199,7 +200,7 @@ receiver answered 2xx, 1 when it did not, 4 when no attempt was made within
 // waitForAttempt reads the delivery until an attempt was recorded. tether
 // serve makes it (locally too: this command only queues it), so this polls
 // the database or the admin API, a few times a second.
-func waitForAttempt(ctx context.Context, api adminAPI, d *registry.WebhookDelivery, timeout time.Duration) (*registry.WebhookDelivery, error) {
+func waitForAttempt(ctx context.Context, api admin.Service, d *registry.WebhookDelivery, timeout time.Duration) (*registry.WebhookDelivery, error) {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -3,7 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/sqlite"
