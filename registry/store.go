@@ -36,12 +36,7 @@ type Store interface {
 	CredentialStore
 	JobStore
 	EventStore
-
-	// AuditAppend writes audit entries that accompany no other change (for
-	// example a refused registration).
-	AuditAppend(ctx context.Context, entries ...AuditEntry) error
-	// AuditList returns audit entries matching p, newest first.
-	AuditList(ctx context.Context, p AuditListParams) ([]AuditEntry, error)
+	AuditStore
 
 	// ChangesSince returns change-feed entries with Seq > after, oldest first.
 	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
@@ -68,17 +63,6 @@ type Store interface {
 	// entry. CodeUnavailable when the write failed.
 	CheckWritable(ctx context.Context) error
 	Close() error
-}
-
-type AuditListParams struct {
-	ClusterID string
-	// ClusterIDs, when set, keeps these clusters' entries only: the
-	// registry sets it for an actor confined to an organization.
-	ClusterIDs []string
-	Action     string // prefix, e.g. "job." or "credential.revoke"
-	BeforeID   int64
-	AfterID    int64
-	Limit      int
 }
 
 type ChangesPruneParams struct {
