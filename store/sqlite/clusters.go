@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/registry"
@@ -511,17 +510,4 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 		out = append(out, a)
 	}
 	return out, s.wrap(rows.Err(), "read the audit trail")
-}
-
-func limitOr(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
-}
-
-// likePattern escapes s for a LIKE ... ESCAPE '\' substring match.
-func likePattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
 }
