@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -574,10 +573,4 @@ func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]re
 		err := r.Scan(&e.ID, col.Time(&e.At), &e.Actor, &e.Action, &e.ClusterID, &e.TargetKind, &e.TargetID, &e.Reason)
 		return e, err
 	})
-}
-
-// likePattern escapes s for a LIKE ... ESCAPE '\' substring match.
-func likePattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
 }
