@@ -228,5 +228,3 @@ func lockCluster(ctx context.Context, q db, id string) error {
 	}
 	return err
 }
-
-// --- tokens ---

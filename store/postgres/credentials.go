@@ -105,5 +105,3 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	})
 	return n, err
 }
-
-// --- audit ---

@@ -180,5 +180,3 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 	}
 	return out, err
 }
-
-// --- credentials ---

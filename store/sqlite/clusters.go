@@ -210,5 +210,3 @@ func (s *Store) ClusterDelete(ctx context.Context, p registry.ClusterDeleteParam
 		return t.audit(p.Audit)
 	})
 }
-
-// --- tokens ---

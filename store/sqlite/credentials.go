@@ -103,5 +103,3 @@ func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRes
 	})
 	return int(n), err
 }
-
-// --- audit ---
