@@ -8,36 +8,15 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
-	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
-	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
-
-const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-
-func scanCluster(row pgx.Row) (*registry.Cluster, error) {
-	var c registry.Cluster
-	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
-	c.Policy.RequiredCapabilities = []string{}
-	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
-		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
-		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
 
 func errNoCluster(id string) error {
 	return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 }
 
 func (s *Store) clusterByID(ctx context.Context, q db, id string) (*registry.Cluster, error) {
-	c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1", id))
+	c, err := record.ScanCluster(q.QueryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoCluster(id)
 	}
@@ -52,7 +31,7 @@ func (s *Store) ClusterGet(ctx context.Context, id string) (*registry.Cluster, e
 }
 
 func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+` WHERE lower(c.name) = lower($1::TEXT COLLATE "C")`, name))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+` WHERE lower(c.name) = lower($1::TEXT COLLATE "C")`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "no cluster is named %q", name)
 	}
@@ -64,7 +43,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 	// compares byte by byte: SQLite's NOCASE, the order
 	// registry.ClusterListParams defines, whatever the database's locale.
 	a := args{string(p.State), p.Organization}
-	q := "SELECT " + clusterCols + clusterFrom + " WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2)"
+	q := "SELECT " + record.ClusterCols + record.ClusterFrom + " WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2)"
 	if c := p.After; c != nil {
 		name := "lower(" + a.add(c.Name) + ` COLLATE "C")`
 		q += ` AND (lower(c.name COLLATE "C") > ` + name + ` OR (lower(c.name COLLATE "C") = ` + name + ` AND c.id COLLATE "C" > ` + a.add(c.ID) + "))"
@@ -78,7 +57,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 		return nil, err
 	}
 	return collect(s, rows, "read clusters", func(r pgx.Rows) (registry.Cluster, error) {
-		c, err := scanCluster(r)
+		c, err := record.ScanCluster(r)
 		if err != nil {
 			return registry.Cluster{}, err
 		}
@@ -136,8 +115,8 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if isUniqueViolation(err, "clusters_name") {
 			return errNameTaken(sp.Name)
 		}
@@ -167,8 +146,8 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoCluster(p.ID)
 		}
@@ -190,8 +169,8 @@ func (s *Store) ClusterSetPaused(ctx context.Context, p registry.ClusterSetPause
 		sql := `WITH c AS (UPDATE clusters SET paused_at = ` + a.add(pausedAt) + `::BIGINT, pause_reason = ` + a.add(reason) +
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) + ` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoCluster(p.ID)
 		}

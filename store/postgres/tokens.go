@@ -8,6 +8,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
 const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
@@ -119,7 +120,7 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		if err != nil {
 			return err
 		}
-		c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1 FOR NO KEY UPDATE OF c", clusterID))
+		c, err := record.ScanCluster(q.QueryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = $1 FOR NO KEY UPDATE OF c", clusterID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoCluster(clusterID)
 		}

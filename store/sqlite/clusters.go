@@ -7,34 +7,13 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
-	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
-	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
-
-const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
 
 type scanner interface{ Scan(...any) error }
 
-func scanCluster(row scanner) (*registry.Cluster, error) {
-	var c registry.Cluster
-	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
-	c.Policy.RequiredCapabilities = []string{}
-	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
-		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
-		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 	}
@@ -42,7 +21,7 @@ func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, 
 }
 
 func (t *txn) clusterByID(id string) (*registry.Cluster, error) {
-	c, err := scanCluster(t.selectRow("SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
+	c, err := record.ScanCluster(t.selectRow("SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 	}
@@ -54,7 +33,7 @@ func (s *Store) ClusterGet(ctx context.Context, id string) (*registry.Cluster, e
 }
 
 func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.name = ? COLLATE NOCASE", name))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.name = ? COLLATE NOCASE", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "no cluster is named %q", name)
 	}
@@ -64,7 +43,7 @@ func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cl
 func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
 	// NOCASE folds ASCII letters only and compares every other byte as it
 	// is: the order registry.ClusterListParams defines.
-	q := "SELECT " + clusterCols + clusterFrom + " WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?)"
+	q := "SELECT " + record.ClusterCols + record.ClusterFrom + " WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?)"
 	args := []any{p.State, p.State, p.Organization, p.Organization}
 	if c := p.After; c != nil {
 		q += " AND (c.name COLLATE NOCASE > ? OR (c.name COLLATE NOCASE = ? AND c.id > ?))"
@@ -82,7 +61,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 	defer rows.Close()
 	out := []registry.Cluster{}
 	for rows.Next() {
-		c, err := scanCluster(rows)
+		c, err := record.ScanCluster(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read clusters")
 		}
