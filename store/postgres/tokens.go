@@ -11,15 +11,6 @@ import (
 	"github.com/tetherhq/tether/store/internal/record"
 )
 
-const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
-
-func scanToken(row pgx.Row) (*registry.RegistrationToken, error) {
-	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
-		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
-	return &tk, err
-}
-
 func errNoToken(id string) error {
 	return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", id)
 }
@@ -49,7 +40,7 @@ func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) e
 }
 
 func (s *Store) TokenGet(ctx context.Context, id string) (*registry.RegistrationToken, error) {
-	tk, err := scanToken(s.queryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", id))
+	tk, err := record.ScanToken(s.queryRow(ctx, "SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoToken(id)
 	}
@@ -60,13 +51,13 @@ func (s *Store) TokenGet(ctx context.Context, id string) (*registry.Registration
 }
 
 func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
-	rows, err := s.query(ctx, "read registration tokens", "SELECT "+tokenCols+
+	rows, err := s.query(ctx, "read registration tokens", "SELECT "+record.TokenCols+
 		" FROM registration_tokens WHERE ($1 = '' OR cluster_id = $1) ORDER BY created_at DESC, id DESC", clusterID)
 	if err != nil {
 		return nil, err
 	}
 	return collect(s, rows, "read registration tokens", func(r pgx.Rows) (registry.RegistrationToken, error) {
-		tk, err := scanToken(r)
+		tk, err := record.ScanToken(r)
 		return *tk, err
 	})
 }
@@ -74,10 +65,10 @@ func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.Reg
 func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (*registry.RegistrationToken, error) {
 	var out *registry.RegistrationToken
 	err := s.write(ctx, "revoke a registration token", func(ctx context.Context, q db) error {
-		tk, err := scanToken(q.QueryRow(ctx, `UPDATE registration_tokens SET revoked_at = $1, revoke_reason = $2
-			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+tokenCols, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID))
+		tk, err := record.ScanToken(q.QueryRow(ctx, `UPDATE registration_tokens SET revoked_at = $1, revoke_reason = $2
+			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+record.TokenCols, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", p.ID))
+			tk, err := record.ScanToken(q.QueryRow(ctx, "SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = $1", p.ID))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errNoToken(p.ID)
 			}
@@ -127,7 +118,7 @@ func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (
 		if err != nil {
 			return err
 		}
-		tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1 FOR UPDATE", p.TokenID))
+		tk, err := record.ScanToken(q.QueryRow(ctx, "SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = $1 FOR UPDATE", p.TokenID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoToken(p.TokenID)
 		}

@@ -7,16 +7,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
-
-func scanToken(row scanner) (*registry.RegistrationToken, error) {
-	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
-		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
-	return &tk, err
-}
 
 func (t *txn) insertToken(tk *registry.RegistrationToken) error {
 	// Issuing a token voids the cluster's older unused ones.
@@ -44,7 +36,7 @@ func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) e
 }
 
 func (s *Store) TokenGet(ctx context.Context, id string) (*registry.RegistrationToken, error) {
-	tk, err := scanToken(s.queryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", id))
+	tk, err := record.ScanToken(s.queryRow(ctx, "SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", id)
 	}
@@ -52,14 +44,14 @@ func (s *Store) TokenGet(ctx context.Context, id string) (*registry.Registration
 }
 
 func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
-	rows, err := s.query(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE (? = '' OR cluster_id = ?) ORDER BY created_at DESC, id DESC", clusterID, clusterID)
+	rows, err := s.query(ctx, "SELECT "+record.TokenCols+" FROM registration_tokens WHERE (? = '' OR cluster_id = ?) ORDER BY created_at DESC, id DESC", clusterID, clusterID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []registry.RegistrationToken{}
 	for rows.Next() {
-		tk, err := scanToken(rows)
+		tk, err := record.ScanToken(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read registration tokens")
 		}
@@ -76,7 +68,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 		if err != nil {
 			return err
 		}
-		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.ID))
+		tk, err := record.ScanToken(t.selectRow("SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = ?", p.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.ID)
 		}
@@ -99,7 +91,7 @@ func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (
 func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (*registry.Cluster, error) {
 	var out *registry.Cluster
 	err := s.write(ctx, func(t *txn) error {
-		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.TokenID))
+		tk, err := record.ScanToken(t.selectRow("SELECT "+record.TokenCols+" FROM registration_tokens WHERE id = ?", p.TokenID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.TokenID)
 		}
