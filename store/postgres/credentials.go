@@ -9,18 +9,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at, rotate_after, rotate_until,
-	rotated_from, superseded_at, revoked_at, revoke_reason`
-
-func scanCredential(row pgx.Row) (*registry.Credential, error) {
-	var c registry.Credential
-	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
-		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
-	return &c, err
-}
 
 func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
 	_, err := q.Exec(ctx, `INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
@@ -34,7 +24,7 @@ func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
 }
 
 func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {
-	c, err := scanCredential(s.queryRow(ctx, "SELECT "+credentialCols+" FROM credentials WHERE id = $1", id))
+	c, err := record.ScanCredential(s.queryRow(ctx, "SELECT "+record.CredentialCols+" FROM credentials WHERE id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "credential %s does not exist", id)
 	}
@@ -45,13 +35,13 @@ func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credent
 }
 
 func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registry.Credential, error) {
-	rows, err := s.query(ctx, "read credentials", "SELECT "+credentialCols+
+	rows, err := s.query(ctx, "read credentials", "SELECT "+record.CredentialCols+
 		" FROM credentials WHERE cluster_id = $1 ORDER BY created_at DESC, id DESC", clusterID)
 	if err != nil {
 		return nil, err
 	}
 	return collect(s, rows, "read credentials", func(r pgx.Rows) (registry.Credential, error) {
-		c, err := scanCredential(r)
+		c, err := record.ScanCredential(r)
 		return *c, err
 	})
 }

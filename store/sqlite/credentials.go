@@ -8,18 +8,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at, rotate_after, rotate_until,
-	rotated_from, superseded_at, revoked_at, revoke_reason`
-
-func scanCredential(row scanner) (*registry.Credential, error) {
-	var c registry.Credential
-	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
-		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
-	return &c, err
-}
 
 func (t *txn) insertCredential(c *registry.Credential) error {
 	_, err := t.exec(`INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
@@ -33,7 +23,7 @@ func (t *txn) insertCredential(c *registry.Credential) error {
 }
 
 func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {
-	c, err := scanCredential(s.queryRow(ctx, "SELECT "+credentialCols+" FROM credentials WHERE id = ?", id))
+	c, err := record.ScanCredential(s.queryRow(ctx, "SELECT "+record.CredentialCols+" FROM credentials WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "credential %s does not exist", id)
 	}
@@ -41,14 +31,14 @@ func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credent
 }
 
 func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registry.Credential, error) {
-	rows, err := s.query(ctx, "SELECT "+credentialCols+" FROM credentials WHERE cluster_id = ? ORDER BY created_at DESC, id DESC", clusterID)
+	rows, err := s.query(ctx, "SELECT "+record.CredentialCols+" FROM credentials WHERE cluster_id = ? ORDER BY created_at DESC, id DESC", clusterID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []registry.Credential{}
 	for rows.Next() {
-		c, err := scanCredential(rows)
+		c, err := record.ScanCredential(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read credentials")
 		}
