@@ -66,22 +66,7 @@ const benchPayload = `{"apiVersion":"apps.vworkspace.io/v1alpha1","kind":"Applic
 // cluster, whose agent holds the lease capability.
 func benchRegistry(b *testing.B, h Bench) (*registry.Registry, *registry.Cluster, *registry.Agent) {
 	b.Helper()
-	reg := registry.New(h.New(b), registry.Config{})
-	b.Cleanup(reg.Close)
-	c, tok, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"org-myteam"},
-		AllowedCatalogEntries: []string{"nextcloud"}}, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cred, err := reg.Register(benchCtx, registry.RegisterParams{Token: tok.Secret.Reveal(), Capabilities: []string{"lease"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := reg.Authenticate(benchCtx, cred.Token.Reveal(), registry.AuthAny)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return reg, c, a
+	return agentRegistry(b, h, registry.Config{}, "bench", []string{"lease"})
 }
 
 // lookRegistry is benchRegistry with the visibility window on, as serve
@@ -89,14 +74,21 @@ func benchRegistry(b *testing.B, h Bench) (*registry.Registry, *registry.Cluster
 // without leases.
 func lookRegistry(b *testing.B, h Bench) (*registry.Registry, *registry.Cluster, *registry.Agent) {
 	b.Helper()
-	reg := registry.New(h.New(b), registry.Config{VisibilityWindow: 30 * time.Second})
+	return agentRegistry(b, h, registry.Config{VisibilityWindow: 30 * time.Second}, "look", nil)
+}
+
+// agentRegistry is a registry with cfg over a fresh store, with one
+// cluster, named name, whose agent registered with caps.
+func agentRegistry(b *testing.B, h Bench, cfg registry.Config, name string, caps []string) (*registry.Registry, *registry.Cluster, *registry.Agent) {
+	b.Helper()
+	reg := registry.New(h.New(b), cfg)
 	b.Cleanup(reg.Close)
-	c, tok, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: "look", AllowedNamespaces: []string{"org-myteam"},
+	c, tok, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: name, AllowedNamespaces: []string{"org-myteam"},
 		AllowedCatalogEntries: []string{"nextcloud"}}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cred, err := reg.Register(benchCtx, registry.RegisterParams{Token: tok.Secret.Reveal()})
+	cred, err := reg.Register(benchCtx, registry.RegisterParams{Token: tok.Secret.Reveal(), Capabilities: caps})
 	if err != nil {
 		b.Fatal(err)
 	}

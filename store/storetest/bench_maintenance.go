@@ -19,12 +19,7 @@ func benchReap(b *testing.B, h Bench) {
 	const n = 100_000
 	for range b.N {
 		b.StopTimer()
-		st := h.New(b)
-		reg := registry.New(st, registry.Config{})
-		c, _, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"*"}}, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, reg, c := maintenanceRegistry(b, h)
 		h.SeedExpiredLeases(b, st, c.ID, n, reg.Now())
 		b.StartTimer()
 		start := time.Now()
@@ -51,12 +46,7 @@ func benchRetention(b *testing.B, h Bench) {
 	const n = 100_000
 	for range b.N {
 		b.StopTimer()
-		st := h.New(b)
-		reg := registry.New(st, registry.Config{})
-		c, _, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"*"}}, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, reg, c := maintenanceRegistry(b, h)
 		now := reg.Now()
 		h.SeedFinished(b, st, c.ID, n, now.Add(-40*24*time.Hour))
 		b.StartTimer()
@@ -116,4 +106,17 @@ func benchQueueHealthMillion(b *testing.B, h Bench) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 	})
+}
+
+// maintenanceRegistry is a registry over a fresh store with one cluster
+// that allows every namespace.
+func maintenanceRegistry(b *testing.B, h Bench) (registry.Store, *registry.Registry, *registry.Cluster) {
+	b.Helper()
+	st := h.New(b)
+	reg := registry.New(st, registry.Config{})
+	c, _, err := reg.CreateCluster(benchCtx, registry.ClusterSpec{Name: "bench", AllowedNamespaces: []string{"*"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, reg, c
 }
