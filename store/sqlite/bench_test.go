@@ -35,14 +35,10 @@ func million(b *testing.B) (registry.Store, time.Time, string) {
 // and the feed).
 func seedExpiredLeases(b *testing.B, st registry.Store, clusterID string, n int, now time.Time) {
 	b.Helper()
-	path := st.(*sqlite.Store).Path()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := seedDB(b, st)
 	defer db.Close()
 	nowMs := now.UnixMilli()
-	_, err = db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
+	_, err := db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
 		INSERT INTO jobs (id, cluster_id, kind, target_kind, target_namespace, target_name, payload, state, attempt,
 			created_at, updated_at, claim_id, claimed_at, claimed_by, lease_seconds, last_activity_at)
 		SELECT printf('j-reap%020d', i), ?, 'apply', 'ConfigMap', 'team-a', 'c' || i,
@@ -63,14 +59,10 @@ func seedExpiredLeases(b *testing.B, st registry.Store, clusterID string, n int,
 // one history entry, in two statements.
 func seedFinished(b *testing.B, st registry.Store, clusterID string, n int, finished time.Time) {
 	b.Helper()
-	path := st.(*sqlite.Store).Path()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := seedDB(b, st)
 	defer db.Close()
 	ms := finished.UnixMilli()
-	if _, err = db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
+	if _, err := db.Exec(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
 		INSERT INTO jobs (id, cluster_id, kind, target_kind, target_namespace, target_name, payload, state, attempt,
 			created_at, updated_at, finished_at)
 		SELECT printf('j-ret%020d', i), ?, 'apply', 'ConfigMap', 'team-a', 'c' || i,
@@ -78,8 +70,19 @@ func seedFinished(b *testing.B, st registry.Store, clusterID string, n int, fini
 			? - 60000, ?, ? FROM c`, n, clusterID, ms, ms, ms); err != nil {
 		b.Fatal(err)
 	}
-	if _, err = db.Exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
+	if _, err := db.Exec(`INSERT INTO job_history (job_id, at, type, actor, attempt, state, message)
 		SELECT id, finished_at, 'canceled', 'admin', 1, 'canceled', 'bench' FROM jobs WHERE id LIKE 'j-ret%'`); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// seedDB opens st's database file beside it, for statements that seed rows
+// in bulk.
+func seedDB(b *testing.B, st registry.Store) *sql.DB {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+st.(*sqlite.Store).Path()+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
 }
