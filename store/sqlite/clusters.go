@@ -10,8 +10,6 @@ import (
 	"github.com/tetherhq/tether/store/internal/record"
 )
 
-type scanner interface{ Scan(...any) error }
-
 func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, error) {
 	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
