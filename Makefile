@@ -82,7 +82,7 @@ bench:
 ## or finished twice, all ended, integrity_check ok) and a summary line; on
 ## PostgreSQL too (two replicas, one killed) when TETHER_TEST_POSTGRES_DSN is set
 chaos:
-	$(GO) test -tags chaos -count=1 -timeout 5m -v -run TestChaos ./internal/chaos/
+	$(GO) test -tags chaos -count=1 -timeout 5m -v -run TestChaos ./internal/testing/chaos/
 
 ## lint: formatting, vet, and go.mod/go.sum exactly as `go mod tidy` leaves them
 lint:

@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/apiclient"
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/store/sqlite"
@@ -248,7 +248,7 @@ func runBaseline(b *testing.B, agents, n int) float64 {
 
 // BenchmarkLifecycleMillion is the lifecycle on SQLite with a million jobs
 // of 50 other clusters already in the tables (97.5% of them finished, as
-// internal/benchseed shapes a month of work), against an empty database in
+// internal/testing/benchseed shapes a month of work), against an empty database in
 // the same run: what a store that has been in service for a while costs.
 func BenchmarkLifecycleMillion(b *testing.B) {
 	empty, _, _ := runTether(b, []registry.Store{openSQLite(b)}, lifecycleAgents, b.N)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/postgres"

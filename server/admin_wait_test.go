@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/server"
 	"github.com/tetherhq/tether/store/postgres"

@@ -19,7 +19,7 @@ import (
 	jwxjwk "github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/tetherhq/tether/internal/jwe"
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )

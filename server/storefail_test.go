@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/testfs"
+	"github.com/tetherhq/tether/internal/testing/testfs"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/sqlite"

@@ -9,7 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 	"github.com/tetherhq/tether/store/sqlite"

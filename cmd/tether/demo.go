@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tetherhq/tether/internal/demo"
+	"github.com/tetherhq/tether/cmd/tether/internal/demo"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/themes"
 )

@@ -30,21 +30,23 @@ func notifyReady(log *slog.Logger) {
 // not take the drain for a hang.
 func notifyStopping() { _, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) }
 
-// runWatchdog sends systemd's keep-alive at half its WatchdogSec while
-// /healthz answers in time through the server's own handler: a deadlocked
-// handler stack stops the pings and systemd restarts the service. The store
-// is not part of it (that is /readyz): a database outage must not make
-// systemd restart every replica in a loop. It returns at once when the unit
-// sets no watchdog.
-func runWatchdog(ctx context.Context, h http.Handler, log *slog.Logger) {
+// watchdogInterval is the unit's WatchdogSec (0 when it sets none, or sets
+// one not understood, which is logged).
+func watchdogInterval(log *slog.Logger) time.Duration {
 	interval, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
 		log.Warn("systemd watchdog setting not understood; no keep-alives sent", "err", err)
-		return
+		return 0
 	}
-	if interval <= 0 {
-		return
-	}
+	return interval
+}
+
+// runWatchdog sends systemd's keep-alive at half its WatchdogSec (interval)
+// while /healthz answers in time through the server's own handler: a
+// deadlocked handler stack stops the pings and systemd restarts the service.
+// The store is not part of it (that is /readyz): a database outage must not
+// make systemd restart every replica in a loop.
+func runWatchdog(ctx context.Context, interval time.Duration, h http.Handler, log *slog.Logger) {
 	tick := time.NewTicker(interval / 2)
 	defer tick.Stop()
 	for {

@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,8 +17,8 @@ import (
 
 	"github.com/tetherhq/tether/internal/tracing"
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/maintenance"
 	"github.com/tetherhq/tether/server"
-	"github.com/tetherhq/tether/webhook"
 )
 
 func init() { register(newServeCmd) }
@@ -97,12 +95,15 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Serve the agent API: agents register, long-poll for jobs and report over HTTP",
 		Long: `Serve the agent API (the pull-mode protocol, /api/agent) over HTTP, with
 /healthz, /readyz and Prometheus /metrics, on the --db database. The reaper
-(expired leases and jobs) and the pruner (old events) run inside it.
+(expired leases and jobs), the pruner (old events) and the other background
+services run inside it; one that fails is logged and restarted with backoff
+(tether_service_up and tether_service_failures_total report each).
 
 SIGINT or SIGTERM shuts it down gracefully: after --shutdown-delay (during
 which it answers as usual but /readyz fails, so that a load balancer takes it
 out), it stops accepting, answers held long-polls with an empty job list,
-finishes in-flight requests, and closes the database.
+finishes in-flight requests, stops the background services, and closes the
+database.
 
 Behind a load balancer or reverse proxy, --trusted-proxies names the proxies
 whose X-Forwarded-For header is believed: per-address limits and logs then
@@ -258,11 +259,13 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// startAgentAPI listens, then serves the agent API over a's registry and runs
-// the reaper, the pruner and the rollouts service beside it, until ctx ends. It returns the bound
-// address at once; wait blocks until the server has shut down gracefully and
-// the services have stopped, and returns the server's error (nil after a clean
-// shutdown). Closing a stays with the caller, after wait.
+// startAgentAPI listens, then serves the agent API over a's registry, with
+// the background services (serveServices) beside it, until ctx ends. It
+// returns the bound address at once; wait blocks until the server has shut
+// down gracefully and then the services have stopped, and returns the
+// server's error (nil after a clean shutdown). Closing a stays with the
+// caller, after wait: drain, stop the services, close the store, in that
+// order.
 func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string, wait func() error, err error) {
 	log := opts.logger
 	if log == nil {
@@ -342,115 +345,29 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	if tp != nil {
 		cfg.TracerProvider = tp // not a nil *TracerProvider in the interface
 	}
+	// The background services run on a context of their own: they stop
+	// once the agent API has drained (below), not when ctx ends, so that
+	// the reaper, the webhook sender and the diagnostics listener serve to
+	// the end of the drain; the caller closes the store after wait.
+	services := maintenance.New(maintenance.Config{Logger: log})
+	cfg.Services = services.Status
 	srv := server.New(a.reg, cfg)
-	ctx, cancel := context.WithCancel(ctx)
-	var services sync.WaitGroup
-	// SIGHUP reloads the certificate and the client CAs at once (a renewal
-	// hook sends it), and the key file (after tether keys rotate).
-	hup := make(chan os.Signal, 1)
-	if opts.reloadOnHangup {
-		signal.Notify(hup, syscall.SIGHUP)
-	}
-	services.Add(1)
-	go func() {
-		defer services.Done()
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if certs != nil {
-					certs.reload("SIGHUP")
-					cas.refresh(ctx, "SIGHUP")
-				}
-				if kf, ok := a.reg.Config().Keyring.(*registry.KeyFile); ok {
-					if err := kf.Reload(); err != nil {
-						log.Error("key file not reloaded", "err", registry.ErrorMessage(err))
-					} else {
-						log.Info("key file reloaded", "trigger", "SIGHUP")
-					}
-				}
-			}
-		}
-	}()
-	if cas != nil {
-		services.Add(1)
-		go func() {
-			defer services.Done()
-			cas.run(ctx, opts.caRefresh)
-		}()
-	}
-	services.Add(6)
-	go func() {
-		defer services.Done()
-		srv.RunSignatureAudit(ctx, func(err error) {
-			log.Warn("auditing refused signatures failed; retrying", "err", registry.ErrorMessage(err))
-		})
-	}()
-	go func() {
-		defer services.Done()
-		registry.NewReaper(a.reg, registry.ReaperConfig{}).Run(ctx, srv.RecordReap)
-	}()
-	go func() {
-		defer services.Done()
-		registry.NewPruner(a.reg, registry.PrunerConfig{}).Run(ctx, srv.RecordPrune)
-	}()
-	go func() {
-		defer services.Done()
-		sender := webhook.New(a.reg, webhook.Config{Report: func(at webhook.Attempt) {
-			srv.RecordWebhookDelivery(at.Event, at.Status, at.Err)
-			if at.Err != nil || at.Status < 200 || at.Status > 299 {
-				// The receiver by origin only: a URL's path
-				// and query often hold the receiver's own secret.
-				attrs := []any{"webhook", at.WebhookName, "webhook_id", at.Webhook, "delivery", at.Delivery}
-				if at.Message != at.Delivery {
-					attrs = append(attrs, "message", at.Message) // a redelivery: what the receiver sees as webhook-id
-				}
-				attrs = append(attrs, "event", at.Event, "receiver", at.Receiver, "status", at.Status)
-				if at.Err != nil {
-					attrs = append(attrs, "err", at.Err.Error(), "detail", at.Detail)
-				}
-				log.Warn("webhook delivery attempt failed; retried with backoff until 24 h after the change, then marked failed (tether webhook deliveries shows it)", attrs...)
-			}
-		}})
-		sender.Run(ctx, func(err error) { log.Warn("sending webhooks failed; retrying", "err", registry.ErrorMessage(err)) })
-	}()
-	go func() {
-		defer services.Done()
-		registry.NewRetention(a.reg, retention).Run(ctx, func(rep registry.RetentionReport, err error) {
-			srv.RecordRetention(rep)
-			switch {
-			case err != nil:
-				log.Warn("retention failed; retrying at the next run", "err", registry.ErrorMessage(err))
-			case rep.Total() > 0:
-				log.Info("retention deleted what is kept no longer", "jobs", rep.Jobs, "audit_entries", rep.Audit, "webhook_deliveries", rep.WebhookDeliveries,
-					"idempotency_keys", rep.IdempotencyKeys)
-			}
-		})
-	}()
-	go func() {
-		defer services.Done()
-		registry.NewRolloutService(a.reg, 0).Run(ctx, func(_ int, err error) {
-			if err != nil {
-				log.Warn("advancing rollouts failed; retrying", "err", registry.ErrorMessage(err))
-			}
-		})
-	}()
+	services.Add(serveServices(serveEnv{a: a, srv: srv, log: log, opts: opts, retention: retention, certs: certs, cas: cas, diagLn: diagLn})...)
 	if diagLn != nil {
-		services.Add(1)
-		go func() {
-			defer services.Done()
-			if err := srv.ServeDiag(ctx, diagLn); err != nil {
-				log.Error("diagnostics listener stopped", "err", err)
-			}
-		}()
 		log.Info("diagnostics listening", "addr", diagLn.Addr().String(), "paths", "/metrics /debug/pprof/")
 	}
+	services.Start(context.WithoutCancel(ctx))
+	// Under systemd (Type=notify): word when the shutdown begins, so that
+	// it does not take the drain for a hang.
+	stopNotify := context.AfterFunc(ctx, notifyStopping)
 	served := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ctx, ln)
-		cancel() // the services stop with the server, whatever ended it
+		if stopNotify() { // the listener failed: a shutdown too
+			notifyStopping()
+		}
+		// Drained (or failed): the services stop now, whatever ended it.
+		services.Stop()
 		served <- err
 	}()
 	rateDesc := "off"
@@ -467,27 +384,15 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	log.Info("tether serve listening", "version", versionString(), "addr", addr, "url", scheme+"://"+addr, "db", a.store.Path(),
 		"tls", tlsConfig != nil, "mtls", cas != nil && cas.enabled(), "rate_limit", rateDesc,
 		"trusted_proxies", len(trusted), "shutdown_delay", opts.shutdownDelay, "tracing", tp != nil)
-	// Under systemd (Type=notify): ready now, a watchdog keep-alive while
-	// the handlers answer, and word when the shutdown begins.
+	// Under systemd (Type=notify): ready now; the watchdog keep-alive is one
+	// of the services.
 	notifyReady(log)
-	services.Add(1)
-	go func() {
-		defer services.Done()
-		runWatchdog(ctx, srv.Handler(), log)
-	}()
-	services.Add(1)
-	go func() {
-		defer services.Done()
-		<-ctx.Done()
-		notifyStopping()
-	}()
 
 	var once sync.Once
 	var result error
 	wait = func() error {
 		once.Do(func() {
 			result = <-served
-			services.Wait()
 			if tp != nil {
 				// Send the spans still batched, within a bound: a
 				// collector that is gone must not hold the shutdown.

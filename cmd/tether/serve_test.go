@@ -198,6 +198,15 @@ func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
 		_, body := httpGet(t, base+"/metrics")
 		return strings.Contains(string(body), "tether_agent_longpolls_held 1")
 	})
+	// Every background service runs under the maintainer, which reports it.
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, svc := range []string{"reaper", "pruner", "retention", "rollouts", "signature-audit", "webhook-sender", "sighup-reload"} {
+		for _, want := range []string{`tether_service_up{service="` + svc + `"} 1`, `tether_service_failures_total{service="` + svc + `"} 0`} {
+			if !strings.Contains(string(metrics), want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+	}
 	code, log := p.stop(t)
 	select {
 	case got := <-polled:
@@ -210,8 +219,10 @@ func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d after SIGTERM, want 0; log:\n%s", code, log)
 	}
-	if !strings.Contains(log, "shut down") {
-		t.Errorf("no shutdown line in the log:\n%s", log)
+	// Drain the agent API, then stop the services (the store closes after).
+	drained, stopped := strings.Index(log, `msg="shut down"`), strings.Index(log, `msg="background services stopped"`)
+	if drained < 0 || stopped < drained {
+		t.Errorf("the log does not say the services stopped after the agent API shut down:\n%s", log)
 	}
 	if strings.Contains(log, tok.Secret.Reveal()) || strings.Contains(log, cred.Token) {
 		t.Errorf("a token reached the log:\n%s", log)

@@ -10,13 +10,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/postgres"
 )
 
 // seedJobs opens a store on a fresh schema and fills it with n jobs over 50
-// clusters, in the shape of internal/benchseed's fleet (ids, names app-N,
+// clusters, in the shape of internal/testing/benchseed's fleet (ids, names app-N,
 // namespaces ns-N, states and errors by age), by one INSERT ... SELECT.
 func seedJobs(t testing.TB, n int) (*postgres.Store, *pgx.Conn, string) {
 	t.Helper()

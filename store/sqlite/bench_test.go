@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/benchseed"
+	"github.com/tetherhq/tether/internal/testing/benchseed"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 	"github.com/tetherhq/tether/store/storetest"

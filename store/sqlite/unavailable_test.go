@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testfs"
+	"github.com/tetherhq/tether/internal/testing/testfs"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/registry/clocktest"
 )

@@ -37,8 +37,8 @@ type Bench struct {
 	SeedFinished func(b *testing.B, st registry.Store, clusterID string, n int, finished time.Time)
 	// Million returns a store, closed when b ends, holding 50 clusters and
 	// a million jobs submitted over the 30 days before now, 2% of them
-	// queued and the rest mostly finished (internal/benchseed's shape), and
-	// the id of one of its clusters.
+	// queued and the rest mostly finished (internal/testing/benchseed's
+	// shape), and the id of one of its clusters.
 	Million func(b *testing.B) (st registry.Store, now time.Time, clusterID string)
 }
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/tetherhq/tether/adminclient"
 	"github.com/tetherhq/tether/apiclient"
-	"github.com/tetherhq/tether/internal/pgtest"
+	"github.com/tetherhq/tether/internal/testing/pgtest"
 )
 
 const (
