@@ -11,9 +11,8 @@
 //	River      ./bench/river   BenchmarkRiver, BenchmarkPeers (tether beside River bridged to
 //	                           the agent protocol; a module of its own: cd bench/river)
 //	wake-up    ./bench         BenchmarkWakeup (also the fan-in memory)
-//	reaper     ./store/sqlite  BenchmarkReap
-//	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim, BenchmarkIdleLook, BenchmarkBusyLook,
-//	                           BenchmarkHeartbeat
+//	reaper     ./store/sqlite  BenchmarkStore/Reap (storetest's benchmark suite; also ./store/postgres)
+//	submit     ./store/sqlite  BenchmarkStore/Submit, /Claim, /IdleLook, /BusyLook, /Heartbeat
 //	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
 //	           ./bench         BenchmarkConsole (the binary as launched, in a pseudo terminal)
 package main
@@ -59,8 +58,8 @@ var runs = []run{
 	{"admin API: submissions over HTTP (32 producers, policy checks)", "", "./bench", "^BenchmarkAdminSubmit$", []string{"-benchtime", "10000x"}, 3},
 	{"admin API: watch fan-out (100 watchers, 100 jobs/s)", "", "./bench", "^BenchmarkWatchFanout$", []string{"-benchtime", "500x"}, 3},
 	{"admin API: blocking submit over an idle agent", "", "./bench", "^BenchmarkBlockingSubmit$", []string{"-benchtime", "1000x"}, 3},
-	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
-	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
+	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkStore$/^Reap$", []string{"-benchtime", "1x"}, 3},
+	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^BenchmarkStore$/^(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
 	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
 	{"console as launched (tether console in a pseudo terminal over 1,000,000 jobs; PostgreSQL needs " + dsnEnv + ")", "", "./bench", "^BenchmarkConsole$", []string{"-benchtime", "1x"}, 3},
 }
@@ -130,12 +129,12 @@ var rows = []row{
 	{"watch: fan-out lag p99, 100 watchers", "BenchmarkWatchFanout", "lag-p99-ms", "< 50 ms", below(50), false},
 	{"blocking submit round trip p50, idle agent", "BenchmarkBlockingSubmit", "rtt-p50-ms", "< 20 ms", below(20), false},
 	{"blocking submit round trip p99, idle agent", "BenchmarkBlockingSubmit", "rtt-p99-ms", "", nil, false},
-	{"reaper: 100,000 expired leases requeued", "BenchmarkReap", "s/100k", "< 2 s", below(2), false},
-	{"submit: jobs through the registry", "BenchmarkSubmit", "submits/s", ">= 10000/s", atLeast(10000), false},
-	{"claim: acks through the registry", "BenchmarkClaim", "claims/s", "", nil, false},
-	{"idle look: polls of an empty queue through the registry", "BenchmarkIdleLook", "looks/s", "", nil, false},
-	{"busy look: polls that each hand out a job of a backlog", "BenchmarkBusyLook", "looks/s", "", nil, false},
-	{"lease heartbeats through the registry (1,000 leased jobs)", "BenchmarkHeartbeat", "heartbeats/s", "", nil, false},
+	{"reaper: 100,000 expired leases requeued", "BenchmarkStore/Reap", "s/100k", "< 2 s", below(2), false},
+	{"submit: jobs through the registry", "BenchmarkStore/Submit", "submits/s", ">= 10000/s", atLeast(10000), false},
+	{"claim: acks through the registry", "BenchmarkStore/Claim", "claims/s", "", nil, false},
+	{"idle look: polls of an empty queue through the registry", "BenchmarkStore/IdleLook", "looks/s", "", nil, false},
+	{"busy look: polls that each hand out a job of a backlog", "BenchmarkStore/BusyLook", "looks/s", "", nil, false},
+	{"lease heartbeats through the registry (1,000 leased jobs)", "BenchmarkStore/Heartbeat", "heartbeats/s", "", nil, false},
 	{"console: jobs-view frame, clock tick", "BenchmarkJobsFrame/tick", "ms/frame", "< 16 ms", below(16), false},
 	{"console: jobs-view frame, key press", "BenchmarkJobsFrame/key", "ms/frame", "< 16 ms", below(16), false},
 	{"console: first frame", "BenchmarkFirstFrame", "ms/first-frame", "< 300 ms", below(300), false},

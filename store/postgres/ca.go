@@ -8,9 +8,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const caCols = `id, cert_der, sealed_key, created_at, not_after, retired_at, trusted_until`
 
 func (s *Store) CACreate(ctx context.Context, p registry.CACreateParams) error {
 	return s.write(ctx, "create a certificate authority", func(ctx context.Context, q db) error {
@@ -33,7 +32,7 @@ func (s *Store) CACreate(ctx context.Context, p registry.CACreateParams) error {
 }
 
 func (s *Store) CAList(ctx context.Context, now time.Time) ([]registry.CertificateAuthority, error) {
-	rows, err := s.query(ctx, "read certificate authorities", `SELECT `+caCols+` FROM certificate_authorities
+	rows, err := s.query(ctx, "read certificate authorities", `SELECT `+record.CACols+` FROM certificate_authorities
 		WHERE retired_at IS NULL OR trusted_until > $1 ORDER BY retired_at IS NOT NULL, created_at DESC, id DESC`, col.MS(now))
 	if err != nil {
 		return nil, err

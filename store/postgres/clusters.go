@@ -3,43 +3,20 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
-	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
-	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
-
-const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-
-func scanCluster(row pgx.Row) (*registry.Cluster, error) {
-	var c registry.Cluster
-	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
-	c.Policy.RequiredCapabilities = []string{}
-	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
-		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
-		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
 
 func errNoCluster(id string) error {
 	return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 }
 
 func (s *Store) clusterByID(ctx context.Context, q db, id string) (*registry.Cluster, error) {
-	c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1", id))
+	c, err := record.ScanCluster(q.QueryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoCluster(id)
 	}
@@ -54,7 +31,7 @@ func (s *Store) ClusterGet(ctx context.Context, id string) (*registry.Cluster, e
 }
 
 func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+` WHERE lower(c.name) = lower($1::TEXT COLLATE "C")`, name))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+` WHERE lower(c.name) = lower($1::TEXT COLLATE "C")`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "no cluster is named %q", name)
 	}
@@ -66,7 +43,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 	// compares byte by byte: SQLite's NOCASE, the order
 	// registry.ClusterListParams defines, whatever the database's locale.
 	a := args{string(p.State), p.Organization}
-	q := "SELECT " + clusterCols + clusterFrom + " WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2)"
+	q := "SELECT " + record.ClusterCols + record.ClusterFrom + " WHERE ($1 = '' OR c.state = $1) AND ($2 = '' OR c.organization = $2)"
 	if c := p.After; c != nil {
 		name := "lower(" + a.add(c.Name) + ` COLLATE "C")`
 		q += ` AND (lower(c.name COLLATE "C") > ` + name + ` OR (lower(c.name COLLATE "C") = ` + name + ` AND c.id COLLATE "C" > ` + a.add(c.ID) + "))"
@@ -80,7 +57,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 		return nil, err
 	}
 	return collect(s, rows, "read clusters", func(r pgx.Rows) (registry.Cluster, error) {
-		c, err := scanCluster(r)
+		c, err := record.ScanCluster(r)
 		if err != nil {
 			return registry.Cluster{}, err
 		}
@@ -138,8 +115,8 @@ func (s *Store) ClusterUpdate(ctx context.Context, p registry.ClusterUpdateParam
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` AND version = ` + a.add(p.Version) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if isUniqueViolation(err, "clusters_name") {
 			return errNameTaken(sp.Name)
 		}
@@ -169,8 +146,8 @@ func (s *Store) ClusterSetEnabled(ctx context.Context, p registry.ClusterSetEnab
 		sql := `WITH c AS (UPDATE clusters SET state = ` + state + `, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) +
 			` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoCluster(p.ID)
 		}
@@ -192,8 +169,8 @@ func (s *Store) ClusterSetPaused(ctx context.Context, p registry.ClusterSetPause
 		sql := `WITH c AS (UPDATE clusters SET paused_at = ` + a.add(pausedAt) + `::BIGINT, pause_reason = ` + a.add(reason) +
 			`, version = version + 1, updated_at = ` + a.add(col.MS(p.Now)) + ` WHERE id = ` + a.add(p.ID) + ` RETURNING *),
 			a AS (` + auditFrom(&a, p.Audit, "c", "") + `)
-			SELECT ` + clusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-		c, err := scanCluster(q.QueryRow(ctx, sql, a...))
+			SELECT ` + record.ClusterCols + ` FROM c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
+		c, err := record.ScanCluster(q.QueryRow(ctx, sql, a...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoCluster(p.ID)
 		}
@@ -229,355 +206,4 @@ func lockCluster(ctx context.Context, q db, id string) error {
 		return errNoCluster(id)
 	}
 	return err
-}
-
-// --- tokens ---
-
-const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
-
-func scanToken(row pgx.Row) (*registry.RegistrationToken, error) {
-	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
-		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
-	return &tk, err
-}
-
-func errNoToken(id string) error {
-	return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", id)
-}
-
-// insertToken inserts a token and voids the cluster's older unused ones, in
-// one statement.
-func insertToken(ctx context.Context, q db, tk *registry.RegistrationToken) error {
-	_, err := q.Exec(ctx, `WITH voided AS (
-			UPDATE registration_tokens SET revoked_at = $5, revoke_reason = $7
-			WHERE cluster_id = $2 AND used_at IS NULL AND revoked_at IS NULL)
-		INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by)
-		VALUES ($1, $2, $3, $4, $6, $8)`,
-		tk.ID, tk.ClusterID, tk.Hash, col.MS(tk.CreatedAt), col.MS(tk.CreatedAt), col.MS(tk.ExpiresAt), registry.TokenRevokedSuperseded, tk.CreatedBy)
-	return err
-}
-
-func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) error {
-	return s.write(ctx, "issue a registration token", func(ctx context.Context, q db) error {
-		if err := lockCluster(ctx, q, p.Token.ClusterID); err != nil {
-			return err
-		}
-		if err := insertToken(ctx, q, &p.Token); err != nil {
-			return err
-		}
-		return insertAudit(ctx, q, p.Audit)
-	})
-}
-
-func (s *Store) TokenGet(ctx context.Context, id string) (*registry.RegistrationToken, error) {
-	tk, err := scanToken(s.queryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errNoToken(id)
-	}
-	if err != nil {
-		return nil, s.wrap(err, "read a registration token")
-	}
-	return tk, nil
-}
-
-func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
-	rows, err := s.query(ctx, "read registration tokens", "SELECT "+tokenCols+
-		" FROM registration_tokens WHERE ($1 = '' OR cluster_id = $1) ORDER BY created_at DESC, id DESC", clusterID)
-	if err != nil {
-		return nil, err
-	}
-	return collect(s, rows, "read registration tokens", func(r pgx.Rows) (registry.RegistrationToken, error) {
-		tk, err := scanToken(r)
-		return *tk, err
-	})
-}
-
-func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (*registry.RegistrationToken, error) {
-	var out *registry.RegistrationToken
-	err := s.write(ctx, "revoke a registration token", func(ctx context.Context, q db) error {
-		tk, err := scanToken(q.QueryRow(ctx, `UPDATE registration_tokens SET revoked_at = $1, revoke_reason = $2
-			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL RETURNING `+tokenCols, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1", p.ID))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return errNoToken(p.ID)
-			}
-			if err != nil {
-				return err
-			}
-			if !tk.UsedAt.IsZero() {
-				return registry.Errorf(registry.CodeConflict, "registration token %s was already used; revoke the credential it issued instead (tether credential revoke %s)", p.ID, tk.ClusterID)
-			}
-			return registry.Errorf(registry.CodeConflict, "registration token %s is already revoked (%s)", p.ID, tk.RevokeReason)
-		}
-		if err != nil {
-			return err
-		}
-		out = tk
-		p.Audit.ClusterID = tk.ClusterID
-		return insertAudit(ctx, q, p.Audit)
-	})
-	return out, err
-}
-
-// checkError carries the error of a caller's check through a transaction, to
-// be returned as is.
-type checkError struct{ err error }
-
-func (e checkError) Error() string { return e.err.Error() }
-
-// TokenRedeem locks the token's cluster and then the token (the order a
-// cluster's delete takes them in), runs p.Check, and then writes. Concurrent
-// redemptions queue on the token's lock; each one after the first reads the
-// token as used, and Check refuses it.
-func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (*registry.Cluster, error) {
-	var out *registry.Cluster
-	err := s.write(ctx, "redeem a registration token", func(ctx context.Context, q db) error {
-		var clusterID string
-		err := q.QueryRow(ctx, "SELECT cluster_id FROM registration_tokens WHERE id = $1", p.TokenID).Scan(&clusterID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoToken(p.TokenID)
-		}
-		if err != nil {
-			return err
-		}
-		c, err := scanCluster(q.QueryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = $1 FOR NO KEY UPDATE OF c", clusterID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoCluster(clusterID)
-		}
-		if err != nil {
-			return err
-		}
-		tk, err := scanToken(q.QueryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = $1 FOR UPDATE", p.TokenID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoToken(p.TokenID)
-		}
-		if err != nil {
-			return err
-		}
-		if err := p.Check(tk, c); err != nil {
-			return checkError{err}
-		}
-		cred := p.Credential
-		cred.ClusterID = c.ID
-		// Every row this writes is locked already but the status row,
-		// which is written first.
-		if _, err := q.Exec(ctx, `INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES ($1, $2, $3)
-			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
-			c.ID, col.JSONText(cred.Capabilities), col.MS(p.Now)); err != nil {
-			return err
-		}
-		tag, err := q.Exec(ctx, `UPDATE registration_tokens SET used_at = $1, credential_id = $2
-			WHERE id = $3 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, col.MS(p.Now), cred.ID, tk.ID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			// Unreachable under the token's lock, but the statement is the guard.
-			tk.UsedAt = p.Now
-			return checkError{p.Check(tk, c)}
-		}
-		if err := insertCredential(ctx, q, &cred); err != nil {
-			return err
-		}
-		if _, err := q.Exec(ctx, `UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
-			registered_at = COALESCE(registered_at, $1), updated_at = $1 WHERE id = $2`, col.MS(p.Now), c.ID); err != nil {
-			return err
-		}
-		if p.PublicKey != "" && p.PublicKey != c.PublicKey {
-			if _, err := q.Exec(ctx, `UPDATE clusters SET public_key = $1, version = version + 1 WHERE id = $2`, string(p.PublicKey), c.ID); err != nil {
-				return err
-			}
-		}
-		p.Audit.ClusterID = c.ID
-		if err := insertAudit(ctx, q, p.Audit); err != nil {
-			return err
-		}
-		out, err = s.clusterByID(ctx, q, c.ID)
-		return err
-	})
-	var ce checkError
-	if errors.As(err, &ce) {
-		return nil, ce.err
-	}
-	return out, err
-}
-
-// --- credentials ---
-
-const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at, rotate_after, rotate_until,
-	rotated_from, superseded_at, revoked_at, revoke_reason`
-
-func scanCredential(row pgx.Row) (*registry.Credential, error) {
-	var c registry.Credential
-	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
-		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
-	return &c, err
-}
-
-func insertCredential(ctx context.Context, q db, c *registry.Credential) error {
-	_, err := q.Exec(ctx, `INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
-		rotate_after, rotate_until, rotated_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		c.ID, c.ClusterID, c.Hash, bytesOrNil(c.SealedHMAC), col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
-		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
-	if err != nil {
-		return err
-	}
-	return insertClientCertificate(ctx, q, c)
-}
-
-func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {
-	c, err := scanCredential(s.queryRow(ctx, "SELECT "+credentialCols+" FROM credentials WHERE id = $1", id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, registry.Errorf(registry.CodeNotFound, "credential %s does not exist", id)
-	}
-	if err != nil {
-		return nil, s.wrap(err, "read a credential")
-	}
-	return c, nil
-}
-
-func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registry.Credential, error) {
-	rows, err := s.query(ctx, "read credentials", "SELECT "+credentialCols+
-		" FROM credentials WHERE cluster_id = $1 ORDER BY created_at DESC, id DESC", clusterID)
-	if err != nil {
-		return nil, err
-	}
-	return collect(s, rows, "read credentials", func(r pgx.Rows) (registry.Credential, error) {
-		c, err := scanCredential(r)
-		return *c, err
-	})
-}
-
-func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotateParams) error {
-	refused := registry.Errorf(registry.CodeUnauthorized, "credential %s can no longer be rotated (revoked or past its grace)", p.OldID)
-	return s.write(ctx, "rotate a credential", func(ctx context.Context, q db) error {
-		if err := lockCluster(ctx, q, p.New.ClusterID); registry.ErrorCode(err) == registry.CodeNotFound {
-			return refused // its cluster, and with it the old credential, is gone
-		} else if err != nil {
-			return err
-		}
-		tag, err := q.Exec(ctx, `UPDATE credentials SET superseded_at = $1, expires_at = LEAST(expires_at, $2)
-			WHERE id = $3 AND revoked_at IS NULL AND superseded_at IS NULL AND rotate_until > $1`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			var superseded *int64
-			_ = q.QueryRow(ctx, `SELECT superseded_at FROM credentials WHERE id = $1 AND revoked_at IS NULL`, p.OldID).Scan(&superseded)
-			if superseded != nil {
-				return registry.ErrRotatedOnce(p.OldID, time.UnixMilli(*superseded))
-			}
-			return refused
-		}
-		if err := insertCredential(ctx, q, &p.New); err != nil {
-			return err
-		}
-		return insertAudit(ctx, q, p.Audit)
-	})
-}
-
-// CredentialRestrict is one statement: the update and its audit entry.
-func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRestrictParams) (int, error) {
-	var n int
-	err := s.stmt(ctx, "restrict credentials", func(ctx context.Context, q db) error {
-		var a args
-		set := `expires_at = LEAST(expires_at, ` + a.add(col.MS(p.ExpiresAt)) + `), rotate_until = LEAST(rotate_until, ` + a.add(col.MS(p.RotateUntil)) + `)`
-		if !p.RotateAfter.IsZero() {
-			set += `, rotate_after = LEAST(rotate_after, ` + a.add(col.MS(p.RotateAfter)) + `)`
-		}
-		if p.Revoke {
-			set += `, revoked_at = ` + a.add(col.MS(p.Now)) + `, revoke_reason = ` + a.add(p.Reason)
-		}
-		cred := a.add(p.CredentialID)
-		sql := `WITH u AS (UPDATE credentials SET ` + set + ` WHERE cluster_id = ` + a.add(p.ClusterID) +
-			` AND revoked_at IS NULL AND rotate_until > ` + a.add(col.MS(p.Now)) + ` AND (` + cred + ` = '' OR id = ` + cred + `) RETURNING 1),
-			a AS (` + auditFrom(&a, p.Audit, "", "") + `)
-			SELECT count(*) FROM u`
-		return q.QueryRow(ctx, sql, a...).Scan(&n)
-	})
-	return n, err
-}
-
-// --- audit ---
-
-// insertAudit writes audit entries in one statement.
-func insertAudit(ctx context.Context, q db, entries ...registry.AuditEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	at := make([]*int64, len(entries))
-	cols := make([][]string, 6)
-	for i := range cols {
-		cols[i] = make([]string, len(entries))
-	}
-	for i, e := range entries {
-		at[i] = msPtr(e.At)
-		cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cols[5][i] = e.Actor, e.Action, e.ClusterID, e.TargetKind, e.TargetID, e.Reason
-	}
-	_, err := q.Exec(ctx, `INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason)
-		SELECT at, actor, action, cluster_id, target_kind, target_id, reason
-		FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[]) WITH ORDINALITY
-			AS e (at, actor, action, cluster_id, target_kind, target_id, reason, ord)
-		ORDER BY ord`, at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
-	return err
-}
-
-// auditFrom renders an INSERT of the audit entry e, once for each row of the
-// relation from (or once, when from is empty), for a data-modifying CTE.
-// clusterCol, when set, is a column of from that replaces e's cluster id.
-func auditFrom(a *args, e registry.AuditEntry, from, clusterCol string) string {
-	cluster := clusterCol
-	if cluster == "" {
-		cluster = a.add(e.ClusterID) + "::TEXT"
-	}
-	sql := `INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason) SELECT ` +
-		a.add(col.MS(e.At)) + `::BIGINT, ` + a.add(e.Actor) + `::TEXT, ` + a.add(e.Action) + `::TEXT, ` + cluster + `, ` +
-		a.add(e.TargetKind) + `::TEXT, ` + a.add(e.TargetID) + `::TEXT, ` + a.add(e.Reason) + `::TEXT`
-	if from != "" {
-		sql += " FROM " + from
-	}
-	return sql
-}
-
-func (s *Store) AuditAppend(ctx context.Context, entries ...registry.AuditEntry) error {
-	return s.stmt(ctx, "write the audit trail", func(ctx context.Context, q db) error { return insertAudit(ctx, q, entries...) })
-}
-
-func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
-	var a args
-	q := `SELECT id, at, actor, action, cluster_id, target_kind, target_id, reason FROM audit WHERE true`
-	if p.ClusterID != "" {
-		q += " AND cluster_id = " + a.add(p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + list(&a, p.ClusterIDs) + ")"
-	}
-	if p.Action != "" {
-		q += " AND action >= " + a.add(p.Action) + " AND action < " + a.add(p.Action+"\uffff")
-	}
-	if p.AfterID > 0 {
-		q += " AND id > " + a.add(p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < " + a.add(p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT " + a.add(limitOr(p.Limit, 100))
-	rows, err := s.query(ctx, "read the audit trail", q, a...)
-	if err != nil {
-		return nil, err
-	}
-	return collect(s, rows, "read the audit trail", func(r pgx.Rows) (registry.AuditEntry, error) {
-		var e registry.AuditEntry
-		err := r.Scan(&e.ID, col.Time(&e.At), &e.Actor, &e.Action, &e.ClusterID, &e.TargetKind, &e.TargetID, &e.Reason)
-		return e, err
-	})
-}
-
-// likePattern escapes s for a LIKE ... ESCAPE '\' substring match.
-func likePattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
 }

@@ -65,3 +65,10 @@ func Isolation(s *Store) (string, error) {
 
 // SearchProbe is the statement that finds a search word's candidates.
 const SearchProbe = searchProbe
+
+// Exec runs one statement on the store's pool, outside its writer (for
+// benchmarks that seed rows in bulk).
+func Exec(ctx context.Context, s *Store, sql string, args ...any) error {
+	_, err := s.pool.Exec(ctx, sql, args...)
+	return err
+}

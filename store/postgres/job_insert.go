@@ -10,6 +10,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
 // JobInsert is one statement: the job, its history and its audit entry, unless
@@ -72,7 +73,7 @@ var jobInsertTypes = []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "T
 	"TEXT", "TEXT", "INTEGER", "BIGINT", "BIGINT", "BIGINT", "TEXT", "TEXT", "TEXT"}
 
 func jobInsertValues(j *registry.Job) []any {
-	return []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
+	return []any{j.ID, j.ClusterID, string(j.Kind), j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, record.StoredPayload(j), j.PayloadSealed,
 		j.IdempotencyKey, string(j.State), j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf, j.Traceparent}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
 // jobRowCols are the columns of a job's row. Its lease is not one of them:
@@ -338,7 +339,7 @@ func updateJob(ctx context.Context, q db, p registry.JobUpdateParams) (*registry
 // applied.
 func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	var a args
-	set := jobSet(&a, &p.Set)
+	set := record.JobSet(&p.Set, a.add)
 	claim := claimWrite(&a, &p.Set, "u")
 	id := a.add(p.ID)
 	where := " WHERE id = " + id
@@ -421,59 +422,4 @@ func updateError(err error, id string) error {
 		return registry.Errorf(registry.CodeConflict, "job %s cannot reopen: another open job of its cluster has the same idempotency key", id)
 	}
 	return err
-}
-
-// jobSet renders a JobSet as the SET list of an UPDATE of the job's row;
-// claimWrite renders what it changes of the job's claim.
-func jobSet(a *args, s *registry.JobSet) string {
-	sets := []string{"updated_at = " + a.add(col.MS(s.Now))}
-	add := func(col string, v any) { sets = append(sets, col+" = "+a.add(v)) }
-	if s.State != "" {
-		add("state", string(s.State))
-	}
-	if s.AttemptIncrement {
-		sets = append(sets, "attempt = attempt + 1")
-	}
-	if s.Reopen {
-		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
-			"last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
-			"result = NULL", "finished_at = NULL", "visible_after = NULL")
-	}
-	if c := s.Claim; c != nil {
-		add("claim_id", col.NullIfEmpty(c.ClaimID))
-		add("claimed_at", col.MS(c.ClaimedAt))
-		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
-		add("lease_seconds", c.LeaseSeconds)
-	}
-	if !s.LastActivityAt.IsZero() {
-		add("last_activity_at", col.MS(s.LastActivityAt))
-	}
-	if s.Phase != nil {
-		add("phase", *s.Phase)
-	}
-	if s.Outcome != "" {
-		add("outcome", string(s.Outcome))
-	}
-	if s.Error != nil {
-		add("error", *s.Error)
-	}
-	if s.Result != nil {
-		add("result", []byte(s.Result))
-	}
-	if !s.FinishedAt.IsZero() {
-		add("finished_at", col.MS(s.FinishedAt))
-	}
-	if !s.ExpiresAt.IsZero() {
-		add("expires_at", col.MS(s.ExpiresAt))
-	}
-	return strings.Join(sets, ", ")
-}
-
-// storedPayload is the payload column: the sealed payload of a job whose
-// cluster requires encrypted payloads, the plain one otherwise.
-func storedPayload(j *registry.Job) []byte {
-	if j.PayloadSealed {
-		return j.SealedPayload
-	}
-	return []byte(j.Payload)
 }

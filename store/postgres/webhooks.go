@@ -10,20 +10,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by, version,
-	sealed_previous_secret, previous_secret_until`
-
-func scanWebhook(row pgx.Row) (registry.Webhook, error) {
-	var w registry.Webhook
-	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy, &w.Version,
-		col.Bytes(&w.SealedPreviousSecret), col.Time(&w.PreviousSecretUntil))
-	return w, err
-}
-
-const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
-	last_status, last_error, finished_at, COALESCE(redelivery_of, 0), first_created_at`
 
 func scanDelivery(row pgx.Row) (registry.WebhookDelivery, error) {
 	var d registry.WebhookDelivery
@@ -51,11 +39,11 @@ func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParam
 }
 
 func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
-	rows, err := s.query(ctx, "read webhooks", "SELECT "+webhookCols+" FROM webhooks ORDER BY name, organization")
+	rows, err := s.query(ctx, "read webhooks", "SELECT "+record.WebhookCols+" FROM webhooks ORDER BY name, organization")
 	if err != nil {
 		return nil, err
 	}
-	return collect(s, rows, "read webhooks", func(r pgx.Rows) (registry.Webhook, error) { return scanWebhook(r) })
+	return collect(s, rows, "read webhooks", func(r pgx.Rows) (registry.Webhook, error) { return record.ScanWebhook(r) })
 }
 
 func (s *Store) WebhookDelete(ctx context.Context, p registry.WebhookDeleteParams) error {
@@ -72,7 +60,7 @@ func (s *Store) WebhookDelete(ctx context.Context, p registry.WebhookDeleteParam
 }
 
 func (s *Store) WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]registry.WebhookDelivery, error) {
-	rows, err := s.query(ctx, "read webhook deliveries", "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2", webhookID, limit)
+	rows, err := s.query(ctx, "read webhook deliveries", "SELECT "+record.DeliveryCols+" FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2", webhookID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +75,7 @@ func (s *Store) WebhookDeliveriesClaim(ctx context.Context, p registry.WebhookCl
 		rows, err := q.Query(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $1, attempts = attempts + 1
 			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $2
 				ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
-			RETURNING `+deliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
+			RETURNING `+record.DeliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
 		if err != nil {
 			return err
 		}
@@ -114,8 +102,8 @@ func (s *Store) WebhookUpdate(ctx context.Context, p registry.WebhookUpdateParam
 	var out registry.Webhook
 	err := s.write(ctx, "edit a webhook", func(ctx context.Context, q db) error {
 		var err error
-		out, err = scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET name = $1, url = $2, events = $3, version = version + 1
-			WHERE id = $4 AND version = $5 RETURNING `+webhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
+		out, err = record.ScanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET name = $1, url = $2, events = $3, version = version + 1
+			WHERE id = $4 AND version = $5 RETURNING `+record.WebhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
 		if isUniqueViolation(err, "webhooks_org_name") {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; choose another name", p.Name)
 		}
@@ -143,10 +131,10 @@ func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotat
 	err := s.write(ctx, "rotate a webhook's secret", func(ctx context.Context, q db) error {
 		var err error
 		keep := !p.PreviousUntil.IsZero()
-		out, err = scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET
+		out, err = record.ScanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET
 				sealed_previous_secret = CASE WHEN $1::boolean THEN sealed_secret END, previous_secret_until = $2,
 				sealed_secret = $3, version = version + 1
-			WHERE id = $4 RETURNING `+webhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
+			WHERE id = $4 RETURNING `+record.WebhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
 		}
@@ -159,7 +147,7 @@ func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotat
 }
 
 func (s *Store) WebhookDelivery(ctx context.Context, id int64) (registry.WebhookDelivery, error) {
-	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE id = $1", id))
+	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+record.DeliveryCols+" FROM webhook_deliveries WHERE id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, registry.Errorf(registry.CodeNotFound, "no webhook delivery has the id wd-%d (tether webhook deliveries NAME lists a webhook's)", id)
 	}
@@ -176,7 +164,7 @@ func (s *Store) WebhookDeliveryAdd(ctx context.Context, p registry.WebhookDelive
 		out, err = scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries (webhook_id, event, cluster_id, subject_id, data, created_at,
 				next_attempt_at, redelivery_of, first_created_at)
 			SELECT id, $1, $2, $3, $4, $5, $5, $6, $7 FROM webhooks WHERE id = $8
-			RETURNING `+deliveryCols,
+			RETURNING `+record.DeliveryCols,
 			d.Event, d.ClusterID, d.SubjectID, string(d.Data), col.MS(d.CreatedAt), nullID(d.RedeliveryOf), col.MS(d.FirstCreatedAt), d.WebhookID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", d.WebhookID)

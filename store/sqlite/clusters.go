@@ -4,39 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
-	"time"
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
-const clusterCols = `c.id, c.name, c.organization, c.public_key, c.allowed_namespaces, c.allowed_catalog_entries,
-	c.allowed_operation_templates, c.mode, c.state, c.lease_seconds, c.max_attempts, c.required_capabilities,
-	c.version, c.created_at, c.updated_at, c.registered_at, c.labels, c.paused_at, c.pause_reason, c.require_client_cert, c.require_signed_payloads, c.require_encrypted_payloads, c.allow_legacy_payload_signatures,
-	s.last_heartbeat_at, s.capabilities, s.conditions, s.updated_at`
-
-const clusterFrom = ` FROM clusters c LEFT JOIN cluster_status s ON s.cluster_id = c.id`
-
-type scanner interface{ Scan(...any) error }
-
-func scanCluster(row scanner) (*registry.Cluster, error) {
-	var c registry.Cluster
-	c.AllowedNamespaces, c.AllowedCatalogEntries, c.AllowedOperationTemplates = []string{}, []string{}, []string{}
-	c.Policy.RequiredCapabilities = []string{}
-	c.Status.Capabilities, c.Status.Conditions = []string{}, []registry.Condition{}
-	err := row.Scan(&c.ID, &c.Name, &c.Organization, (*string)(&c.PublicKey), col.JSON(&c.AllowedNamespaces), col.JSON(&c.AllowedCatalogEntries),
-		col.JSON(&c.AllowedOperationTemplates), &c.Mode, &c.State, &c.Policy.LeaseSeconds, &c.Policy.MaxAttempts, col.JSON(&c.Policy.RequiredCapabilities),
-		&c.Version, col.Time(&c.CreatedAt), col.Time(&c.UpdatedAt), col.Time(&c.RegisteredAt), col.JSON(&c.Labels), col.Time(&c.PausedAt), &c.PauseReason, &c.Policy.RequireClientCertificate, &c.Policy.RequireSignedPayloads, &c.Policy.RequireEncryptedPayloads, &c.Policy.AllowLegacyPayloadSignatures,
-		col.Time(&c.Status.LastHeartbeatAt), col.JSON(&c.Status.Capabilities), col.JSON(&c.Status.Conditions), col.Time(&c.Status.UpdatedAt))
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 	}
@@ -44,7 +19,7 @@ func (s *Store) clusterByID(ctx context.Context, id string) (*registry.Cluster, 
 }
 
 func (t *txn) clusterByID(id string) (*registry.Cluster, error) {
-	c, err := scanCluster(t.selectRow("SELECT "+clusterCols+clusterFrom+" WHERE c.id = ?", id))
+	c, err := record.ScanCluster(t.selectRow("SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", id)
 	}
@@ -56,7 +31,7 @@ func (s *Store) ClusterGet(ctx context.Context, id string) (*registry.Cluster, e
 }
 
 func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cluster, error) {
-	c, err := scanCluster(s.queryRow(ctx, "SELECT "+clusterCols+clusterFrom+" WHERE c.name = ? COLLATE NOCASE", name))
+	c, err := record.ScanCluster(s.queryRow(ctx, "SELECT "+record.ClusterCols+record.ClusterFrom+" WHERE c.name = ? COLLATE NOCASE", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "no cluster is named %q", name)
 	}
@@ -66,7 +41,7 @@ func (s *Store) ClusterGetByName(ctx context.Context, name string) (*registry.Cl
 func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) ([]registry.Cluster, error) {
 	// NOCASE folds ASCII letters only and compares every other byte as it
 	// is: the order registry.ClusterListParams defines.
-	q := "SELECT " + clusterCols + clusterFrom + " WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?)"
+	q := "SELECT " + record.ClusterCols + record.ClusterFrom + " WHERE (? = '' OR c.state = ?) AND (? = '' OR c.organization = ?)"
 	args := []any{p.State, p.State, p.Organization, p.Organization}
 	if c := p.After; c != nil {
 		q += " AND (c.name COLLATE NOCASE > ? OR (c.name COLLATE NOCASE = ? AND c.id > ?))"
@@ -84,7 +59,7 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 	defer rows.Close()
 	out := []registry.Cluster{}
 	for rows.Next() {
-		c, err := scanCluster(rows)
+		c, err := record.ScanCluster(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read clusters")
 		}
@@ -211,317 +186,4 @@ func (s *Store) ClusterDelete(ctx context.Context, p registry.ClusterDeleteParam
 		}
 		return t.audit(p.Audit)
 	})
-}
-
-// --- tokens ---
-
-const tokenCols = `id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id, revoked_at, revoke_reason`
-
-func scanToken(row scanner) (*registry.RegistrationToken, error) {
-	var tk registry.RegistrationToken
-	err := row.Scan(&tk.ID, &tk.ClusterID, col.Bytes(&tk.Hash), col.Time(&tk.CreatedAt), col.Time(&tk.ExpiresAt), &tk.CreatedBy,
-		col.Time(&tk.UsedAt), &tk.CredentialID, col.Time(&tk.RevokedAt), &tk.RevokeReason)
-	return &tk, err
-}
-
-func (t *txn) insertToken(tk *registry.RegistrationToken) error {
-	// Issuing a token voids the cluster's older unused ones.
-	if _, err := t.exec(`UPDATE registration_tokens SET revoked_at = ?, revoke_reason = ?
-		WHERE cluster_id = ? AND used_at IS NULL AND revoked_at IS NULL`,
-		col.MS(tk.CreatedAt), registry.TokenRevokedSuperseded, tk.ClusterID); err != nil {
-		return err
-	}
-	_, err := t.exec(`INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?)`, tk.ID, tk.ClusterID, tk.Hash, col.MS(tk.CreatedAt), col.MS(tk.ExpiresAt), tk.CreatedBy)
-	return err
-}
-
-func (s *Store) TokenCreate(ctx context.Context, p registry.TokenCreateParams) error {
-	return s.write(ctx, func(t *txn) error {
-		var one int
-		if err := t.selectRow("SELECT 1 FROM clusters WHERE id = ?", p.Token.ClusterID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.Token.ClusterID)
-		}
-		if err := t.insertToken(&p.Token); err != nil {
-			return err
-		}
-		return t.audit(p.Audit)
-	})
-}
-
-func (s *Store) TokenGet(ctx context.Context, id string) (*registry.RegistrationToken, error) {
-	tk, err := scanToken(s.queryRow(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", id)
-	}
-	return tk, s.wrap(err, "read a registration token")
-}
-
-func (s *Store) TokenList(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
-	rows, err := s.query(ctx, "SELECT "+tokenCols+" FROM registration_tokens WHERE (? = '' OR cluster_id = ?) ORDER BY created_at DESC, id DESC", clusterID, clusterID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []registry.RegistrationToken{}
-	for rows.Next() {
-		tk, err := scanToken(rows)
-		if err != nil {
-			return nil, s.wrap(err, "read registration tokens")
-		}
-		out = append(out, *tk)
-	}
-	return out, s.wrap(rows.Err(), "read registration tokens")
-}
-
-func (s *Store) TokenRevoke(ctx context.Context, p registry.TokenRevokeParams) (*registry.RegistrationToken, error) {
-	var out *registry.RegistrationToken
-	err := s.write(ctx, func(t *txn) error {
-		res, err := t.exec(`UPDATE registration_tokens SET revoked_at = ?, revoke_reason = ?
-			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL`, col.MS(p.Now), registry.TokenRevokedByAdmin, p.ID)
-		if err != nil {
-			return err
-		}
-		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.ID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.ID)
-		}
-		if err != nil {
-			return t.s.wrap(err, "read a registration token")
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			if !tk.UsedAt.IsZero() {
-				return registry.Errorf(registry.CodeConflict, "registration token %s was already used; revoke the credential it issued instead (tether credential revoke %s)", p.ID, tk.ClusterID)
-			}
-			return registry.Errorf(registry.CodeConflict, "registration token %s is already revoked (%s)", p.ID, tk.RevokeReason)
-		}
-		out = tk
-		p.Audit.ClusterID = tk.ClusterID
-		return t.audit(p.Audit)
-	})
-	return out, err
-}
-
-func (s *Store) TokenRedeem(ctx context.Context, p registry.TokenRedeemParams) (*registry.Cluster, error) {
-	var out *registry.Cluster
-	err := s.write(ctx, func(t *txn) error {
-		tk, err := scanToken(t.selectRow("SELECT "+tokenCols+" FROM registration_tokens WHERE id = ?", p.TokenID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return registry.Errorf(registry.CodeNotFound, "registration token %s does not exist", p.TokenID)
-		}
-		if err != nil {
-			return t.s.wrap(err, "read a registration token")
-		}
-		c, err := t.clusterByID(tk.ClusterID)
-		if err != nil {
-			return err
-		}
-		if err := p.Check(tk, c); err != nil {
-			return err
-		}
-		cred := p.Credential
-		cred.ClusterID = c.ID
-		res, err := t.exec(`UPDATE registration_tokens SET used_at = ?, credential_id = ?
-			WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?`, col.MS(p.Now), cred.ID, tk.ID, col.MS(p.Now))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			// Unreachable with one writer, but the statement is the guard.
-			tk.UsedAt = p.Now
-			return p.Check(tk, c)
-		}
-		if err := t.insertCredential(&cred); err != nil {
-			return err
-		}
-		if _, err := t.exec(`UPDATE clusters SET state = CASE WHEN state = 'pending' THEN 'active' ELSE state END,
-			registered_at = COALESCE(registered_at, ?), updated_at = ? WHERE id = ?`, col.MS(p.Now), col.MS(p.Now), c.ID); err != nil {
-			return err
-		}
-		if p.PublicKey != "" && p.PublicKey != c.PublicKey {
-			if _, err := t.exec(`UPDATE clusters SET public_key = ?, version = version + 1 WHERE id = ?`, string(p.PublicKey), c.ID); err != nil {
-				return err
-			}
-		}
-		if _, err := t.exec(`INSERT INTO cluster_status (cluster_id, capabilities, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (cluster_id) DO UPDATE SET capabilities = excluded.capabilities, updated_at = excluded.updated_at`,
-			c.ID, col.JSONText(cred.Capabilities), col.MS(p.Now)); err != nil {
-			return err
-		}
-		p.Audit.ClusterID = c.ID
-		if err := t.audit(p.Audit); err != nil {
-			return err
-		}
-		out, err = t.clusterByID(c.ID)
-		return err
-	})
-	return out, err
-}
-
-// --- credentials ---
-
-const credentialCols = `id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at, rotate_after, rotate_until,
-	rotated_from, superseded_at, revoked_at, revoke_reason`
-
-func scanCredential(row scanner) (*registry.Credential, error) {
-	var c registry.Credential
-	c.Capabilities = []string{}
-	err := row.Scan(&c.ID, &c.ClusterID, col.Bytes(&c.Hash), col.Bytes(&c.SealedHMAC), col.JSON(&c.Capabilities), col.Time(&c.CreatedAt),
-		col.Time(&c.ExpiresAt), col.Time(&c.RotateAfter), col.Time(&c.RotateUntil), &c.RotatedFrom, col.Time(&c.SupersededAt), col.Time(&c.RevokedAt), &c.RevokeReason)
-	return &c, err
-}
-
-func (t *txn) insertCredential(c *registry.Credential) error {
-	_, err := t.exec(`INSERT INTO credentials (id, cluster_id, hash, sealed_hmac, capabilities, created_at, expires_at,
-		rotate_after, rotate_until, rotated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.ClusterID, c.Hash, c.SealedHMAC, col.JSONText(c.Capabilities), col.MS(c.CreatedAt), col.MS(c.ExpiresAt),
-		col.MS(c.RotateAfter), col.MS(c.RotateUntil), c.RotatedFrom)
-	if err != nil {
-		return err
-	}
-	return t.insertClientCertificate(c)
-}
-
-func (s *Store) CredentialGet(ctx context.Context, id string) (*registry.Credential, error) {
-	c, err := scanCredential(s.queryRow(ctx, "SELECT "+credentialCols+" FROM credentials WHERE id = ?", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, registry.Errorf(registry.CodeNotFound, "credential %s does not exist", id)
-	}
-	return c, s.wrap(err, "read a credential")
-}
-
-func (s *Store) CredentialList(ctx context.Context, clusterID string) ([]registry.Credential, error) {
-	rows, err := s.query(ctx, "SELECT "+credentialCols+" FROM credentials WHERE cluster_id = ? ORDER BY created_at DESC, id DESC", clusterID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []registry.Credential{}
-	for rows.Next() {
-		c, err := scanCredential(rows)
-		if err != nil {
-			return nil, s.wrap(err, "read credentials")
-		}
-		out = append(out, *c)
-	}
-	return out, s.wrap(rows.Err(), "read credentials")
-}
-
-func (s *Store) CredentialRotate(ctx context.Context, p registry.CredentialRotateParams) error {
-	return s.write(ctx, func(t *txn) error {
-		res, err := t.exec(`UPDATE credentials SET superseded_at = ?, expires_at = MIN(expires_at, ?)
-			WHERE id = ? AND revoked_at IS NULL AND superseded_at IS NULL AND rotate_until > ?`, col.MS(p.Now), col.MS(p.OldExpiresAt), p.OldID, col.MS(p.Now))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			var superseded sql.NullInt64
-			_ = t.selectRow(`SELECT superseded_at FROM credentials WHERE id = ? AND revoked_at IS NULL`, p.OldID).Scan(&superseded)
-			if superseded.Valid {
-				return registry.ErrRotatedOnce(p.OldID, time.UnixMilli(superseded.Int64))
-			}
-			return registry.Errorf(registry.CodeUnauthorized, "credential %s can no longer be rotated (revoked or past its grace)", p.OldID)
-		}
-		if err := t.insertCredential(&p.New); err != nil {
-			return err
-		}
-		return t.audit(p.Audit)
-	})
-}
-
-func (s *Store) CredentialRestrict(ctx context.Context, p registry.CredentialRestrictParams) (int, error) {
-	var n int64
-	err := s.write(ctx, func(t *txn) error {
-		q := `UPDATE credentials SET expires_at = MIN(expires_at, ?), rotate_until = MIN(rotate_until, ?)`
-		args := []any{col.MS(p.ExpiresAt), col.MS(p.RotateUntil)}
-		if !p.RotateAfter.IsZero() {
-			q += `, rotate_after = MIN(rotate_after, ?)`
-			args = append(args, col.MS(p.RotateAfter))
-		}
-		if p.Revoke {
-			q += `, revoked_at = ?, revoke_reason = ?`
-			args = append(args, col.MS(p.Now), p.Reason)
-		}
-		q += ` WHERE cluster_id = ? AND revoked_at IS NULL AND rotate_until > ? AND (? = '' OR id = ?)`
-		args = append(args, p.ClusterID, col.MS(p.Now), p.CredentialID, p.CredentialID)
-		res, err := t.exec(q, args...)
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		return t.audit(p.Audit)
-	})
-	return int(n), err
-}
-
-// --- audit ---
-
-func (t *txn) audit(entries ...registry.AuditEntry) error {
-	for _, a := range entries {
-		if _, err := t.exec(`INSERT INTO audit (at, actor, action, cluster_id, target_kind, target_id, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			col.MS(a.At), a.Actor, a.Action, a.ClusterID, a.TargetKind, a.TargetID, a.Reason); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Store) AuditAppend(ctx context.Context, entries ...registry.AuditEntry) error {
-	return s.write(ctx, func(t *txn) error { return t.audit(entries...) })
-}
-
-func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
-	q := `SELECT id, at, actor, action, cluster_id, target_kind, target_id, reason FROM audit WHERE 1 = 1`
-	var args []any
-	if p.ClusterID != "" {
-		q += " AND cluster_id = ?"
-		args = append(args, p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + placeholders(len(p.ClusterIDs)) + ")"
-		for _, id := range p.ClusterIDs {
-			args = append(args, id)
-		}
-	}
-	if p.Action != "" {
-		q += " AND action >= ? AND action < ?"
-		args = append(args, p.Action, p.Action+"\uffff")
-	}
-	if p.AfterID > 0 {
-		q += " AND id > ?"
-		args = append(args, p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < ?"
-		args = append(args, p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limitOr(p.Limit, 100))
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []registry.AuditEntry{}
-	for rows.Next() {
-		var a registry.AuditEntry
-		if err := rows.Scan(&a.ID, col.Time(&a.At), &a.Actor, &a.Action, &a.ClusterID, &a.TargetKind, &a.TargetID, &a.Reason); err != nil {
-			return nil, s.wrap(err, "read the audit trail")
-		}
-		out = append(out, a)
-	}
-	return out, s.wrap(rows.Err(), "read the audit trail")
-}
-
-func limitOr(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
-}
-
-// likePattern escapes s for a LIKE ... ESCAPE '\' substring match.
-func likePattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
 }

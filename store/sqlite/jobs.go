@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
 // jobCols are a job as read: its row, then its lease and the last lease
@@ -103,7 +104,7 @@ func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error)
 		idempotency_key, state, attempt, created_at, updated_at, expires_at, submitted_by, retry_of, traceparent)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (cluster_id, idempotency_key) WHERE idempotency_key != '' AND state IN ('queued', 'in_progress') DO NOTHING`,
-		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, storedPayload(j), j.PayloadSealed,
+		j.ID, j.ClusterID, j.Kind, j.Intent, j.Target.Kind, j.Target.Namespace, j.Target.Name, record.StoredPayload(j), j.PayloadSealed,
 		j.IdempotencyKey, j.State, j.Attempt, col.MS(j.CreatedAt), col.MS(j.UpdatedAt), col.MS(j.ExpiresAt), j.SubmittedBy, j.RetryOf, j.Traceparent)
 	if isForeignKeyViolation(err) {
 		return nil, false, registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", j.ClusterID)
@@ -408,7 +409,8 @@ func (s *Store) JobUpdate(ctx context.Context, p registry.JobUpdateParams) (*reg
 
 // updateJob is JobUpdate inside a transaction.
 func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error) {
-	set, args := jobSet(&p.Set)
+	var args []any
+	set := record.JobSet(&p.Set, func(v any) string { args = append(args, v); return "?" })
 	where := " WHERE id = ?"
 	args = append(args, p.ID)
 	if p.ClusterID != "" {
@@ -483,68 +485,10 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 	return j, true, nil
 }
 
-// jobSet renders a JobSet as the SET list of an UPDATE.
-func jobSet(s *registry.JobSet) (string, []any) {
-	sets := []string{"updated_at = ?"}
-	args := []any{col.MS(s.Now)}
-	add := func(col string, v any) {
-		sets = append(sets, col+" = ?")
-		args = append(args, v)
-	}
-	if s.State != "" {
-		add("state", s.State)
-	}
-	if s.AttemptIncrement {
-		sets = append(sets, "attempt = attempt + 1")
-	}
-	if s.Reopen {
-		sets = append(sets, "claim_id = NULL", "claimed_at = NULL", "claimed_by = NULL", "lease_seconds = 0",
-			"last_activity_at = NULL", "phase = ''", "outcome = ''", "error = ''",
-			"result = NULL", "finished_at = NULL", "visible_after = NULL")
-	}
-	if c := s.Claim; c != nil {
-		add("claim_id", col.NullIfEmpty(c.ClaimID))
-		add("claimed_at", col.MS(c.ClaimedAt))
-		add("claimed_by", col.NullIfEmpty(c.ClaimedBy))
-		add("lease_seconds", c.LeaseSeconds)
-	}
-	if !s.LastActivityAt.IsZero() {
-		add("last_activity_at", col.MS(s.LastActivityAt))
-	}
-	if s.Phase != nil {
-		add("phase", *s.Phase)
-	}
-	if s.Outcome != "" {
-		add("outcome", s.Outcome)
-	}
-	if s.Error != nil {
-		add("error", *s.Error)
-	}
-	if s.Result != nil {
-		add("result", s.Result)
-	}
-	if !s.FinishedAt.IsZero() {
-		add("finished_at", col.MS(s.FinishedAt))
-	}
-	if !s.ExpiresAt.IsZero() {
-		add("expires_at", col.MS(s.ExpiresAt))
-	}
-	return strings.Join(sets, ", "), args
-}
-
 // reclaimed is one row the reaper changed, as RETURNING reports it.
 type reclaimed struct {
 	ID        string `json:"id"`
 	ClusterID string `json:"cluster"`
 	State     string `json:"state"`
 	Attempt   int    `json:"attempt"`
-}
-
-// storedPayload is the payload column: the sealed payload of a job whose
-// cluster requires encrypted payloads, the plain one otherwise.
-func storedPayload(j *registry.Job) []byte {
-	if j.PayloadSealed {
-		return j.SealedPayload
-	}
-	return []byte(j.Payload)
 }

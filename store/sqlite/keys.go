@@ -8,6 +8,7 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
 
 func (s *Store) SealedSecretsExist(ctx context.Context) (bool, error) {
@@ -51,18 +52,6 @@ func (s *Store) SignaturesPrune(ctx context.Context, before time.Time) (int, err
 	return int(n), err
 }
 
-const signingKeyCols = `id, cluster_id, public_key, sealed_private, created_at, retired_at, expires_at, endorsed_by, endorsement`
-
-func scanSigningKey(row scanner) (*registry.SigningKey, error) {
-	var k registry.SigningKey
-	err := row.Scan(&k.ID, &k.ClusterID, &k.PublicKey, &k.SealedPrivate, col.Time(&k.CreatedAt), col.Time(&k.RetiredAt), col.Time(&k.ExpiresAt),
-		col.String(&k.EndorsedBy), col.String(&k.Endorsement))
-	if err != nil {
-		return nil, err
-	}
-	return &k, nil
-}
-
 func (s *Store) SigningKeyEnsure(ctx context.Context, key registry.SigningKey) (*registry.SigningKey, error) {
 	var out *registry.SigningKey
 	err := s.write(ctx, func(t *txn) error {
@@ -73,7 +62,7 @@ func (s *Store) SigningKeyEnsure(ctx context.Context, key registry.SigningKey) (
 		if err != nil {
 			return err
 		}
-		out, err = scanSigningKey(t.selectRow(`SELECT `+signingKeyCols+` FROM cluster_signing_keys WHERE cluster_id = ? AND retired_at IS NULL`, key.ClusterID))
+		out, err = record.ScanSigningKey(t.selectRow(`SELECT `+record.SigningKeyCols+` FROM cluster_signing_keys WHERE cluster_id = ? AND retired_at IS NULL`, key.ClusterID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "cluster %s not found", key.ClusterID)
 		}
@@ -113,7 +102,7 @@ func (s *Store) SigningKeyRotate(ctx context.Context, p registry.SigningKeyRotat
 }
 
 func (s *Store) SigningKeys(ctx context.Context, clusterID string, now time.Time) ([]registry.SigningKey, error) {
-	rows, err := s.query(ctx, `SELECT `+signingKeyCols+` FROM cluster_signing_keys
+	rows, err := s.query(ctx, `SELECT `+record.SigningKeyCols+` FROM cluster_signing_keys
 		WHERE cluster_id = ? AND (retired_at IS NULL OR expires_at > ?)
 		ORDER BY retired_at IS NOT NULL, created_at DESC, id DESC`, clusterID, col.MS(now))
 	if err != nil {
@@ -122,7 +111,7 @@ func (s *Store) SigningKeys(ctx context.Context, clusterID string, now time.Time
 	defer rows.Close()
 	out := []registry.SigningKey{}
 	for rows.Next() {
-		k, err := scanSigningKey(rows)
+		k, err := record.ScanSigningKey(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read signing keys")
 		}

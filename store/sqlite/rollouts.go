@@ -10,10 +10,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const rolloutCols = `id, name, organization, selector, kind, payload, max_parallel, max_failures, pause_between_ms,
-	order_by, state, failure_base, next_wave_at, version, created_by, created_at, updated_at, finished_at`
 
 func scanRollout(row scanner) (*registry.Rollout, error) {
 	var r registry.Rollout
@@ -30,11 +28,6 @@ func scanRollout(row scanner) (*registry.Rollout, error) {
 	r.Counts = map[registry.TargetState]int{}
 	return &r, nil
 }
-
-// A target with its job as it is now: the job may be gone (retention, or its
-// cluster deleted), hence the outer join.
-const targetCols = `t.position, t.cluster_id, t.cluster_name, t.state, t.reason, t.job_id, t.attempts, t.started_at, t.finished_at,
-	j.state, j.attempt, j.error`
 
 const targetFrom = ` FROM rollout_targets t LEFT JOIN jobs j ON j.id = t.job_id`
 
@@ -57,14 +50,14 @@ func (s *Store) RolloutGetByName(ctx context.Context, name string) (*registry.Ro
 }
 
 func (s *Store) rolloutWhere(ctx context.Context, where string, arg string) (*registry.Rollout, error) {
-	r, err := scanRollout(s.queryRow(ctx, "SELECT "+rolloutCols+" FROM rollouts WHERE "+where, arg))
+	r, err := scanRollout(s.queryRow(ctx, "SELECT "+record.RolloutCols+" FROM rollouts WHERE "+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, registry.Errorf(registry.CodeNotFound, "rollout %s does not exist", arg)
 	}
 	if err != nil {
 		return nil, s.wrap(err, "read a rollout")
 	}
-	rows, err := s.query(ctx, "SELECT "+targetCols+targetFrom+" WHERE t.rollout_id = ? ORDER BY t.position", r.ID)
+	rows, err := s.query(ctx, "SELECT "+record.TargetCols+targetFrom+" WHERE t.rollout_id = ? ORDER BY t.position", r.ID)
 	if err != nil {
 		return nil, s.wrap(err, "read a rollout's targets")
 	}
@@ -103,7 +96,7 @@ func (s *Store) RolloutList(ctx context.Context, p registry.RolloutListParams) (
 		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
 		args = append(args, col.MS(c.CreatedAt), col.MS(c.CreatedAt), c.ID)
 	}
-	q := "SELECT " + rolloutCols + " FROM rollouts"
+	q := "SELECT " + record.RolloutCols + " FROM rollouts"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -159,7 +152,7 @@ func (s *Store) RolloutList(ctx context.Context, p registry.RolloutListParams) (
 func (s *Store) RolloutCreate(ctx context.Context, p registry.RolloutCreateParams) error {
 	return s.write(ctx, func(t *txn) error {
 		r := &p.Rollout
-		_, err := t.exec(`INSERT INTO rollouts (`+rolloutCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := t.exec(`INSERT INTO rollouts (`+record.RolloutCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Name, r.Organization, r.Selector, r.Kind, []byte(r.Payload), r.MaxParallel, r.MaxFailures, r.PauseBetween.Milliseconds(),
 			r.Order, r.State, r.FailureBase, col.MS(r.NextWaveAt), r.Version, r.CreatedBy, col.MS(r.CreatedAt), col.MS(r.UpdatedAt), col.MS(r.FinishedAt))
 		if isUniqueViolation(err) {

@@ -14,14 +14,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +30,6 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
 
 // Options tune the store. Zero values take the defaults.
 type Options struct {
@@ -280,58 +274,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// --- migrations ---
-
-func migrationNames() []string {
-	names, _ := fs.Glob(migrationFiles, "migrations/*.sql")
-	sort.Strings(names)
-	return names
-}
-
-func migrate(ctx context.Context, db *sql.DB, path string) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		return openError(path, err)
-	}
-	names := migrationNames()
-	for {
-		tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates at a time
-		if err != nil {
-			return openError(path, err)
-		}
-		var current int
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
-			tx.Rollback()
-			return openError(path, err)
-		}
-		if current > len(names) {
-			tx.Rollback()
-			return registry.Errorf(registry.CodeInvalid,
-				"database %s has schema version %d, but this tether knows only up to version %d: it was written by a newer tether; upgrade this binary (the database was not changed)",
-				path, current, len(names))
-		}
-		if current == len(names) {
-			return tx.Rollback()
-		}
-		name := names[current]
-		body, err := migrationFiles.ReadFile(name)
-		if err == nil {
-			_, err = tx.ExecContext(ctx, string(body))
-		}
-		if err == nil {
-			_, err = tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				current+1, filepath.Base(name), time.Now().UnixMilli())
-		}
-		if err == nil {
-			err = tx.Commit()
-		}
-		if err != nil {
-			tx.Rollback()
-			return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot apply migration %s to %s", filepath.Base(name), path), Err: err}
-		}
-	}
-}
-
 // --- reads ---
 
 // maxReadStatements bounds the read statement cache: filtered lists build
@@ -462,89 +404,4 @@ func isForeignKeyViolation(err error) bool {
 func isUniqueViolation(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
-}
-
-// --- change notification ---
-
-func (s *Store) notifyLocal() {
-	s.listenMu.Lock()
-	defer s.listenMu.Unlock()
-	for ch := range s.listeners {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// NotifyChanges signals ch once when it is listening, after every local
-// commit at once, and after other processes' commits within NotifyInterval: it holds one read connection and
-// asks it for PRAGMA data_version, which changes whenever another connection
-// commits.
-func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
-	s.listenMu.Lock()
-	s.listeners[ch] = struct{}{}
-	s.listenMu.Unlock()
-	defer func() {
-		s.listenMu.Lock()
-		delete(s.listeners, ch)
-		s.listenMu.Unlock()
-	}()
-	var (
-		conn     *sql.Conn
-		replaced <-chan struct{}
-		last     int64
-	)
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	t := time.NewTicker(s.opts.NotifyInterval)
-	defer t.Stop()
-	for {
-		if conn == nil {
-			// First, or after a reopen (which waits for this connection
-			// to be let go): a new connection's data_version starts anew,
-			// and the first signal after it covers what the swap hid.
-			s.poolMu.RLock()
-			c, err := s.readers.Conn(ctx)
-			replaced = s.replaced
-			s.poolMu.RUnlock()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return s.wrap(err, "open a connection to watch for changes")
-			}
-			conn, last = c, -1
-		}
-		var v int64
-		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return s.wrap(err, "watch for changes")
-		}
-		if v != last {
-			// Also signal once when first live: a commit between the caller
-			// reading the feed's position and this listener being registered
-			// would otherwise go unnoticed until the next one.
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-			last = v
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.closing:
-			return nil
-		case <-replaced:
-			conn.Close()
-			conn = nil
-		case <-t.C:
-		}
-	}
 }

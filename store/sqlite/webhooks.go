@@ -9,20 +9,8 @@ import (
 
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/internal/col"
+	"github.com/tetherhq/tether/store/internal/record"
 )
-
-const webhookCols = `id, name, url, events, organization, sealed_secret, created_at, created_by, version,
-	sealed_previous_secret, previous_secret_until`
-
-func scanWebhook(row scanner) (registry.Webhook, error) {
-	var w registry.Webhook
-	err := row.Scan(&w.ID, &w.Name, &w.URL, col.JSON(&w.Events), &w.Org, &w.SealedSecret, col.Time(&w.CreatedAt), &w.CreatedBy, &w.Version,
-		col.Bytes(&w.SealedPreviousSecret), col.Time(&w.PreviousSecretUntil))
-	return w, err
-}
-
-const deliveryCols = `id, webhook_id, event, cluster_id, subject_id, data, created_at, state, attempts, next_attempt_at,
-	last_status, last_error, finished_at, COALESCE(redelivery_of, 0), first_created_at`
 
 func scanDelivery(row scanner) (registry.WebhookDelivery, error) {
 	var d registry.WebhookDelivery
@@ -50,14 +38,14 @@ func (s *Store) WebhookCreate(ctx context.Context, p registry.WebhookCreateParam
 }
 
 func (s *Store) WebhookList(ctx context.Context) ([]registry.Webhook, error) {
-	rows, err := s.query(ctx, "SELECT "+webhookCols+" FROM webhooks ORDER BY name, organization")
+	rows, err := s.query(ctx, "SELECT "+record.WebhookCols+" FROM webhooks ORDER BY name, organization")
 	if err != nil {
 		return nil, s.wrap(err, "read webhooks")
 	}
 	defer rows.Close()
 	out := []registry.Webhook{}
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := record.ScanWebhook(rows)
 		if err != nil {
 			return nil, s.wrap(err, "read webhooks")
 		}
@@ -80,7 +68,7 @@ func (s *Store) WebhookDelete(ctx context.Context, p registry.WebhookDeleteParam
 }
 
 func (s *Store) WebhookDeliveries(ctx context.Context, webhookID string, limit int) ([]registry.WebhookDelivery, error) {
-	rows, err := s.query(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?", webhookID, limit)
+	rows, err := s.query(ctx, "SELECT "+record.DeliveryCols+" FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?", webhookID, limit)
 	if err != nil {
 		return nil, s.wrap(err, "read webhook deliveries")
 	}
@@ -104,7 +92,7 @@ func (s *Store) WebhookDeliveriesClaim(ctx context.Context, p registry.WebhookCl
 		out = nil
 		rows, err := t.query(`UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1
 			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
-			RETURNING `+deliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
+			RETURNING `+record.DeliveryCols, col.MS(p.Until), col.MS(p.Now), p.Limit)
 		if err != nil {
 			return err
 		}
@@ -138,8 +126,8 @@ func (s *Store) WebhookUpdate(ctx context.Context, p registry.WebhookUpdateParam
 	var out registry.Webhook
 	err := s.write(ctx, func(t *txn) error {
 		var err error
-		out, err = scanWebhook(t.queryRow(`UPDATE webhooks SET name = ?, url = ?, events = ?, version = version + 1
-			WHERE id = ? AND version = ? RETURNING `+webhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
+		out, err = record.ScanWebhook(t.queryRow(`UPDATE webhooks SET name = ?, url = ?, events = ?, version = version + 1
+			WHERE id = ? AND version = ? RETURNING `+record.WebhookCols, p.Name, p.URL, col.JSONText(p.Events), p.ID, p.Version))
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "a webhook named %q already exists; choose another name", p.Name)
 		}
@@ -167,10 +155,10 @@ func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotat
 	err := s.write(ctx, func(t *txn) error {
 		var err error
 		keep := !p.PreviousUntil.IsZero()
-		out, err = scanWebhook(t.queryRow(`UPDATE webhooks SET
+		out, err = record.ScanWebhook(t.queryRow(`UPDATE webhooks SET
 				sealed_previous_secret = CASE WHEN ? THEN sealed_secret END, previous_secret_until = ?,
 				sealed_secret = ?, version = version + 1
-			WHERE id = ? RETURNING `+webhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
+			WHERE id = ? RETURNING `+record.WebhookCols, keep, col.MS(p.PreviousUntil), p.Sealed, p.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", p.ID)
 		}
@@ -183,7 +171,7 @@ func (s *Store) WebhookRotateSecret(ctx context.Context, p registry.WebhookRotat
 }
 
 func (s *Store) WebhookDelivery(ctx context.Context, id int64) (registry.WebhookDelivery, error) {
-	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+deliveryCols+" FROM webhook_deliveries WHERE id = ?", id))
+	d, err := scanDelivery(s.queryRow(ctx, "SELECT "+record.DeliveryCols+" FROM webhook_deliveries WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, registry.Errorf(registry.CodeNotFound, "no webhook delivery has the id wd-%d (tether webhook deliveries NAME lists a webhook's)", id)
 	}
@@ -200,7 +188,7 @@ func (s *Store) WebhookDeliveryAdd(ctx context.Context, p registry.WebhookDelive
 		out, err = scanDelivery(t.queryRow(`INSERT INTO webhook_deliveries (webhook_id, event, cluster_id, subject_id, data, created_at,
 				next_attempt_at, redelivery_of, first_created_at)
 			SELECT id, ?, ?, ?, ?, ?, ?, ?, ? FROM webhooks WHERE id = ?
-			RETURNING `+deliveryCols,
+			RETURNING `+record.DeliveryCols,
 			d.Event, d.ClusterID, d.SubjectID, string(d.Data), col.MS(d.CreatedAt), col.MS(d.CreatedAt), nullID(d.RedeliveryOf), col.MS(d.FirstCreatedAt), d.WebhookID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeNotFound, "webhook %s does not exist", d.WebhookID)
