@@ -27,6 +27,7 @@ type Store interface {
 	WebhookStore
 	KeyStore
 	CAStore
+	SSHHostKeyStore
 	ResealStore
 	RetentionStore
 	RolloutStore
