@@ -84,7 +84,8 @@ type Backend interface {
 }
 
 // Local is the Backend over a registry in this process. Every change it makes
-// is attributed to Actor in the audit trail.
+// is attributed to Actor in the audit trail, and every read is Actor's: an
+// organization-scoped actor (a console over SSH) sees only its organization.
 type Local struct {
 	Reg   *registry.Registry
 	Actor registry.Actor
@@ -104,17 +105,17 @@ func (l *Local) Now() time.Time { return l.Reg.Now() }
 func (l *Local) RotationGrace() time.Duration { return l.Reg.Config().RotationGrace }
 
 func (l *Local) Watch(ctx context.Context, p registry.WatchParams) (<-chan registry.WatchEvent, error) {
-	return l.Reg.Watch(ctx, p)
+	return l.Reg.Watch(l.as(ctx), p)
 }
 
-func (l *Local) LatestSeq(ctx context.Context) (int64, error) { return l.Reg.LatestSeq(ctx) }
+func (l *Local) LatestSeq(ctx context.Context) (int64, error) { return l.Reg.LatestSeq(l.as(ctx)) }
 
 func (l *Local) ListClusters(ctx context.Context) ([]registry.Cluster, error) {
-	return l.Reg.ListClusters(ctx, registry.ClusterListParams{})
+	return l.Reg.ListClusters(l.as(ctx), registry.ClusterListParams{})
 }
 
 func (l *Local) GetCluster(ctx context.Context, id string) (*registry.Cluster, error) {
-	return l.Reg.GetCluster(ctx, id)
+	return l.Reg.GetCluster(l.as(ctx), id)
 }
 
 func (l *Local) CreateCluster(ctx context.Context, spec registry.ClusterSpec, ttl time.Duration) (*registry.Cluster, *registry.IssuedToken, error) {
@@ -142,11 +143,11 @@ func (l *Local) IssueToken(ctx context.Context, clusterID string, ttl time.Durat
 }
 
 func (l *Local) ListTokens(ctx context.Context, clusterID string) ([]registry.RegistrationToken, error) {
-	return l.Reg.ListTokens(ctx, clusterID)
+	return l.Reg.ListTokens(l.as(ctx), clusterID)
 }
 
 func (l *Local) ListCredentials(ctx context.Context, clusterID string) ([]registry.Credential, error) {
-	return l.Reg.ListCredentials(ctx, clusterID)
+	return l.Reg.ListCredentials(l.as(ctx), clusterID)
 }
 
 func (l *Local) ForceRotation(ctx context.Context, clusterID, reason string) (int, error) {
@@ -158,23 +159,23 @@ func (l *Local) RevokeCredentials(ctx context.Context, clusterID, reason string)
 }
 
 func (l *Local) ListJobs(ctx context.Context, p registry.JobListParams) ([]registry.Job, error) {
-	return l.Reg.ListJobs(ctx, p)
+	return l.Reg.ListJobs(l.as(ctx), p)
 }
 
 func (l *Local) CountJobs(ctx context.Context, p registry.JobListParams) (int, error) {
-	return l.Reg.CountJobs(ctx, p)
+	return l.Reg.CountJobs(l.as(ctx), p)
 }
 
 func (l *Local) JobCounts(ctx context.Context) ([]registry.JobCount, error) {
-	return l.Reg.JobCounts(ctx)
+	return l.Reg.JobCounts(l.as(ctx))
 }
 
 func (l *Local) QueueHealth(ctx context.Context) ([]registry.QueueHealth, error) {
-	return l.Reg.FleetQueueHealth(ctx)
+	return l.Reg.FleetQueueHealth(l.as(ctx))
 }
 
 func (l *Local) GetJob(ctx context.Context, id string) (*registry.Job, error) {
-	return l.Reg.GetJob(ctx, id)
+	return l.Reg.GetJob(l.as(ctx), id)
 }
 
 func (l *Local) ShowJobPayload(ctx context.Context, id string) (*registry.Job, error) {
@@ -182,7 +183,7 @@ func (l *Local) ShowJobPayload(ctx context.Context, id string) (*registry.Job, e
 }
 
 func (l *Local) JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error) {
-	return l.Reg.JobHistory(ctx, id)
+	return l.Reg.JobHistory(l.as(ctx), id)
 }
 
 func (l *Local) RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error) {
@@ -215,19 +216,19 @@ func (l *Local) SubmitJob(ctx context.Context, s registry.JobSubmission) (*regis
 }
 
 func (l *Local) ListEvents(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
-	return l.Reg.ListEvents(ctx, p)
+	return l.Reg.ListEvents(l.as(ctx), p)
 }
 
 func (l *Local) ListAudit(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
-	return l.Reg.ListAudit(ctx, p)
+	return l.Reg.ListAudit(l.as(ctx), p)
 }
 
 func (l *Local) ListRollouts(ctx context.Context) ([]registry.Rollout, error) {
-	return l.Reg.ListRollouts(ctx, registry.RolloutListParams{Limit: 500})
+	return l.Reg.ListRollouts(l.as(ctx), registry.RolloutListParams{Limit: 500})
 }
 
 func (l *Local) GetRollout(ctx context.Context, id string) (*registry.Rollout, error) {
-	return l.Reg.GetRollout(ctx, id)
+	return l.Reg.GetRollout(l.as(ctx), id)
 }
 
 func (l *Local) RolloutAction(ctx context.Context, id, action, reason string) (*registry.Rollout, error) {
