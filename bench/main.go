@@ -14,6 +14,7 @@
 //	submit     ./store/sqlite  BenchmarkSubmit, BenchmarkClaim, BenchmarkIdleLook, BenchmarkBusyLook,
 //	                           BenchmarkHeartbeat
 //	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
+//	SSH        ./sshconsole    BenchmarkSSHKeyLatency, BenchmarkSSHSessionMemory
 package main
 
 import (
@@ -56,6 +57,8 @@ var runs = []run{
 	{"reaper (100,000 expired leases)", "", "./store/sqlite", "^BenchmarkReap$", []string{"-benchtime", "1x"}, 3},
 	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^Benchmark(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
 	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
+	{"console over SSH on loopback: key latency", "", "./sshconsole", "^BenchmarkSSHKeyLatency$", []string{"-benchtime", "200x"}, 3},
+	{"console over SSH on loopback: memory of 16 open sessions", "", "./sshconsole", "^BenchmarkSSHSessionMemory$", []string{"-benchtime", "1x"}, 3},
 }
 
 // dsnEnv names the variable the PostgreSQL scenarios need (they skip without it).
@@ -116,6 +119,9 @@ var rows = []row{
 	{"console: filter by a cluster, first page", "BenchmarkJobsFilter/cluster", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by words, first page", "BenchmarkJobsFilter/words", "ms/filter", "< 100 ms", below(100), false},
 	{"console: filter by a rare word (app-99999: 11 of 1,000,000 jobs), first page", "BenchmarkJobsFilter/rare_word", "ms/filter", "< 100 ms", below(100), false},
+	{"console over SSH: key to frame p50, loopback", "BenchmarkSSHKeyLatency", "key-p50-ms", "", nil, false},
+	{"console over SSH: key to frame p99, loopback", "BenchmarkSSHKeyLatency", "key-p99-ms", "< 30 ms", below(30), false},
+	{"console over SSH: memory per open session", "BenchmarkSSHSessionMemory", "MiB/session", "< 10 MiB", below(10), false},
 }
 
 // result is one entry of bench/results/latest.json.

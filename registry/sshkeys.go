@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -82,14 +83,16 @@ func parseSSHKey(line string) (SSHKey, error) {
 	default:
 		return SSHKey{}, Errorf(CodeInvalid, "SSH key type %s is not accepted: use an Ed25519 key (ssh-keygen -t ed25519)", pub.Type())
 	}
+	// A comment is for people: kept printable only (no control codes,
+	// no bidi overrides), since it reaches terminals.
 	comment = strings.Map(func(r rune) rune {
-		if isControl(r) {
+		if !unicode.IsPrint(r) {
 			return -1
 		}
 		return r
 	}, comment)
-	if len(comment) > maxSSHKeyComment {
-		comment = comment[:maxSSHKeyComment]
+	if r := []rune(comment); len(r) > maxSSHKeyComment {
+		comment = string(r[:maxSSHKeyComment])
 	}
 	return SSHKey{
 		Fingerprint: ssh.FingerprintSHA256(pub),

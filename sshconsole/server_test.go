@@ -24,7 +24,7 @@ import (
 )
 
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	reg     *registry.Registry
 	clock   *clocktest.Clock
 	srv     *Server
@@ -33,7 +33,7 @@ type fixture struct {
 	admin   context.Context
 }
 
-func newFixture(t *testing.T, tweak func(*Config)) *fixture {
+func newFixture(t testing.TB, tweak func(*Config)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "tether.db"), sqlite.Options{})
@@ -93,7 +93,7 @@ func (f *fixture) identity(name string, role registry.Role, org string) gossh.Si
 	return signer
 }
 
-func strangerKey(t *testing.T) gossh.Signer {
+func strangerKey(t testing.TB) gossh.Signer {
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	s, err := gossh.NewSignerFromKey(priv)
 	if err != nil {
@@ -173,13 +173,19 @@ func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
 	return con
 }
 
+func (c *console) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Len()
+}
+
 func (c *console) text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.out.String()
 }
 
-func (c *console) waitFor(t *testing.T, want string) {
+func (c *console) waitFor(t testing.TB, want string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(c.text(), want) {
@@ -190,7 +196,7 @@ func (c *console) waitFor(t *testing.T, want string) {
 	}
 }
 
-func (c *console) waitEnd(t *testing.T) {
+func (c *console) waitEnd(t testing.TB) {
 	t.Helper()
 	select {
 	case <-c.done:

@@ -82,6 +82,8 @@ type adminAPI interface {
 	RedeliverWebhook(ctx context.Context, ref string) (*registry.WebhookDelivery, error)
 
 	CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error)
+	IssueAdminToken(ctx context.Context, spec registry.AdminTokenSpec) (*registry.IssuedAdminToken, error)
+	SetAdminTokenSSHKeys(ctx context.Context, ref string, keys []string) (*registry.AdminToken, error)
 	ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error)
 	RevokeAdminToken(ctx context.Context, ref, reason string) (*registry.AdminToken, error)
 

@@ -443,12 +443,19 @@ func (r *remoteAPI) RedeliverWebhook(ctx context.Context, ref string) (*registry
 }
 
 func (r *remoteAPI) CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error) {
-	body := map[string]any{"name": name, "role": role}
-	if org != "" {
-		body["org"] = org
+	return r.IssueAdminToken(ctx, registry.AdminTokenSpec{Name: name, Role: role, Org: org, TTL: ttl})
+}
+
+func (r *remoteAPI) IssueAdminToken(ctx context.Context, spec registry.AdminTokenSpec) (*registry.IssuedAdminToken, error) {
+	body := map[string]any{"name": spec.Name, "role": spec.Role}
+	if spec.Org != "" {
+		body["org"] = spec.Org
 	}
-	if ttl > 0 {
-		body["expires"] = ttl.String()
+	if spec.TTL > 0 {
+		body["expires"] = spec.TTL.String()
+	}
+	if len(spec.SSHKeys) > 0 {
+		body["sshKeys"] = spec.SSHKeys
 	}
 	var out struct {
 		registry.AdminToken
@@ -463,6 +470,17 @@ func (r *remoteAPI) CreateAdminToken(ctx context.Context, name string, role regi
 		t.ExpiresAt = *out.ExpiresAt
 	}
 	return &registry.IssuedAdminToken{Token: t, Secret: registry.Secret(out.Token)}, nil
+}
+
+func (r *remoteAPI) SetAdminTokenSSHKeys(ctx context.Context, ref string, keys []string) (*registry.AdminToken, error) {
+	if keys == nil {
+		keys = []string{}
+	}
+	var t registry.AdminToken
+	if err := r.call(ctx, http.MethodPatch, apiPath("admin-tokens", ref), nil, map[string]any{"sshKeys": keys}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 func (r *remoteAPI) ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error) {
