@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gossh "golang.org/x/crypto/ssh"
+
 	"github.com/tetherhq/tether/registry"
 )
 
@@ -58,8 +60,14 @@ func BenchmarkSSHSessionMemory(b *testing.B) {
 	for range b.N {
 		before := heapInUse()
 		var open []*console
+		var clients []*gossh.Client
 		for range sessions {
-			con := f.console(f.mustDial(alice), nil)
+			c, err := f.dial(gossh.PublicKeys(alice))
+			if err != nil {
+				b.Fatal(err)
+			}
+			clients = append(clients, c)
+			con := f.console(c, nil)
 			con.waitFor(b, "ssh:alice")
 			open = append(open, con)
 		}
@@ -67,9 +75,10 @@ func BenchmarkSSHSessionMemory(b *testing.B) {
 		after := heapInUse()
 		perSession = float64(after-before) / sessions / (1 << 20)
 		b.StopTimer()
-		for _, con := range open {
+		for i, con := range open {
 			con.in.Write([]byte("q"))
 			con.waitEnd(b)
+			clients[i].Close()
 		}
 		b.StartTimer()
 	}
