@@ -63,8 +63,6 @@ type Config struct {
 	// ServerURL is the agent API's URL, for the register commands the
 	// console shows with new tokens.
 	ServerURL string
-	// Source names what the console looks at, for its header.
-	Source string
 	// Logger receives one line per session and per refusal.
 	Logger *slog.Logger
 	// Now is the clock idle time is measured with (default time.Now).

@@ -165,11 +165,9 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	if err != nil {
 		return nil
 	}
-	// The header says who the session acts as, and on what.
+	// The header says who the session acts as (not where the database
+	// is: that is the server's business).
 	source := ss.id.Actor.String()
-	if s.cfg.Source != "" {
-		source += " on " + s.cfg.Source
-	}
 	model := tui.New(tui.Options{
 		Backend:   tui.NewLocal(s.cfg.Registry, ss.id.Actor),
 		Role:      ss.id.Actor.Role,

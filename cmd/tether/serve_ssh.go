@@ -93,7 +93,7 @@ func listenSSH(ctx context.Context, a *app, o sshOptions, serverURL string, log 
 	}
 	srv, err := sshconsole.New(sshconsole.Config{
 		Registry: a.reg, HostKey: key, MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout,
-		ServerURL: serverURL, Source: a.store.Path(), Logger: log,
+		ServerURL: serverURL, Logger: log,
 	})
 	if err != nil {
 		return nil, err
