@@ -448,3 +448,25 @@ func TestNoColorIsHonoured(t *testing.T) {
 	coloured := f.console(f.mustDial(alice), map[string]string{"COLORTERM": "truecolor"})
 	coloured.waitFor(t, "\x1b[38;2;")
 }
+
+// An organization's identity sees its organization only, as over the admin
+// API: the console's reads are the identity's too.
+func TestAnOrganizationsIdentitySeesItsOwn(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, c := range []struct{ name, org string }{{"acme-prod", "acme"}, {"globex-prod", "globex"}} {
+		if _, _, err := f.reg.CreateCluster(f.admin, registry.ClusterSpec{Name: c.name, Organization: c.org, AllowedNamespaces: []string{"default"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := f.identity("alice", registry.RoleOperator, "acme")
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	if _, err := con.in.Write([]byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	con.waitFor(t, "acme-prod")
+	time.Sleep(300 * time.Millisecond) // every list read has answered
+	if strings.Contains(con.text(), "globex") {
+		t.Fatal("an acme identity's console shows globex's cluster")
+	}
+}
