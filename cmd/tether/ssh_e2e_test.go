@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,7 +85,7 @@ func TestConsoleOverSSH(t *testing.T) {
 	ok(t, db, "admin-token", "create", "--name", "vic", "--role", "viewer", "--ssh-key-file", viewerKey+".pub")
 
 	port := freePort(t)
-	srv, _, _ := startServe(t, db, "--ssh-listen", fmt.Sprintf("127.0.0.1:%d", port))
+	srv, addr, _ := startServe(t, db, "--ssh-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	if !strings.Contains(srv.log(), "console listening over SSH") {
 		t.Fatalf("serve did not say it listens over SSH:\n%s", srv.log())
 	}
@@ -119,6 +122,17 @@ func TestConsoleOverSSH(t *testing.T) {
 	}
 	if stdout, stderr, code := run(opKey, "alice@127.0.0.1", "ls", "/"); code == 0 || stdout != "" {
 		t.Errorf("ssh host ls: exit %d, stdout %q, stderr %q; want it refused, running nothing", code, stdout, stderr)
+	}
+
+	// The refused authentications are counted on /metrics.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if m := regexp.MustCompile(`(?m)^tether_ssh_auth_failures_total (\d+)`).FindSubmatch(metrics); m == nil || string(m[1]) == "0" {
+		t.Errorf("/metrics does not count the refused SSH authentications: %q", m)
 	}
 
 	// The operator's console: render, move, requeue.
