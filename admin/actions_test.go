@@ -105,7 +105,7 @@ func TestRemoteActsAsLocal(t *testing.T) {
 	}
 	// The API's answer to a created admin token has no createdAt or
 	// createdBy (as before this package): the rest must match.
-	at, err := remote.CreateAdminToken(ctx, "ci", registry.RoleOperator, "acme", 24*time.Hour)
+	at, err := remote.IssueAdminToken(ctx, registry.AdminTokenSpec{Name: "ci", Role: registry.RoleOperator, Org: "acme", TTL: 24 * time.Hour})
 	answers("an admin token created", at.Token, err, func() (any, error) {
 		list, err := local.ListAdminTokens(ctx)
 		for _, t := range list {

@@ -94,8 +94,12 @@ func (l *Local) RevokeCredentials(ctx context.Context, cluster, reason string) (
 	return l.Reg.RevokeCredentials(l.as(ctx), cluster, reason)
 }
 
-func (l *Local) CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error) {
-	return l.Reg.CreateAdminToken(l.as(ctx), name, role, org, ttl)
+func (l *Local) IssueAdminToken(ctx context.Context, spec registry.AdminTokenSpec) (*registry.IssuedAdminToken, error) {
+	return l.Reg.IssueAdminToken(l.as(ctx), spec)
+}
+
+func (l *Local) SetAdminTokenSSHKeys(ctx context.Context, ref string, keys []string) (*registry.AdminToken, error) {
+	return l.Reg.SetAdminTokenSSHKeys(l.as(ctx), ref, keys)
 }
 
 func (l *Local) ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error) {

@@ -59,7 +59,11 @@ func (r readOnly) ForceRotation(context.Context, string, string) (registry.Force
 
 func (r readOnly) RevokeCredentials(context.Context, string, string) (int, error) { return 0, r.err }
 
-func (r readOnly) CreateAdminToken(context.Context, string, registry.Role, string, time.Duration) (*registry.IssuedAdminToken, error) {
+func (r readOnly) IssueAdminToken(context.Context, registry.AdminTokenSpec) (*registry.IssuedAdminToken, error) {
+	return nil, r.err
+}
+
+func (r readOnly) SetAdminTokenSSHKeys(context.Context, string, []string) (*registry.AdminToken, error) {
 	return nil, r.err
 }
 

@@ -184,10 +184,10 @@ func (r *Remote) RevokeCredentials(ctx context.Context, cluster, reason string) 
 	return out.Credentials, nil
 }
 
-func (r *Remote) CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error) {
-	spec := adminclient.AdminTokenSpec{Name: name, Role: string(role), Org: org}
-	if ttl > 0 {
-		spec.Expires = ttl.String()
+func (r *Remote) IssueAdminToken(ctx context.Context, s registry.AdminTokenSpec) (*registry.IssuedAdminToken, error) {
+	spec := adminclient.AdminTokenSpec{Name: s.Name, Role: string(s.Role), Org: s.Org, SSHKeys: s.SSHKeys}
+	if s.TTL > 0 {
+		spec.Expires = s.TTL.String()
 	}
 	var out struct {
 		registry.AdminToken
@@ -202,6 +202,12 @@ func (r *Remote) CreateAdminToken(ctx context.Context, name string, role registr
 		t.ExpiresAt = *out.ExpiresAt
 	}
 	return &registry.IssuedAdminToken{Token: t, Secret: registry.Secret(issued.Token)}, nil
+}
+
+func (r *Remote) SetAdminTokenSSHKeys(ctx context.Context, ref string, keys []string) (*registry.AdminToken, error) {
+	var t registry.AdminToken
+	_, err := r.c.SetAdminTokenSSHKeys(ctx, ref, keys, adminclient.Into(&t))
+	return one(r, &t, err)
 }
 
 func (r *Remote) ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error) {

@@ -80,7 +80,12 @@ type Access interface {
 	RotationGrace() time.Duration
 	RevokeCredentials(ctx context.Context, cluster, reason string) (int, error)
 
-	CreateAdminToken(ctx context.Context, name string, role registry.Role, org string, ttl time.Duration) (*registry.IssuedAdminToken, error)
+	// IssueAdminToken creates an admin identity with its token (shown
+	// once) and the SSH public keys it may open the console with.
+	IssueAdminToken(ctx context.Context, spec registry.AdminTokenSpec) (*registry.IssuedAdminToken, error)
+	// SetAdminTokenSSHKeys replaces an admin identity's SSH public keys
+	// (authorized_keys lines; none takes them all away).
+	SetAdminTokenSSHKeys(ctx context.Context, ref string, keys []string) (*registry.AdminToken, error)
 	ListAdminTokens(ctx context.Context) ([]registry.AdminToken, error)
 	RevokeAdminToken(ctx context.Context, ref, reason string) (*registry.AdminToken, error)
 

@@ -105,6 +105,9 @@ type AdminToken struct {
 	ExpiresAt    time.Time `json:"expiresAt"` // zero: never
 	RevokedAt    time.Time `json:"revokedAt"`
 	RevokeReason string    `json:"revokeReason"`
+	// SSHKeys are the public keys this identity may open the console over
+	// SSH with (tether serve --ssh-listen).
+	SSHKeys []SSHKey `json:"sshKeys"`
 	// Token is the secret, set only in CreateAdminToken's answer.
 	Token string `json:"token"`
 }
@@ -116,6 +119,16 @@ type AdminTokenSpec struct {
 	Org  string `json:"org,omitempty"` // empty: every organization
 	// Expires is how long the token lasts, as "720h" (empty: for ever).
 	Expires string `json:"expires,omitempty"`
+	// SSHKeys are public keys in authorized_keys form ("ssh-ed25519 AAAA...
+	// alice@laptop") the identity may open the console over SSH with.
+	SSHKeys []string `json:"sshKeys,omitempty"`
+}
+
+// SSHKey is one of an admin identity's SSH public keys.
+type SSHKey struct {
+	Fingerprint string `json:"fingerprint"` // SHA256:..., as ssh-keygen -lf prints it
+	PublicKey   string `json:"publicKey"`   // authorized_keys form
+	Comment     string `json:"comment"`
 }
 
 // CreateAdminToken issues an admin token; its secret (Token) is shown this
@@ -129,6 +142,17 @@ func (c *Client) CreateAdminToken(ctx context.Context, spec AdminTokenSpec, opts
 func (c *Client) ListAdminTokens(ctx context.Context, opts ...CallOption) ([]AdminToken, error) {
 	var out Page[AdminToken]
 	return out.Items, c.call(ctx, request{method: http.MethodGet, path: "/admin-tokens", out: &out}, opts)
+}
+
+// SetAdminTokenSSHKeys replaces an admin identity's SSH public keys
+// (authorized_keys lines); an empty list takes them all away.
+func (c *Client) SetAdminTokenSSHKeys(ctx context.Context, token string, keys []string, opts ...CallOption) (*AdminToken, error) {
+	if keys == nil {
+		keys = []string{}
+	}
+	var out AdminToken
+	return &out, c.call(ctx, request{method: http.MethodPatch, path: path("admin-tokens", token),
+		body: map[string][]string{"sshKeys": keys}, out: &out}, opts)
 }
 
 // RevokeAdminToken revokes an admin token by id or name and returns it.

@@ -15,6 +15,7 @@
 //	submit     ./store/sqlite  BenchmarkStore/Submit, /Claim, /IdleLook, /BusyLook, /Heartbeat
 //	console    ./tui           BenchmarkJobsFrame, BenchmarkFirstFrame, BenchmarkJobsFilter
 //	           ./bench         BenchmarkConsole (the binary as launched, in a pseudo terminal)
+//	SSH        ./sshconsole    BenchmarkSSHKeyLatency, BenchmarkSSHSessionMemory
 package main
 
 import (
@@ -62,6 +63,8 @@ var runs = []run{
 	{"submit, claim, looks and heartbeats (registry on SQLite, concurrent callers)", "", "./store/sqlite", "^BenchmarkStore$/^(Submit|Claim|IdleLook|BusyLook|Heartbeat)$", []string{"-benchtime", "30000x"}, 3},
 	{"console (jobs view over 1,000,000 jobs)", "", "./tui", "^Benchmark(JobsFrame|FirstFrame|JobsFilter)$", nil, 3},
 	{"console as launched (tether console in a pseudo terminal over 1,000,000 jobs; PostgreSQL needs " + dsnEnv + ")", "", "./bench", "^BenchmarkConsole$", []string{"-benchtime", "1x"}, 3},
+	{"console over SSH on loopback: key latency", "", "./sshconsole", "^BenchmarkSSHKeyLatency$", []string{"-benchtime", "200x"}, 3},
+	{"console over SSH on loopback: memory of 16 open sessions", "", "./sshconsole", "^BenchmarkSSHSessionMemory$", []string{"-benchtime", "1x"}, 3},
 }
 
 // dsnEnv names the variable the PostgreSQL scenarios need (they skip without it).
@@ -150,6 +153,9 @@ var rows = []row{
 	{"console launched on PostgreSQL: first frame with rows, 1,000,000 jobs", "BenchmarkConsole/postgres", "ms/first-frame", "< 300 ms", below(300), true},
 	{"console launched on PostgreSQL: resident memory after every view", "BenchmarkConsole/postgres", "MB-rss", "< 150 MB", below(150), true},
 	{"console launched on PostgreSQL: plain-word filter (app-12345), first page", "BenchmarkConsole/postgres", "ms/word-filter", "< 100 ms", below(100), true},
+	{"console over SSH: key to frame p50, loopback", "BenchmarkSSHKeyLatency", "key-p50-ms", "", nil, false},
+	{"console over SSH: key to frame p99, loopback", "BenchmarkSSHKeyLatency", "key-p99-ms", "< 30 ms", below(30), false},
+	{"console over SSH: memory per open session", "BenchmarkSSHSessionMemory", "MiB/session", "< 10 MiB", below(10), false},
 }
 
 // result is one entry of bench/results/latest.json.

@@ -5,7 +5,7 @@ import "context"
 // Actor is who performed an action, as the audit trail records it, and for
 // admin actors what they may do (their role) and see (their organization).
 type Actor struct {
-	Kind string // ActorAdmin, ActorAdminToken, ActorAgent or ActorSystem
+	Kind string // ActorAdmin, ActorAdminToken, ActorSSH, ActorAgent or ActorSystem
 	Name string // an admin's name, a token's name, "<cluster>/<credential>" for agents, a service name for the system
 	// Role bounds what an admin actor may do. Empty means RoleAdmin: a person
 	// at the CLI or the console with the database itself in hand can already
@@ -21,6 +21,7 @@ type Actor struct {
 const (
 	ActorAdmin      = "admin"       // a person at the CLI or console (the operating-system user)
 	ActorAdminToken = "admin-token" // a caller of the admin API, by its token's name
+	ActorSSH        = "ssh"         // a person at the console over SSH, by the name of the admin identity holding their key
 	ActorAgent      = "agent"
 	ActorSystem     = "system"
 )

@@ -19,7 +19,10 @@ type AdminToken struct {
 	ExpiresAt    time.Time `json:"expiresAt,omitzero"` // zero: never
 	RevokedAt    time.Time `json:"revokedAt,omitzero"`
 	RevokeReason string    `json:"revokeReason,omitempty"`
-	Hash         []byte    `json:"-"`
+	// SSHKeys are the public keys that open the console over SSH as this
+	// identity (tether serve --ssh-listen); none: it cannot.
+	SSHKeys []SSHKey `json:"sshKeys,omitempty"`
+	Hash    []byte   `json:"-"`
 }
 
 // AdminTokenState says whether a token still works.
@@ -71,6 +74,23 @@ func newAdminTokenID() string { return "at-" + newULID() }
 // revoked). An organization-scoped admin creates tokens of its own
 // organization only.
 func (r *Registry) CreateAdminToken(ctx context.Context, name string, role Role, org string, ttl time.Duration) (*IssuedAdminToken, error) {
+	return r.IssueAdminToken(ctx, AdminTokenSpec{Name: name, Role: role, Org: org, TTL: ttl})
+}
+
+// AdminTokenSpec is what IssueAdminToken issues.
+type AdminTokenSpec struct {
+	Name string
+	Role Role
+	Org  string
+	TTL  time.Duration // zero: until revoked
+	// SSHKeys are authorized_keys lines (ParseSSHKeys) that open the
+	// console over SSH as this identity.
+	SSHKeys []string
+}
+
+// IssueAdminToken is CreateAdminToken with every field of the spec.
+func (r *Registry) IssueAdminToken(ctx context.Context, spec AdminTokenSpec) (*IssuedAdminToken, error) {
+	name, role, org, ttl := spec.Name, spec.Role, spec.Org, spec.TTL
 	if err := authorize(ctx, PermAdmin); err != nil {
 		return nil, err
 	}
@@ -93,8 +113,15 @@ func (r *Registry) CreateAdminToken(ctx context.Context, name string, role Role,
 	if len(org) > 100 || strings.ContainsFunc(org, isControl) {
 		return nil, Errorf(CodeInvalid, "organization %q must be at most 100 printable characters", org)
 	}
+	keys, err := ParseSSHKeys(spec.SSHKeys)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.sshKeysFree(ctx, "", keys); err != nil {
+		return nil, err
+	}
 	now := r.Now()
-	t := AdminToken{ID: newAdminTokenID(), Name: name, Role: role, Org: org, CreatedAt: now, CreatedBy: ActorFrom(ctx).String()}
+	t := AdminToken{ID: newAdminTokenID(), Name: name, Role: role, Org: org, CreatedAt: now, CreatedBy: ActorFrom(ctx).String(), SSHKeys: keys}
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}
@@ -104,9 +131,13 @@ func (r *Registry) CreateAdminToken(ctx context.Context, name string, role Role,
 	if org != "" {
 		scope = "organization " + org
 	}
-	err := r.store.AdminTokenCreate(ctx, AdminTokenCreateParams{
+	what := "admin-token:" + name + " with role " + string(role) + " over " + scope
+	if len(keys) > 0 {
+		what += " and SSH keys " + sshKeyFingerprints(keys)
+	}
+	err = r.store.AdminTokenCreate(ctx, AdminTokenCreateParams{
 		Token: t,
-		Audit: r.auditEntry(ctx, AuditAdminTokenIssue, "", "admin_token", t.ID, "admin-token:"+name+" with role "+string(role)+" over "+scope),
+		Audit: r.auditEntry(ctx, AuditAdminTokenIssue, "", "admin_token", t.ID, what),
 	})
 	if err != nil {
 		return nil, err
@@ -209,28 +240,8 @@ const adminRecheckInterval = time.Second
 // while the feed is not followed, within adminRecheckInterval. A store that
 // fails to answer ends nothing: only a refusal does.
 func (r *Registry) WhileAdminTokenWorks(ctx context.Context, bearer string) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		tick := time.NewTicker(adminRecheckInterval)
-		defer tick.Stop()
-		for {
-			// The channel is taken before the check, so that a revocation
-			// dispatched between the two still wakes us.
-			changed, ok := r.hub.adminTokensChanged()
-			if !ok {
-				changed = nil // no feed (closed registry): the ticker alone
-			}
-			if _, err := r.AuthenticateAdmin(ctx, bearer); ErrorCode(err) == CodeUnauthorized {
-				cancel(err)
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-			case <-tick.C:
-			}
-		}
-	}()
-	return ctx, func() { cancel(nil) }
+	return r.whileWorks(ctx, func(ctx context.Context) error {
+		_, err := r.AuthenticateAdmin(ctx, bearer)
+		return err
+	})
 }

@@ -55,7 +55,9 @@ func (a Actor) effectiveRole() Role {
 }
 
 // isAdminKind reports whether the actor is subject to roles and scopes.
-func (a Actor) isAdminKind() bool { return a.Kind == ActorAdmin || a.Kind == ActorAdminToken }
+func (a Actor) isAdminKind() bool {
+	return a.Kind == ActorAdmin || a.Kind == ActorAdminToken || a.Kind == ActorSSH
+}
 
 // Can reports whether the actor has perm.
 func (a Actor) Can(perm Permission) bool {

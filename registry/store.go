@@ -33,6 +33,7 @@ type Store interface {
 	WebhookStore
 	KeyStore
 	CAStore
+	SSHHostKeyStore
 	ResealStore
 	RetentionStore
 	RolloutStore

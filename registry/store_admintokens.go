@@ -18,6 +18,15 @@ type AdminTokenStore interface {
 	// AdminTokenRevoke revokes an unrevoked token. CodeConflict if it was
 	// already revoked.
 	AdminTokenRevoke(ctx context.Context, p AdminTokenRevokeParams) (*AdminToken, error)
+	// AdminTokenSetSSHKeys replaces an unrevoked token's SSH keys, with
+	// p.Audit. CodeConflict if it was revoked.
+	AdminTokenSetSSHKeys(ctx context.Context, p AdminTokenSSHKeysParams) (*AdminToken, error)
+}
+
+type AdminTokenSSHKeysParams struct {
+	ID    string
+	Keys  []SSHKey
+	Audit AuditEntry
 }
 
 type AdminTokenCreateParams struct {

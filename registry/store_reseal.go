@@ -26,10 +26,11 @@ const (
 	SealedSigningKey      SealedKind = "signing_key"             // cluster_signing_keys.sealed_private
 	SealedCAKey           SealedKind = "ca_key"                  // certificate_authorities.sealed_key
 	SealedJobPayload      SealedKind = "job_payload"             // jobs.payload where payload_sealed
+	SealedSSHHostKey      SealedKind = "ssh_host_key"            // ssh_host_keys.sealed_private
 )
 
 // SealedKinds is every kind, in the order tether keys re-seals them.
-var SealedKinds = []SealedKind{SealedHMACKey, SealedWebhookSecret, SealedWebhookPrevious, SealedSigningKey, SealedCAKey, SealedJobPayload}
+var SealedKinds = []SealedKind{SealedHMACKey, SealedWebhookSecret, SealedWebhookPrevious, SealedSigningKey, SealedCAKey, SealedJobPayload, SealedSSHHostKey}
 
 // SealedValue is one sealed value and the id of its row.
 type SealedValue struct {

@@ -107,6 +107,7 @@ func (s *Server) adminRoutes() []*route {
 
 		read("/admin-tokens", s.adminListAdminTokens),
 		write(http.MethodPost, "/admin-tokens", s.adminCreateAdminToken),
+		write(http.MethodPatch, "/admin-tokens/{name}", s.adminEditAdminToken),
 		write(http.MethodDelete, "/admin-tokens/{name}", s.adminRevokeAdminToken),
 	}
 }

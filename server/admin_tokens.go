@@ -23,6 +23,7 @@ func (s *Server) adminCreateAdminToken(c *call) error {
 		Role    registry.Role `json:"role"`
 		Org     string        `json:"org"`
 		Expires string        `json:"expires"`
+		SSHKeys []string      `json:"sshKeys"`
 	}
 	if err := decodeAdmin(c, &b, true); err != nil {
 		return err
@@ -31,16 +32,48 @@ func (s *Server) adminCreateAdminToken(c *call) error {
 	if err != nil {
 		return err
 	}
-	issued, err := s.reg.CreateAdminToken(c.ctx, b.Name, b.Role, b.Org, ttl)
+	issued, err := s.reg.IssueAdminToken(c.ctx, registry.AdminTokenSpec{Name: b.Name, Role: b.Role, Org: b.Org, TTL: ttl, SSHKeys: b.SSHKeys})
 	if err != nil {
 		return err
 	}
 	t := issued.Token
-	out := map[string]any{"id": t.ID, "name": t.Name, "role": t.Role, "org": t.Org, "token": issued.Secret.Reveal(), "expiresAt": nil}
+	keys := t.SSHKeys
+	if keys == nil {
+		keys = []registry.SSHKey{}
+	}
+	out := map[string]any{"id": t.ID, "name": t.Name, "role": t.Role, "org": t.Org, "token": issued.Secret.Reveal(), "expiresAt": nil, "sshKeys": keys}
 	if !t.ExpiresAt.IsZero() {
 		out["expiresAt"] = t.ExpiresAt
 	}
 	return writeJSON(c.w, http.StatusCreated, out)
+}
+
+// adminEditAdminToken changes an admin identity: its SSH keys (replaced
+// by the list given; an empty list takes them all away).
+func (s *Server) adminEditAdminToken(c *call) error {
+	var b struct {
+		SSHKeys *[]string `json:"sshKeys"`
+	}
+	var err error
+	if isMergePatch(c.r.Header.Get("Content-Type")) {
+		err = decodeAdminBody(c.body, &b, true)
+	} else {
+		err = decodeAdmin(c, &b, true)
+	}
+	if err != nil {
+		return err
+	}
+	if patchIsNull(c.body, "sshKeys") {
+		b.SSHKeys = &[]string{} // a merge patch's null removes them
+	}
+	if b.SSHKeys == nil {
+		return errf(registry.CodeInvalid, "nothing to change: give sshKeys, the admin identity's SSH public keys in authorized_keys form ([] takes them all away)")
+	}
+	t, err := s.reg.SetAdminTokenSSHKeys(c.ctx, c.params["name"], *b.SSHKeys)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c.w, http.StatusOK, t)
 }
 
 func (s *Server) adminRevokeAdminToken(c *call) error {

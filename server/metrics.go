@@ -202,3 +202,14 @@ func (m *metrics) registrationFailed(err error) {
 	}
 	m.registerFail.WithLabelValues(reason).Inc()
 }
+
+// RegisterCollectors adds the series of another part of this process (the
+// console over SSH) to the server's /metrics.
+func (s *Server) RegisterCollectors(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.registry.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -91,6 +91,10 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	e.api("POST", "/webhook-deliveries/"+testID+"/redeliver", root, nil).want(t, 202)
 	e.api("DELETE", "/webhooks/hook", root, nil).want(t, 200)
 	e.api("POST", "/admin-tokens", root, map[string]any{"name": "ci", "role": "operator"}).want(t, 201)
+	e.api("POST", "/admin-tokens", root, map[string]any{"name": "alice", "role": "viewer", "sshKeys": []string{testSSHKey(t, "alice@laptop")}}).want(t, 201)
+	e.api("PATCH", "/admin-tokens/alice", root, map[string]any{"sshKeys": []string{testSSHKey(t, "alice@desktop")}}).want(t, 200)
+	e.api("GET", "/admin-tokens", root, nil).want(t, 200) // with the keys
+	e.api("PATCH", "/admin-tokens/ci", root, map[string]any{"sshKeys": nil}, withHeader("Content-Type", "application/merge-patch+json")).want(t, 200)
 	e.api("DELETE", "/admin-tokens/ci", root, nil).want(t, 200)
 	e.api("GET", "/openapi.json", root, nil).want(t, 200)
 	// pauseBetween "0s" is the default (no pause) said out loud.

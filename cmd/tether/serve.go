@@ -84,6 +84,8 @@ type serveOptions struct {
 	// otlpEndpoint is --otlp-endpoint: trace to this OTLP/HTTP collector
 	// (tracing is also on when $OTEL_EXPORTER_OTLP_ENDPOINT is set).
 	otlpEndpoint string
+	// ssh is the console over SSH (--ssh-listen; serve_ssh.go).
+	ssh sshOptions
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -148,6 +150,9 @@ your own network.
 			}
 			if err := tracing.CheckEndpoint(opts.otlpEndpoint); err != nil {
 				return usagef("--otlp-endpoint: %v", err)
+			}
+			if err := opts.ssh.check(); err != nil {
+				return err
 			}
 			opts.noClusterLatencyLabel = !perCluster
 			allow, err := registry.ParseWebhookAllow(opts.webhookAllow)
@@ -235,6 +240,7 @@ your own network.
 	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.BoolVar(&perCluster, "metrics-per-cluster", true, "label the job wait and run time histograms by cluster (32 series a cluster); false: one of each for the fleet")
 	f.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces to this OTLP/HTTP collector, e.g. http://otel-collector:4318 (default: off, unless $OTEL_EXPORTER_OTLP_ENDPOINT or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)")
+	addSSHFlags(f, &opts.ssh)
 	f.String(configFlag, "", "YAML file of settings: its keys are these flags' names (see above for precedence)")
 	// Other names of two flags: --retain-finished-jobs says what is deleted,
 	// and --client-ca is the name the agent protocol's own notes use.
@@ -330,12 +336,24 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 		}
 	}
 
+	// The console over SSH (--ssh-listen): listening now, served beside
+	// the services, drained when they stop.
+	sshc, err := listenSSH(ctx, a, opts.ssh, scheme+"://"+addr, log)
+	if err != nil {
+		ln.Close()
+		if diagLn != nil {
+			diagLn.Close()
+		}
+		return "", nil, err
+	}
+
 	tp, err := tracing.Provider(ctx, opts.otlpEndpoint, log)
 	if err != nil {
 		ln.Close()
 		if diagLn != nil {
 			diagLn.Close()
 		}
+		sshc.close()
 		return "", nil, usagef("--otlp-endpoint: %v", err)
 	}
 	cfg := server.Config{Logger: log, RateLimit: opts.rate, RateBurst: opts.burst,
@@ -352,7 +370,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	services := maintenance.New(maintenance.Config{Logger: log})
 	cfg.Services = services.Status
 	srv := server.New(a.reg, cfg)
-	services.Add(serveServices(serveEnv{a: a, srv: srv, log: log, opts: opts, retention: retention, certs: certs, cas: cas, diagLn: diagLn})...)
+	services.Add(serveServices(serveEnv{a: a, srv: srv, log: log, opts: opts, retention: retention, certs: certs, cas: cas, diagLn: diagLn, ssh: sshc})...)
 	if diagLn != nil {
 		log.Info("diagnostics listening", "addr", diagLn.Addr().String(), "paths", "/metrics /debug/pprof/")
 	}

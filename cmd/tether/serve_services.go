@@ -24,6 +24,7 @@ type serveEnv struct {
 	certs     *certReloader // nil without --tls-cert
 	cas       *clientCAs    // nil without --tls-cert
 	diagLn    net.Listener  // nil without --diag-listen
+	ssh       *sshConsole   // nil without --ssh-listen
 }
 
 // serveServices are the background services serve runs beside the agent API,
@@ -83,6 +84,10 @@ func serveServices(e serveEnv) []maintenance.Service {
 	}
 	if e.diagLn != nil {
 		svcs = append(svcs, diagService(e))
+	}
+	if e.ssh != nil {
+		// Not restarted if it ends early: its listener is gone with it.
+		svcs = append(svcs, maintenance.Loop("ssh-console", func(ctx context.Context) { e.ssh.run(ctx, srv) }))
 	}
 	if interval := watchdogInterval(log); interval > 0 {
 		svcs = append(svcs, maintenance.Loop("systemd-watchdog", func(ctx context.Context) { runWatchdog(ctx, interval, srv.Handler(), log) }))

@@ -10,13 +10,17 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-const adminTokenCols = `id, name, role, organization, created_at, created_by, expires_at, revoked_at, revoke_reason, hash`
+const adminTokenCols = `id, name, role, organization, created_at, created_by, expires_at, revoked_at, revoke_reason, hash, ssh_keys`
 
 func scanAdminToken(row pgx.Row) (*registry.AdminToken, error) {
 	var t registry.AdminToken
+	var sshKeys string
 	var role string
 	err := row.Scan(&t.ID, &t.Name, &role, &t.Org, col.Time(&t.CreatedAt), &t.CreatedBy, col.Time(&t.ExpiresAt),
-		col.Time(&t.RevokedAt), &t.RevokeReason, &t.Hash)
+		col.Time(&t.RevokedAt), &t.RevokeReason, &t.Hash, &sshKeys)
+	if err == nil {
+		t.SSHKeys, err = registry.SSHKeysFromLines(sshKeys)
+	}
 	t.Role = registry.Role(role)
 	return &t, err
 }
@@ -24,8 +28,8 @@ func scanAdminToken(row pgx.Row) (*registry.AdminToken, error) {
 func (s *Store) AdminTokenCreate(ctx context.Context, p registry.AdminTokenCreateParams) error {
 	return s.write(ctx, "create an admin token", func(ctx context.Context, q db) error {
 		a := &p.Token
-		_, err := q.Exec(ctx, `INSERT INTO admin_tokens (`+adminTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			a.ID, a.Name, string(a.Role), a.Org, col.MS(a.CreatedAt), a.CreatedBy, col.MS(a.ExpiresAt), col.MS(a.RevokedAt), a.RevokeReason, a.Hash)
+		_, err := q.Exec(ctx, `INSERT INTO admin_tokens (`+adminTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			a.ID, a.Name, string(a.Role), a.Org, col.MS(a.CreatedAt), a.CreatedBy, col.MS(a.ExpiresAt), col.MS(a.RevokedAt), a.RevokeReason, a.Hash, registry.SSHKeyLines(a.SSHKeys))
 		if isUniqueViolation(err, "admin_tokens_live_name") {
 			return registry.Errorf(registry.CodeConflict, "an admin token named %q already exists; revoke it first or choose another name", a.Name)
 		}
@@ -65,6 +69,23 @@ func (s *Store) AdminTokenRevoke(ctx context.Context, p registry.AdminTokenRevok
 			WHERE id = $3 AND revoked_at IS NULL RETURNING `+adminTokenCols, col.MS(p.Now), p.Reason, p.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return registry.Errorf(registry.CodeConflict, "admin token %s does not exist or is already revoked", p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		out = tok
+		return insertAudit(ctx, q, p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) AdminTokenSetSSHKeys(ctx context.Context, p registry.AdminTokenSSHKeysParams) (*registry.AdminToken, error) {
+	var out *registry.AdminToken
+	err := s.write(ctx, "set an admin token's SSH keys", func(ctx context.Context, q db) error {
+		tok, err := scanAdminToken(q.QueryRow(ctx, `UPDATE admin_tokens SET ssh_keys = $1
+			WHERE id = $2 AND revoked_at IS NULL RETURNING `+adminTokenCols, registry.SSHKeyLines(p.Keys), p.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return registry.Errorf(registry.CodeConflict, "admin token %s does not exist or is revoked", p.ID)
 		}
 		if err != nil {
 			return err

@@ -9,20 +9,24 @@ import (
 	"github.com/tetherhq/tether/store/internal/col"
 )
 
-const adminTokenCols = `id, name, role, organization, created_at, created_by, expires_at, revoked_at, revoke_reason, hash`
+const adminTokenCols = `id, name, role, organization, created_at, created_by, expires_at, revoked_at, revoke_reason, hash, ssh_keys`
 
 func scanAdminToken(row scanner) (*registry.AdminToken, error) {
 	var t registry.AdminToken
+	var sshKeys string
 	err := row.Scan(&t.ID, &t.Name, &t.Role, &t.Org, col.Time(&t.CreatedAt), &t.CreatedBy, col.Time(&t.ExpiresAt),
-		col.Time(&t.RevokedAt), &t.RevokeReason, &t.Hash)
+		col.Time(&t.RevokedAt), &t.RevokeReason, &t.Hash, &sshKeys)
+	if err == nil {
+		t.SSHKeys, err = registry.SSHKeysFromLines(sshKeys)
+	}
 	return &t, err
 }
 
 func (s *Store) AdminTokenCreate(ctx context.Context, p registry.AdminTokenCreateParams) error {
 	return s.write(ctx, func(t *txn) error {
 		a := &p.Token
-		_, err := t.exec(`INSERT INTO admin_tokens (`+adminTokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Name, a.Role, a.Org, col.MS(a.CreatedAt), a.CreatedBy, col.MS(a.ExpiresAt), col.MS(a.RevokedAt), a.RevokeReason, a.Hash)
+		_, err := t.exec(`INSERT INTO admin_tokens (`+adminTokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Name, a.Role, a.Org, col.MS(a.CreatedAt), a.CreatedBy, col.MS(a.ExpiresAt), col.MS(a.RevokedAt), a.RevokeReason, a.Hash, registry.SSHKeyLines(a.SSHKeys))
 		if isUniqueViolation(err) {
 			return registry.Errorf(registry.CodeConflict, "an admin token named %q already exists; revoke it first or choose another name", a.Name)
 		}
@@ -65,6 +69,23 @@ func (s *Store) AdminTokenRevoke(ctx context.Context, p registry.AdminTokenRevok
 			WHERE id = ? AND revoked_at IS NULL RETURNING `+adminTokenCols, col.MS(p.Now), p.Reason, p.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return registry.Errorf(registry.CodeConflict, "admin token %s does not exist or is already revoked", p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		out = tok
+		return t.audit(p.Audit)
+	})
+	return out, err
+}
+
+func (s *Store) AdminTokenSetSSHKeys(ctx context.Context, p registry.AdminTokenSSHKeysParams) (*registry.AdminToken, error) {
+	var out *registry.AdminToken
+	err := s.write(ctx, func(t *txn) error {
+		tok, err := scanAdminToken(t.queryRow(`UPDATE admin_tokens SET ssh_keys = ?
+			WHERE id = ? AND revoked_at IS NULL RETURNING `+adminTokenCols, registry.SSHKeyLines(p.Keys), p.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return registry.Errorf(registry.CodeConflict, "admin token %s does not exist or is revoked", p.ID)
 		}
 		if err != nil {
 			return err

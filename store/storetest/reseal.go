@@ -31,6 +31,8 @@ func testKeyRotation(t *testing.T, newStore NewStore) {
 	wantNoErr(t, err)
 	_, err = e.reg.InitCA(e.ctx, false)
 	wantNoErr(t, err)
+	_, err = e.reg.SSHHostSigner(e.ctx)
+	wantNoErr(t, err)
 	key, err := jwe.GenerateX25519()
 	wantNoErr(t, err)
 	enc, _ := e.cluster("enc", func(s *registry.ClusterSpec) {
@@ -45,6 +47,9 @@ func testKeyRotation(t *testing.T, newStore NewStore) {
 			if _, err := e.reg.HMACKey(a); err != nil {
 				t.Fatalf("%s: HMAC key of %s: %v", when, a.Credential.ID, err)
 			}
+		}
+		if _, err := e.reg.SSHHostSigner(e.ctx); err != nil {
+			t.Fatalf("%s: the SSH host key: %v", when, err)
 		}
 		if _, _, err := e.reg.SignClusterPayload(e.ctx, agents[0].Cluster.ID, []byte(`{"a":1}`)); err != nil {
 			t.Fatalf("%s: signing: %v", when, err)

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore) })
 	t.Run("Authz", func(t *testing.T) { testAuthz(t, newStore) })
 	t.Run("AdminTokens", func(t *testing.T) { testAdminTokens(t, newStore) })
+	t.Run("SSHKeys", func(t *testing.T) { testSSHKeys(t, newStore) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, newStore) })
 	t.Run("Retry", func(t *testing.T) { testRetry(t, newStore) })
 	t.Run("RetriedBy", func(t *testing.T) { testRetriedBy(t, newStore) })

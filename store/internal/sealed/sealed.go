@@ -21,6 +21,7 @@ var columns = map[registry.SealedKind]Column{
 	registry.SealedSigningKey:      {Table: "cluster_signing_keys", ID: "id", Sealed: "sealed_private"},
 	registry.SealedCAKey:           {Table: "certificate_authorities", ID: "id", Sealed: "sealed_key"},
 	registry.SealedJobPayload:      {Table: "jobs", ID: "id", Sealed: "payload", Where: "payload_sealed"},
+	registry.SealedSSHHostKey:      {Table: "ssh_host_keys", ID: "id", Sealed: "sealed_private"},
 }
 
 // Of returns the column of kind.

@@ -1,0 +1,472 @@
+package sshconsole
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/clocktest"
+	"github.com/tetherhq/tether/store/sqlite"
+)
+
+type fixture struct {
+	t       testing.TB
+	reg     *registry.Registry
+	clock   *clocktest.Clock
+	srv     *Server
+	addr    string
+	hostKey gossh.PublicKey
+	admin   context.Context
+}
+
+func newFixture(t testing.TB, tweak func(*Config)) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "tether.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktest.New()
+	reg := registry.New(st, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(filepath.Join(dir, "key"))})
+	admin := registry.WithActor(context.Background(), registry.Actor{Kind: registry.ActorAdmin, Name: "tester"})
+	host, err := reg.SSHHostSigner(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Registry: reg, HostKey: host, Logger: slog.New(slog.DiscardHandler), Now: clock.Now}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		reg.Close()
+		st.Close()
+	})
+	return &fixture{t: t, reg: reg, clock: clock, srv: srv, addr: l.Addr().String(), hostKey: host.PublicKey(), admin: admin}
+}
+
+// identity issues an admin identity holding a fresh key and returns its
+// signer.
+func (f *fixture) identity(name string, role registry.Role, org string) gossh.Signer {
+	f.t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	signer, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	line := string(gossh.MarshalAuthorizedKey(signer.PublicKey()))
+	if _, err := f.reg.IssueAdminToken(f.admin, registry.AdminTokenSpec{Name: name, Role: role, Org: org, SSHKeys: []string{line}}); err != nil {
+		f.t.Fatal(err)
+	}
+	return signer
+}
+
+func strangerKey(t testing.TB) gossh.Signer {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	s, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (f *fixture) dial(auth ...gossh.AuthMethod) (*gossh.Client, error) {
+	return gossh.Dial("tcp", f.addr, &gossh.ClientConfig{
+		User: "anyone", Auth: auth,
+		HostKeyCallback: gossh.FixedHostKey(f.hostKey), // pinned: every test also checks the host key
+		Timeout:         10 * time.Second,
+	})
+}
+
+func (f *fixture) mustDial(signer gossh.Signer) *gossh.Client {
+	f.t.Helper()
+	c, err := f.dial(gossh.PublicKeys(signer))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// console opens a pty session with the console in it and returns its
+// output as it comes.
+type console struct {
+	sess *gossh.Session
+	in   io.WriteCloser
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
+	f.t.Helper()
+	sess, err := c.NewSession()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range env {
+		if err := sess.Setenv(k, v); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if err := sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{}); err != nil {
+		f.t.Fatal(err)
+	}
+	con := &console{sess: sess, done: make(chan struct{})}
+	con.in, _ = sess.StdinPipe()
+	stdout, _ := sess.StdoutPipe()
+	stderr, _ := sess.StderrPipe()
+	go func() {
+		defer close(con.done)
+		var wg sync.WaitGroup
+		for _, r := range []io.Reader{stdout, stderr} {
+			wg.Go(func() {
+				buf := make([]byte, 4096)
+				for {
+					n, err := r.Read(buf)
+					con.mu.Lock()
+					con.out.Write(buf[:n])
+					con.mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	if err := sess.Shell(); err != nil {
+		f.t.Fatal(err)
+	}
+	return con
+}
+
+func (c *console) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Len()
+}
+
+func (c *console) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
+func (c *console) waitFor(t testing.TB, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(c.text(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the console never showed %q; it showed:\n%q", want, tail(c.text()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *console) waitEnd(t testing.TB) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the session goes on; it showed:\n%q", tail(c.text()))
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
+
+func TestTheConsoleOpensForAKnownKey(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleOperator, "")
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	if _, err := con.in.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	con.waitEnd(t)
+	if got := testutil.ToFloat64(f.srv.metrics.ended.WithLabelValues("quit")); got != 1 {
+		t.Fatalf("sessions ended by quitting = %v", got)
+	}
+}
+
+func TestRefusedWithNothingGivenAway(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleAdmin, "")
+
+	t.Run("UnknownKey", func(t *testing.T) {
+		_, err := f.dial(gossh.PublicKeys(strangerKey(t)))
+		wantAuthRefused(t, err)
+	})
+	t.Run("Password", func(t *testing.T) {
+		_, err := f.dial(gossh.Password("hunter2"))
+		wantAuthRefused(t, err)
+	})
+	t.Run("KeyboardInteractive", func(t *testing.T) {
+		asked := false
+		_, err := f.dial(gossh.KeyboardInteractive(func(string, string, []string, []bool) ([]string, error) {
+			asked = true
+			return nil, nil
+		}))
+		wantAuthRefused(t, err)
+		if asked {
+			t.Fatal("the server asked keyboard-interactive questions")
+		}
+	})
+	t.Run("RevokedKey", func(t *testing.T) {
+		bob := f.identity("bob", registry.RoleAdmin, "")
+		if _, err := f.reg.RevokeAdminToken(f.admin, "bob", "left"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.dial(gossh.PublicKeys(bob))
+		wantAuthRefused(t, err)
+	})
+
+	c := f.mustDial(alice)
+	t.Run("Exec", func(t *testing.T) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		out, err := sess.CombinedOutput("ls")
+		if err == nil || len(out) != 0 {
+			t.Fatalf("exec ls: %q, %v; want refused with no output", out, err)
+		}
+	})
+	t.Run("ExecWithAPty", func(t *testing.T) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		if err := sess.RequestPty("xterm", 24, 80, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.Start("cat /etc/passwd"); err == nil {
+			t.Fatal("exec with a pty was accepted")
+		}
+	})
+	t.Run("ShellWithoutAPty", func(t *testing.T) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		if err := sess.Shell(); err == nil {
+			t.Fatal("a shell without a pty was accepted")
+		}
+	})
+	t.Run("SFTPAndSubsystems", func(t *testing.T) {
+		for _, name := range []string{"sftp", "netconf", "default"} {
+			sess, err := c.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sess.RequestSubsystem(name); err == nil {
+				t.Errorf("subsystem %s was accepted", name)
+			}
+			sess.Close()
+		}
+	})
+	t.Run("AgentAndX11Forwarding", func(t *testing.T) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		for _, req := range []string{"auth-agent-req@openssh.com", "x11-req"} {
+			ok, err := sess.SendRequest(req, true, nil)
+			if err != nil || ok {
+				t.Errorf("%s: accepted=%v err=%v, want refused", req, ok, err)
+			}
+		}
+	})
+	t.Run("PortForwarding", func(t *testing.T) {
+		if _, err := c.Dial("tcp", f.addr); err == nil {
+			t.Error("a local port forward (direct-tcpip) was opened")
+		}
+		if l, err := c.Listen("tcp", "127.0.0.1:0"); err == nil {
+			l.Close()
+			t.Error("a remote port forward (tcpip-forward) was accepted")
+		}
+		ok, _, err := c.SendRequest("streamlocal-forward@openssh.com", true, gossh.Marshal(struct{ Path string }{"/tmp/x"}))
+		if err == nil && ok {
+			t.Error("a unix socket forward was accepted")
+		}
+		ch, _, err := c.OpenChannel("direct-streamlocal@openssh.com", nil)
+		if err == nil {
+			ch.Close()
+			t.Error("a unix socket channel was opened")
+		}
+	})
+	if got := testutil.ToFloat64(f.srv.metrics.authFailures); got < 4 {
+		t.Fatalf("tether_ssh_auth_failures_total = %v, want each refused authentication counted", got)
+	}
+}
+
+func wantAuthRefused(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("authenticated")
+	}
+	// The client learns that public keys are the one method, and nothing
+	// about which keys or identities exist.
+	if !strings.Contains(err.Error(), "unable to authenticate") || !strings.Contains(err.Error(), "[none publickey]") && !strings.Contains(err.Error(), "no supported methods remain") {
+		t.Fatalf("refusal = %v", err)
+	}
+}
+
+func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.FailureBurst = 3; c.FailuresPerMinute = 1 })
+	alice := f.identity("alice", registry.RoleViewer, "")
+	for range 3 {
+		_, err := f.dial(gossh.PublicKeys(strangerKey(t)))
+		wantAuthRefused(t, err)
+	}
+	waitCounter(t, f.srv.metrics.authFailures, 3)
+	// Past its allowance the address is not even answered, right key or
+	// not.
+	_, err := f.dial(gossh.PublicKeys(alice))
+	if err == nil || strings.Contains(err.Error(), "unable to authenticate") {
+		t.Fatalf("a rate-limited address reached authentication: %v", err)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.refused.WithLabelValues("rate_limited")); got < 1 {
+		t.Fatalf("rate-limited refusals = %v", got)
+	}
+	// The allowance refills with time.
+	f.clock.Advance(time.Minute)
+	f.mustDial(alice)
+}
+
+func waitCounter(t *testing.T, c prometheus.Collector, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(c) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("counter = %v, want %v", testutil.ToFloat64(c), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSessionsAreBoundedInNumberAndIdleTime(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxSessions = 1; c.IdleTimeout = time.Minute })
+	alice := f.identity("alice", registry.RoleViewer, "")
+	first := f.console(f.mustDial(alice), nil)
+	first.waitFor(t, "ssh:alice")
+	second := f.console(f.mustDial(alice), nil)
+	second.waitFor(t, "as many sessions open as this server allows")
+	second.waitEnd(t)
+
+	f.clock.Advance(time.Minute)
+	first.waitFor(t, "idle too long")
+	first.waitEnd(t)
+	if got := testutil.ToFloat64(f.srv.metrics.ended.WithLabelValues("idle")); got != 1 {
+		t.Fatalf("sessions ended idle = %v", got)
+	}
+}
+
+func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleOperator, "")
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	start := time.Now()
+	if _, err := f.reg.RevokeAdminToken(f.admin, "alice", "laptop stolen"); err != nil {
+		t.Fatal(err)
+	}
+	con.waitFor(t, "no longer opens the console")
+	con.waitEnd(t)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the revoked identity's session ended after %v, want within 2 s", d)
+	}
+}
+
+func TestShutdownDrainsSessionsWithAMessage(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleViewer, "")
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	con.waitFor(t, "tether is shutting down")
+	con.waitEnd(t)
+	if _, err := f.dial(gossh.PublicKeys(alice)); err == nil {
+		t.Fatal("a drained server still accepts connections")
+	}
+}
+
+func TestNoColorIsHonoured(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleViewer, "")
+	plain := f.console(f.mustDial(alice), map[string]string{"NO_COLOR": "1"})
+	plain.waitFor(t, "ssh:alice")
+	time.Sleep(200 * time.Millisecond) // the first frames are enough
+	if strings.Contains(plain.text(), "\x1b[38;") || strings.Contains(plain.text(), "\x1b[48;") {
+		t.Fatal("a session that sent NO_COLOR got colours")
+	}
+	coloured := f.console(f.mustDial(alice), map[string]string{"COLORTERM": "truecolor"})
+	coloured.waitFor(t, "\x1b[38;2;")
+}
+
+// An organization's identity sees its organization only, as over the admin
+// API: the console's reads are the identity's too.
+func TestAnOrganizationsIdentitySeesItsOwn(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, c := range []struct{ name, org string }{{"acme-prod", "acme"}, {"globex-prod", "globex"}} {
+		if _, _, err := f.reg.CreateCluster(f.admin, registry.ClusterSpec{Name: c.name, Organization: c.org, AllowedNamespaces: []string{"default"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := f.identity("alice", registry.RoleOperator, "acme")
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	if _, err := con.in.Write([]byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	con.waitFor(t, "acme-prod")
+	time.Sleep(300 * time.Millisecond) // every list read has answered
+	if strings.Contains(con.text(), "globex") {
+		t.Fatal("an acme identity's console shows globex's cluster")
+	}
+}
