@@ -13,7 +13,7 @@ import (
 // must be put in one (and, if it changes anything, refused by ReadOnly).
 var (
 	changes = []string{"CreateCluster", "UpdateCluster", "ModifyCluster", "SetClusterEnabled", "SetClusterPaused", "DeleteCluster",
-		"RotateSigningKey", "IssueToken", "RevokeToken", "ForceRotation", "RevokeCredentials", "CreateAdminToken", "RevokeAdminToken",
+		"RotateSigningKey", "IssueToken", "RevokeToken", "ForceRotation", "RevokeCredentials", "IssueAdminToken", "SetAdminTokenSSHKeys", "RevokeAdminToken",
 		"InitCA", "SubmitJob", "RequeueJob", "RequeueJobWith", "CancelJob", "RetryJob", "DeleteJob", "ExtendLease", "CreateRollout",
 		"PauseRollout", "ResumeRollout", "AbortRollout", "RetryFailedRollout", "CreateWebhook", "UpdateWebhook", "DeleteWebhook",
 		"RotateWebhookSecret", "SendTestWebhook", "RedeliverWebhook"}
