@@ -25,7 +25,7 @@ HELM_VERSION ?= v3.22.0
 # promtool of Prometheus 3.16 (its Go module's version).
 PROMTOOL_VERSION ?= v0.316.0
 
-.PHONY: all build run install test bench chaos lint clean tools image
+.PHONY: all build run install test bench bench-fleet chaos lint clean tools image
 
 all: lint test build
 
@@ -77,6 +77,16 @@ image:
 ONLY ?=
 bench:
 	$(GO) run ./bench -only '$(ONLY)'
+
+## bench-fleet: the fleet at scale (about 5 minutes; not part of bench): 50,000
+## simulated agents over 127.0.0.x holding long polls and heartbeating every
+## 30 s, 200 jobs/s to random clusters, against `tether serve` in its own
+## process; serve's memory, the wake-up p99, every heartbeat answered and the
+## console's first frame over that fleet, written to bench/results/fleet.json.
+## It raises the open-file limit itself (the hard limit needs root), or scales
+## the fleet down to it and says so
+bench-fleet:
+	$(GO) run ./bench/fleet
 
 ## chaos: the crash test (not part of test; at most 5 minutes): agents and a
 ## producer under load while serve is killed with SIGKILL at random moments,

@@ -156,10 +156,41 @@ func (p frameProbe) probe(m *Model) {
 	}
 }
 
+// BenchmarkFirstFrameFleet is BenchmarkFirstFrame over the database named
+// by TETHER_BENCH_FLEET_DB, with the real clock: the fleet scenario (make
+// bench-fleet) runs it over its 50,000 clusters while tether serve holds
+// their polls on the same file. It skips without the variable.
+func BenchmarkFirstFrameFleet(b *testing.B) {
+	path := os.Getenv("TETHER_BENCH_FLEET_DB")
+	if path == "" {
+		b.Skip("TETHER_BENCH_FLEET_DB is not set (make bench-fleet sets it)")
+	}
+	open := func(tb testing.TB, path string) (*registry.Registry, func()) {
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		reg := registry.New(st, registry.Config{})
+		return reg, func() {
+			reg.Close()
+			st.Close()
+		}
+	}
+	var total time.Duration
+	for b.Loop() {
+		total += firstFrameWith(b, path, open)
+	}
+	b.ReportMetric(float64((total/time.Duration(max(1, b.N))).Microseconds())/1000, "ms/first-frame")
+}
+
 func firstFrame(b *testing.B, path string) time.Duration {
+	return firstFrameWith(b, path, openBench)
+}
+
+func firstFrameWith(b *testing.B, path string, open func(testing.TB, string) (*registry.Registry, func())) time.Duration {
 	b.Helper()
 	start := time.Now()
-	reg, done := openBench(b, path)
+	reg, done := open(b, path)
 	defer done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

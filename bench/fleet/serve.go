@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serve is `tether serve` in its own process.
+type serve struct {
+	cmd     *exec.Cmd
+	addr    string
+	metrics *http.Client
+}
+
+var addrPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// startServe runs serve over db with its default caps and limits: the
+// fleet comes from many addresses, each under the per-address caps.
+func startServe(ctx context.Context, bin, db string) (*serve, error) {
+	cmd := exec.Command(bin, "--db", db, "serve", "--listen", "127.0.0.1:0", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &serve{cmd: cmd, metrics: &http.Client{Timeout: 30 * time.Second}}
+	found := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(stderr)
+		lines.Buffer(make([]byte, 64<<10), 1<<20)
+		said := 0
+		for lines.Scan() {
+			l := lines.Text()
+			if a := addrPattern.FindString(l); a != "" && strings.Contains(l, "listening") {
+				select {
+				case found <- a:
+				default:
+				}
+				continue
+			}
+			if said < 20 && (strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`)) { // a few of serve's warnings
+				said++
+				fmt.Fprintln(os.Stderr, "serve:", l)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case s.addr = <-found:
+		return s, nil
+	case <-time.After(time.Minute):
+	case <-ctx.Done():
+	}
+	s.stop()
+	return nil, fmt.Errorf("tether serve did not say where it listens within a minute")
+}
+
+func (s *serve) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rss is serve's resident set size in bytes.
+func (s *serve) rss() int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// heldPolls reads serve's held long-poll gauge (-1 when it cannot).
+func (s *serve) heldPolls() int {
+	resp, err := s.metrics.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer func() {
+		io.Copy(io.Discard, resp.Body) // the rest of the scrape, so that serve can finish writing it
+		resp.Body.Close()
+	}()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "tether_agent_longpolls_held "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return int(f)
+		}
+	}
+	return -1
+}
