@@ -25,6 +25,7 @@ type agent struct {
 // counters are what the agents did, for the table.
 type counters struct {
 	connected     atomic.Int64 // agents with their connection open
+	polling       atomic.Int64 // polls sent and not answered yet
 	polls         atomic.Int64 // poll answers read
 	pollErrors    atomic.Int64 // polls answered other than 200, or cut off
 	jobs          atomic.Int64 // jobs delivered
@@ -136,10 +137,13 @@ func (fr *fleetRun) run(ctx context.Context, a agent) {
 				nextBeat = now.Add(fr.heartbeat)
 				fr.counts.heartbeats.Add(1)
 				if err := fr.beat(conn, br, a, now); err != nil {
-					fr.counts.heartbeatFail.Add(1)
-					if ctx.Err() == nil {
-						fr.counts.fail("heartbeat: %v", err)
+					if ctx.Err() != nil {
+						// Cut off by the end of the run, not refused.
+						fr.counts.heartbeats.Add(-1)
+						break
 					}
+					fr.counts.heartbeatFail.Add(1)
+					fr.counts.fail("heartbeat: %v", err)
 					break
 				}
 				fr.counts.heartbeatsOK.Add(1)
@@ -202,11 +206,14 @@ func firstLine(b []byte) string {
 }
 
 func (fr *fleetRun) poll(conn net.Conn, br *bufio.Reader, a agent, wait int) ([]string, error) {
+	fr.counts.polling.Add(1)
 	status, body, err := fr.request(conn, br, http.MethodGet, fmt.Sprintf("/api/agent/jobs?cluster=%s&wait=%d", a.cluster, wait), a.bearer, "")
 	if err != nil {
+		fr.counts.polling.Add(-1)
 		return nil, err
 	}
 	at := time.Now()
+	fr.counts.polling.Add(-1)
 	if status != http.StatusOK {
 		return nil, fmt.Errorf("poll answered %d: %s", status, firstLine(body))
 	}

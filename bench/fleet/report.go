@@ -34,6 +34,7 @@ type reportInput struct {
 	frame                        consoleFrame
 	load                         string
 	took                         time.Duration
+	gauge                        int // serve's held-polls gauge at the end
 }
 
 func report(root string, in reportInput) error {
@@ -66,7 +67,8 @@ func report(root string, in reportInput) error {
 	add(fleet+": serve resident memory, polls held", mib(rss), "MiB", "<= 1024 MiB", b(rss > 0 && rss <= 1<<30))
 	add(fleet+": serve resident memory, peak", mib(in.mem.peakRSS), "MiB", "", nil)
 	add(fleet+": memory per held poll", float64(rss-in.idleRSS)/float64(in.agents)/1024, "KiB/poll", "", nil)
-	add(fleet+": fewest polls held in a sample", float64(fewest), "polls", "", nil)
+	add(fleet+": fewest polls outstanding in a sample", float64(fewest), "polls", "", nil)
+	add(fleet+": polls held by serve's gauge, at the end", float64(in.gauge), "polls", "", nil)
 	add(fleet+": jobs delivered", float64(len(lat)), "jobs", "", nil)
 	add(fleet+": jobs submitted, not delivered by the end", float64(undelivered), "jobs", "", nil)
 	add(fleet+": jobs per second", float64(len(lat))/in.o.steady.Seconds(), "jobs/s", "", nil)

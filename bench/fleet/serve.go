@@ -35,7 +35,7 @@ func startServe(ctx context.Context, bin, db string) (*serve, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &serve{cmd: cmd, metrics: &http.Client{Timeout: 30 * time.Second}}
+	s := &serve{cmd: cmd, metrics: &http.Client{Timeout: 2 * time.Minute}}
 	found := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(stderr)
