@@ -46,6 +46,7 @@ type arrivals struct {
 	submitted map[string]time.Time // job id -> its submit's commit
 	early     map[string]time.Time // delivered before the submitter recorded it
 	latencies []time.Duration
+	refused   atomic.Int64 // submissions that found the database locked
 }
 
 func newArrivals() *arrivals {

@@ -315,6 +315,12 @@ func submit(ctx context.Context, reg *registry.Registry, fleet []agent, rate int
 			for range slots {
 				a := fleet[rand.N(len(fleet))]
 				j, _, err := reg.SubmitJob(admin, registry.JobSubmission{ClusterID: a.cluster, Kind: registry.KindDelete, Payload: payload})
+				if registry.ErrorCode(err) == registry.CodeUnavailable {
+					// The file is locked by serve's writer for longer than
+					// the store waits: this slot's job is not submitted.
+					arr.refused.Add(1)
+					continue
+				}
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- fmt.Errorf("submit: %w", err)

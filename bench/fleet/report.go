@@ -71,6 +71,7 @@ func report(root string, in reportInput) error {
 	add(fleet+": polls held by serve's gauge, at the end", float64(in.gauge), "polls", "", nil)
 	add(fleet+": jobs delivered", float64(len(lat)), "jobs", "", nil)
 	add(fleet+": jobs submitted, not delivered by the end", float64(undelivered), "jobs", "", nil)
+	add(fleet+": submissions that found the database locked", float64(in.arrivals.refused.Load()), "jobs", "", nil)
 	add(fleet+": jobs per second", float64(len(lat))/in.o.steady.Seconds(), "jobs/s", "", nil)
 	add(fleet+": wake-up p50", pct(50), "p50-ms", "", nil)
 	add(fleet+": wake-up p99", pct(99), "p99-ms", "< 50 ms", b(len(lat) > 0 && pct(99) < 50))
