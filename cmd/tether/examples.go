@@ -20,7 +20,9 @@ var examples = map[string]string{
   tether cluster delete old-staging --yes`,
 	"tether cluster disable": `  tether cluster disable prod-eu`,
 	"tether cluster enable":  `  tether cluster enable prod-eu`,
-	"tether keys":            `  tether --db postgres://tether@db/tether keys init --key-file /etc/tether/tether.key`,
+	"tether ssh": `  tether ssh host-key
+  ssh -p 2222 tether.example.com   # the console, once serve --ssh-listen :2222 runs`,
+	"tether keys": `  tether --db postgres://tether@db/tether keys init --key-file /etc/tether/tether.key`,
 	"tether ca": `  tether ca init
   tether ca show > tether-client-ca.pem`,
 	"tether credential": `  tether credential list prod-eu
