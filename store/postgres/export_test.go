@@ -5,6 +5,8 @@ import (
 	"path"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tetherhq/tether/registry"
 )
 
 // ListenerPID is the server process of the store's newest LISTEN connection,
@@ -71,4 +73,12 @@ const SearchProbe = searchProbe
 func Exec(ctx context.Context, s *Store, sql string, args ...any) error {
 	_, err := s.pool.Exec(ctx, sql, args...)
 	return err
+}
+
+// JobFilter is the WHERE clause and arguments the store reads p's jobs with
+// (no search words).
+func JobFilter(p registry.JobListParams) (string, []any) {
+	var a args
+	where := jobFilter(&a, p, nil)
+	return where, a
 }

@@ -125,7 +125,9 @@ func jobFilter(a *args, p registry.JobListParams, candidates map[string][]string
 		where = append(where, "kind = "+a.add(string(p.Kind)))
 	}
 	if p.Error != "" {
-		where = append(where, "error = "+a.add(p.Error))
+		// error <> '' proves a generic plan may use the partial index of
+		// the jobs with an error (migration 0027).
+		where = append(where, "error = "+a.add(p.Error)+" AND error <> ''")
 	}
 	if p.RetryOf != "" {
 		// retry_of <> '' proves a generic plan may use the partial index

@@ -208,7 +208,9 @@ func jobFilter(p registry.JobListParams, indexed map[string]bool) (string, []any
 		args = append(args, p.Kind)
 	}
 	if p.Error != "" {
-		where = append(where, "error = ?")
+		// error <> '' lets SQLite use the partial index of the jobs with an
+		// error (migration 0027).
+		where = append(where, "error = ? AND error <> ''")
 		args = append(args, p.Error)
 	}
 	if p.RetryOf != "" {
