@@ -89,6 +89,11 @@ func startServeEnv(t *testing.T, db string, env []string, args ...string) (*serv
 		}
 	})
 	line := p.waitLine(t, "tether serve listening")
+	// Background services start beside the listener, so a line the test
+	// waits for next may already be logged above this one: look from the top.
+	p.mu.Lock()
+	p.next = 0
+	p.mu.Unlock()
 	addr := regexp.MustCompile(`"?addr"?[=:]"?([0-9.]+:[0-9]+)`).FindStringSubmatch(line)
 	if addr == nil {
 		t.Fatalf("start line %q names no address", line)
