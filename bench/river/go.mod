@@ -1,6 +1,6 @@
 module github.com/tetherhq/tether/bench/river
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
@@ -40,6 +40,7 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
