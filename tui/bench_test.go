@@ -170,19 +170,25 @@ var fleet50k = benchseed.Config{Clusters: 50_000, Jobs: 200_000, Agents: true}
 // benchseed's fleet50k (kept between runs: seeded once, in seconds).
 func BenchmarkFirstFrameFleet(b *testing.B) {
 	path := os.Getenv("TETHER_BENCH_FLEET_DB")
+	var clock registry.Clock // the real one, over the scenario's live fleet
+	if path == "" {
+		path = benchseed.Kept(b, fleet50k)
+		c := clocktest.New()
+		c.Set(benchseed.DefaultNow)
+		clock = c
+	}
+	// As tether console opens it: 4 MiB of page cache a connection
+	// (cmd/tether's consoleCacheKiB).
 	open := func(tb testing.TB, path string) (*registry.Registry, func()) {
-		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{CacheKiB: 4096})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		reg := registry.New(st, registry.Config{})
+		reg := registry.New(st, registry.Config{Clock: clock})
 		return reg, func() {
 			reg.Close()
 			st.Close()
 		}
-	}
-	if path == "" {
-		path, open = benchseed.Kept(b, fleet50k), openBench
 	}
 	var total time.Duration
 	cpu0 := processCPU()
