@@ -90,8 +90,40 @@ func (f *fleet) setClusters(list []registry.Cluster) {
 	f.resort()
 }
 
-func (f *fleet) upsert(c *registry.Cluster) {
+// learn records clusters read before the list is in (a page's, see
+// startWatch), for their names and states; the list replaces them.
+func (f *fleet) learn(list []registry.Cluster) {
+	if f.loaded || len(list) == 0 {
+		return
+	}
+	for i := range list {
+		if f.byID[list[i].ID] == nil {
+			c := list[i]
+			f.byID[c.ID] = &c
+		}
+	}
+	f.version++
+}
+
+// upsert records a cluster's new state and reports whether the order of
+// f.sorted may have changed (a new cluster, or a renamed one): then the
+// caller resorts. Otherwise the cluster takes its old one's place in
+// f.sorted: a fleet's heartbeats change every cluster's status every 30 s,
+// and resorting 50,000 clusters for each batch of them would cost more than
+// the batch itself.
+func (f *fleet) upsert(c *registry.Cluster) (reorder bool) {
+	old := f.byID[c.ID]
 	f.byID[c.ID] = c
+	if old == nil || old.Name != c.Name {
+		return true
+	}
+	i, found := slices.BinarySearchFunc(f.sorted, old, compareClusters)
+	if !found || f.sorted[i] != old {
+		return true
+	}
+	f.sorted[i] = c
+	f.version++
+	return false
 }
 
 func (f *fleet) remove(id string) {
@@ -107,24 +139,41 @@ func (f *fleet) resort() {
 	for _, c := range f.byID {
 		f.sorted = append(f.sorted, c)
 	}
-	slices.SortFunc(f.sorted, func(a, b *registry.Cluster) int {
-		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(f.sorted, compareClusters)
 	f.version++
 }
 
+// compareClusters is f.sorted's order: by name, case-insensitive, then id.
+func compareClusters(a, b *registry.Cluster) int {
+	return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ID, b.ID))
+}
+
 func (f *fleet) setCounts(list []registry.JobCount) {
-	clear(f.counts)
-	for _, c := range list {
-		m := f.counts[c.ClusterID]
-		if m == nil {
-			m = map[registry.JobState]int64{}
-			f.counts[c.ClusterID] = m
+	// A new map, sized, rather than the old one cleared: over a fleet of
+	// 50,000 clusters the list is read at start, and every map grown
+	// entry by entry was a fifth of the first frame's CPU.
+	f.counts = make(map[string]map[registry.JobState]int64, len(f.counts))
+	clear(f.totals)
+	for i := 0; i < len(list); {
+		// The list comes ordered by cluster: one map per cluster, of the
+		// size it needs.
+		j := i + 1
+		for j < len(list) && list[j].ClusterID == list[i].ClusterID {
+			j++
 		}
-		m[c.State] = c.Count
+		m := f.counts[list[i].ClusterID]
+		if m == nil {
+			m = make(map[registry.JobState]int64, j-i)
+			f.counts[list[i].ClusterID] = m
+		}
+		for _, c := range list[i:j] {
+			m[c.State] = c.Count
+			f.totals[c.State] += c.Count
+		}
+		i = j
 	}
 	f.counted = true
-	f.recountTotals()
+	f.version++
 }
 
 func (f *fleet) recountTotals() {

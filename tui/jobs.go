@@ -71,6 +71,10 @@ type jobsView struct {
 	dirty   bool
 	last    time.Time // when the last load was issued
 	err     error
+
+	// rowsResolved: a page brought its rows' clusters before the fleet's
+	// list was in (the first frame's probe waits for them or the list).
+	rowsResolved bool
 	// pin is the selected job (id and creation time, its place in the
 	// list's order): reloads put the cursor back on it, wherever it moved.
 	// Empty while the cursor is on a row not loaded yet.
@@ -110,6 +114,10 @@ type jobsPageMsg struct {
 	// table's first line that keeps it on screen.
 	at, offset int
 	err        error
+	// clusters are the clusters the rows name, read with the page while
+	// the fleet's list is not in yet (resolved: they were looked for).
+	clusters []registry.Cluster
+	resolved bool
 }
 
 type jobsCountsMsg struct {
@@ -307,6 +315,8 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 			return failed("could not read jobs: " + errText(msg.err))
 		}
 		v.loaded, v.start, v.rows, v.readAt = true, msg.start, msg.jobs, msg.readAt
+		v.ctx.Fleet.learn(msg.clusters)
+		v.rowsResolved = v.rowsResolved || msg.resolved
 		v.restorePin(msg)
 		var count tea.Cmd
 		if v.countAfterPage {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -54,7 +55,7 @@ func (v *jobsView) load(start int) tea.Cmd {
 			return jobsPageMsg{gen: gen, req: start, start: start, jobs: []registry.Job{}, at: -1, readAt: now}
 		}
 	}
-	return func() tea.Msg {
+	read := func() tea.Msg {
 		ctx := context.Background()
 		if tab == tabStuck {
 			// The stuck tab is several queries merged: there is no count to
@@ -92,6 +93,59 @@ func (v *jobsView) load(start int) tea.Cmd {
 		}
 		return jobsPageMsg{gen: gen, req: start, start: from, jobs: jobs, at: at, offset: off, readAt: now}
 	}
+	if v.ctx.Fleet.loaded {
+		return read
+	}
+	// Before the cluster list is in (see startWatch), the page brings the
+	// clusters its rows name.
+	return func() tea.Msg {
+		msg := read()
+		if p, ok := msg.(jobsPageMsg); ok && p.err == nil {
+			p.clusters, p.resolved = clustersOf(context.Background(), b, p.jobs), true
+			return p
+		}
+		return msg
+	}
+}
+
+// clustersOf reads the clusters jobs name, each once and a few at a time
+// (over the admin API each is a round trip); one that cannot be read is
+// left out: its rows show its id until the list is in.
+func clustersOf(ctx context.Context, b Backend, jobs []registry.Job) []registry.Cluster {
+	var ids []string
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if !seen[j.ClusterID] {
+			seen[j.ClusterID] = true
+			ids = append(ids, j.ClusterID)
+		}
+	}
+	read := make([]*registry.Cluster, len(ids))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(8, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if c, err := b.GetCluster(ctx, ids[i]); err == nil {
+					read[i] = c
+				}
+			}
+		}()
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []registry.Cluster
+	for _, c := range read {
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 // deep reports whether row is in the far half of a tab of total rows, where

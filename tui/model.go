@@ -110,6 +110,9 @@ type Model struct {
 	countsLast  time.Time
 	credsLoaded bool
 	queues      queueLoader
+	// feedReady: the current feed's watch runs; listAsked: its cluster
+	// list was asked for (see startWatch).
+	feedReady, listAsked bool
 
 	sized bool
 }
@@ -164,7 +167,6 @@ func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		startWatch(m.ctx.Backend, m.feed),
 		m.loadCounts(),
-		m.queues.load(m.ctx.Backend),
 		m.tick(),
 		m.overview.Init(),
 		m.jobs.Init(),
@@ -323,7 +325,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ctx.pending = m.ctx.pending[1:]
 		cmds = append(cmds, m.update(req))
 	}
+	cmds = append(cmds, m.maybeLoadFleet())
 	return m, tea.Batch(cmds...)
+}
+
+// maybeLoadFleet asks for the cluster list once the watch runs and the
+// first screen's own reads (the jobs page, the counts) are in: see
+// startWatch.
+func (m *Model) maybeLoadFleet() tea.Cmd {
+	if !m.feedReady || m.listAsked || m.jobs.loading || m.countsBusy {
+		return nil
+	}
+	m.listAsked = true
+	return loadFleetList(m.ctx.Backend, m.feed)
 }
 
 // push opens a detail over the current screen and starts its first read.
@@ -357,7 +371,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.ctx.Now = msg.now
 		m.expireStatus()
 		cmds := []tea.Cmd{m.tick(), m.checkConn(), m.broadcast(msg)}
-		if m.queues.due() {
+		if m.ctx.Fleet.loaded && m.queues.due() { // first read when the list is in (watchStarted)
 			cmds = append(cmds, m.queues.load(m.ctx.Backend))
 		}
 		return tea.Batch(cmds...)
@@ -365,6 +379,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.queues.busy = false
 		m.ctx.Fleet.setQueues(msg.list, msg.err)
 		return nil
+	case feedStartedMsg:
+		return m.feedStarted(msg)
 	case watchStartedMsg:
 		return m.watchStarted(msg)
 	case feedMsg:
@@ -471,6 +487,18 @@ func (m *Model) checkConn() tea.Cmd {
 
 type quitMsg struct{}
 
+// feedStarted: the watch runs; the cluster list follows (maybeLoadFleet).
+func (m *Model) feedStarted(msg feedStartedMsg) tea.Cmd {
+	if msg.feed != m.feed {
+		return nil
+	}
+	if msg.err != nil {
+		return m.watchStarted(watchStartedMsg{feed: msg.feed, err: msg.err})
+	}
+	m.feedReady = true
+	return nil
+}
+
 func (m *Model) watchStarted(msg watchStartedMsg) tea.Cmd {
 	if msg.feed != m.feed {
 		return nil
@@ -489,7 +517,14 @@ func (m *Model) watchStarted(msg watchStartedMsg) tea.Cmd {
 	for _, c := range msg.clusters {
 		ids = append(ids, c.ID)
 	}
-	return tea.Batch(m.feed.wait(), loadCredentials(m.ctx.Backend, ids), m.broadcast(msg))
+	cmds := []tea.Cmd{m.feed.wait(), loadCredentials(m.ctx.Backend, ids), m.broadcast(msg)}
+	if !m.queues.busy && !m.ctx.Fleet.queuesLoaded {
+		// Queue health lists the fleet and reads every busy cluster's
+		// queue: its first read waits for the list, as the list waits for
+		// the first screen.
+		cmds = append(cmds, m.queues.load(m.ctx.Backend))
+	}
+	return tea.Batch(cmds...)
 }
 
 // restartWatch starts over after the watch ended: a new feed, the cluster
@@ -499,6 +534,7 @@ func (m *Model) restartWatch() tea.Cmd {
 		m.feed.stop()
 	}
 	m.feed = newFeed(m.opts.Context)
+	m.feedReady, m.listAsked = false, false
 	return tea.Batch(startWatch(m.ctx.Backend, m.feed), m.loadCounts())
 }
 
@@ -508,13 +544,16 @@ func (m *Model) applyFeed(msg feedMsg) tea.Cmd {
 	}
 	b := &msg.batch
 	f := m.ctx.Fleet
+	reorder := len(b.Deleted) > 0
 	for _, c := range b.Clusters {
-		f.upsert(c)
+		if f.upsert(c) {
+			reorder = true
+		}
 	}
 	for _, id := range b.Deleted {
 		f.remove(id)
 	}
-	if len(b.Clusters) > 0 || len(b.Deleted) > 0 {
+	if reorder {
 		f.resort()
 	}
 	for _, c := range b.Credentials {

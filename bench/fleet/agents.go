@@ -46,6 +46,7 @@ type arrivals struct {
 	submitted map[string]time.Time // job id -> its submit's commit
 	early     map[string]time.Time // delivered before the submitter recorded it
 	latencies []time.Duration
+	recs      []wakeRec    // the same, for splitWakeups
 	refused   atomic.Int64 // submissions that found the database locked
 }
 
@@ -59,6 +60,7 @@ func (a *arrivals) submit(id string, at time.Time) {
 	if got, ok := a.early[id]; ok {
 		delete(a.early, id)
 		a.latencies = append(a.latencies, max(0, got.Sub(at)))
+		a.recs = append(a.recs, wakeRec{id: id, commit: at, at: got})
 		return
 	}
 	a.submitted[id] = at
@@ -70,6 +72,7 @@ func (a *arrivals) deliver(id string, at time.Time) {
 	if sub, ok := a.submitted[id]; ok {
 		delete(a.submitted, id)
 		a.latencies = append(a.latencies, at.Sub(sub))
+		a.recs = append(a.recs, wakeRec{id: id, commit: sub, at: at})
 		return
 	}
 	a.early[id] = at

@@ -11,8 +11,16 @@
 // writes bench/results/fleet.json in the format of latest.json.
 //
 // The open-file limit is raised here (and inherited by serve) to what the
-// fleet needs; where the hard limit cannot be raised the fleet is scaled
-// down to fit, and the table says so.
+// fleet needs; where the hard limit cannot be raised the agents are scaled
+// down to fit, and the table says so. Every cluster of the fleet is still
+// registered (the console's first frame is measured over all of them);
+// jobs go to the clusters whose agents run. serve holds one descriptor per
+// agent's connection, so its own limit bounds the fleet, however the
+// agents' side is split.
+//
+// Beside the table it splits each wake-up at serve's look (diagnose.go)
+// and reports this process's own scheduling delay; -profile saves serve's
+// CPU profile and execution trace.
 package main
 
 import (
@@ -46,6 +54,7 @@ type options struct {
 	heartbeat time.Duration
 	keep      bool
 	tether    string
+	profile   string
 }
 
 func main() {
@@ -58,6 +67,7 @@ func main() {
 	flag.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "each agent's ClusterHeartbeat period")
 	flag.BoolVar(&o.keep, "keep", false, "keep the fleet's database (its path is printed)")
 	flag.StringVar(&o.tether, "tether", "", "run this tether binary as serve instead of building this checkout's (a before/after)")
+	flag.StringVar(&o.profile, "profile", "", "write serve's CPU profile and an execution trace, and the agents' CPU profile, taken a third into the steady state, into this directory")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -143,13 +153,26 @@ func run(ctx context.Context, o options) error {
 	reg := registry.New(st, registry.Config{})
 	defer reg.Close()
 	t0 := time.Now()
-	fleet, err := seed(ctx, reg, agents, o.perAddr)
+	// Every cluster of the fleet is registered, however many agents fit:
+	// the console's first frame is measured over all of them. Only the
+	// first `agents` run (and get jobs); the others are silent clusters.
+	all, err := seed(ctx, reg, o.agents, o.perAddr)
 	if err != nil {
 		return err
 	}
-	logf("%d clusters with an agent each, registered in %s", agents, time.Since(t0).Round(time.Second))
+	fleet := all[:agents]
+	logf("%d clusters with an agent each, registered in %s; %d of the agents run", len(all), time.Since(t0).Round(time.Second), agents)
 
-	srv, err := startServe(ctx, bin, db)
+	diag := ""
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		if diag, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	srv, err := startServe(ctx, bin, db, diag)
 	if err != nil {
 		return err
 	}
@@ -157,6 +180,9 @@ func run(ctx context.Context, o options) error {
 	time.Sleep(time.Second)
 	idleRSS := srv.rss()
 
+	probe := &schedProbe{}
+	pctx, endProbe := context.WithCancel(ctx)
+	defer endProbe()
 	counts := &counters{}
 	fr := &fleetRun{addr: srv.addr, wait: o.wait, heartbeat: o.heartbeat, counts: counts, arrivals: newArrivals()}
 	actx, cancelAgents := context.WithCancel(ctx)
@@ -194,6 +220,8 @@ func run(ctx context.Context, o options) error {
 		time.Sleep(time.Second)
 	}
 	time.Sleep(5 * time.Second) // the last first polls' looks
+	go probe.run(pctx)
+	steadyStart := time.Now()
 	// The steady state: jobs to random clusters at the rate, and serve's
 	// memory and the held polls sampled every second.
 	mem := &memory{}
@@ -202,6 +230,14 @@ func run(ctx context.Context, o options) error {
 	submitted := make(chan error, 1)
 	go func() { submitted <- submit(sctx, reg, fleet, o.rate, fr.arrivals) }()
 	go mem.sample(sctx, srv, counts)
+	if o.profile != "" {
+		go func() {
+			sleep(sctx, o.steady/3)
+			if sctx.Err() == nil {
+				srv.profile(sctx, o.profile, min(20*time.Second, o.steady/3))
+			}
+		}()
+	}
 	// The console opens over the fleet halfway through, as on-call would.
 	var frame consoleFrame
 	go func() {
@@ -224,6 +260,14 @@ func run(ctx context.Context, o options) error {
 	gauge := srv.heldPolls() // serve's own count, once
 	cancelAgents()
 	wg.Wait()
+	endProbe()
+	fr.arrivals.mu.Lock()
+	recs := slices.Clone(fr.arrivals.recs)
+	fr.arrivals.mu.Unlock()
+	split, err := splitWakeups(ctx, db, recs, steadyStart)
+	if err != nil {
+		logf("could not split the wake-ups at serve's look: %v", err)
+	}
 	// Heartbeats in flight when the run ended are not counted.
 	hbSent, hbOK := counts.heartbeats.Load(), counts.heartbeatsOK.Load()
 
@@ -232,6 +276,7 @@ func run(ctx context.Context, o options) error {
 		o: o, agents: agents, scaled: scaled, idleRSS: idleRSS, mem: mem, counts: counts,
 		heartbeatsSent: hbSent, heartbeatsOK: hbOK, arrivals: fr.arrivals, frame: frame,
 		load: strings.TrimSpace(string(load)), took: time.Since(start), gauge: gauge,
+		split: split, probe: probe,
 	})
 }
 

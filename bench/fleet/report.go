@@ -35,6 +35,8 @@ type reportInput struct {
 	load                         string
 	took                         time.Duration
 	gauge                        int // serve's held-polls gauge at the end
+	split                        wakeSplit
+	probe                        *schedProbe
 }
 
 func report(root string, in reportInput) error {
@@ -75,6 +77,13 @@ func report(root string, in reportInput) error {
 	add(fleet+": jobs per second", float64(len(lat))/in.o.steady.Seconds(), "jobs/s", "", nil)
 	add(fleet+": wake-up p50", pct(50), "p50-ms", "", nil)
 	add(fleet+": wake-up p99", pct(99), "p99-ms", "< 50 ms", b(len(lat) > 0 && pct(99) < 50))
+	msf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	if sp := in.split; sp.matched > 0 {
+		add(fleet+": wake-up p99, commit to serve's look (notice)", msf(sp.noticeP99), "p99-ms", "", nil)
+		add(fleet+": wake-up p99, serve's look to arrival (deliver)", msf(sp.deliverP99), "p99-ms", "", nil)
+	}
+	sched50, sched99, schedMax := in.probe.percentiles()
+	add(fleet+": the agents' process, own scheduling delay p99", msf(sched99), "p99-ms", "", nil)
 	add(fleet+": heartbeats sent", float64(in.heartbeatsSent), "heartbeats", "", nil)
 	add(fleet+": heartbeats not answered 204", float64(missedBeats), "heartbeats", "0", b(in.heartbeatsSent > 0 && missedBeats == 0))
 	add(fleet+": polls refused or cut off", float64(in.counts.pollErrors.Load()), "polls", "", nil)
@@ -100,6 +109,19 @@ func report(root string, in reportInput) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Scenario, strconv.FormatFloat(r.Value, 'f', -1, 64), r.Unit, t, mark)
 	}
 	tw.Flush()
+	if sp := in.split; sp.matched > 0 {
+		fmt.Printf("\nwake-ups split at serve's look (%d of %d jobs): notice p50 %s, p99 %s; deliver p50 %s, p99 %s (the submitter's own commit, created to committed: p50 %s, p99 %s, max %s)\n",
+			sp.matched, len(lat), sp.noticeP50, sp.noticeP99, sp.deliverP50, sp.deliverP99, sp.submitP50, sp.submitP99, sp.subWrst)
+		fmt.Println("the slowest:")
+		for _, w := range sp.worst {
+			fmt.Println("  " + w)
+		}
+		fmt.Println("wake-ups per 10 s of the steady state, by commit:")
+		for _, b := range sp.buckets {
+			fmt.Println("  " + b)
+		}
+	}
+	fmt.Printf("the agents' process, how late a 10 ms timer goroutine ran: p50 %s, p99 %s, max %s\n", sched50, sched99, schedMax)
 	if in.frame.err != "" {
 		fmt.Printf("\nconsole: no first frame measured: %s\n", in.frame.err)
 	}

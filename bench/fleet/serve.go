@@ -5,12 +5,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -19,6 +23,7 @@ import (
 type serve struct {
 	cmd     *exec.Cmd
 	addr    string
+	diag    string // --diag-listen's address (pprof), or empty
 	metrics *http.Client
 }
 
@@ -26,8 +31,13 @@ var addrPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 
 // startServe runs serve over db with its default caps and limits: the
 // fleet comes from many addresses, each under the per-address caps.
-func startServe(ctx context.Context, bin, db string) (*serve, error) {
-	cmd := exec.Command(bin, "--db", db, "serve", "--listen", "127.0.0.1:0", "--log-format", "json")
+// diag, when set, is an address for serve's /debug/pprof (-profile).
+func startServe(ctx context.Context, bin, db, diag string) (*serve, error) {
+	args := []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--log-format", "json"}
+	if diag != "" {
+		args = append(args, "--diag-listen", diag)
+	}
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -35,7 +45,7 @@ func startServe(ctx context.Context, bin, db string) (*serve, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &serve{cmd: cmd, metrics: &http.Client{Timeout: 2 * time.Minute}}
+	s := &serve{cmd: cmd, diag: diag, metrics: &http.Client{Timeout: 2 * time.Minute}}
 	found := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(stderr)
@@ -43,7 +53,8 @@ func startServe(ctx context.Context, bin, db string) (*serve, error) {
 		said := 0
 		for lines.Scan() {
 			l := lines.Text()
-			if a := addrPattern.FindString(l); a != "" && strings.Contains(l, "listening") {
+			// (--diag-listen says where it listens too.)
+			if a := addrPattern.FindString(l); a != "" && a != diag && strings.Contains(l, "listening") {
 				select {
 				case found <- a:
 				default:
@@ -113,4 +124,49 @@ func (s *serve) heldPolls() int {
 		}
 	}
 	return -1
+}
+
+// profile saves serve's CPU profile over d and an execution trace of its
+// first 5 s into dir, and this process's CPU profile over the same d.
+func (s *serve) profile(ctx context.Context, dir string, d time.Duration) {
+	var wg sync.WaitGroup
+	get := func(path, file string) {
+		defer wg.Done()
+		c := &http.Client{Timeout: d + time.Minute}
+		resp, err := c.Get("http://" + s.diag + path)
+		if err != nil {
+			logf("profile %s: %v", path, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			logf("profile: %v", err)
+			return
+		}
+		defer f.Close()
+		io.Copy(f, resp.Body)
+	}
+	wg.Add(2)
+	go get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), "serve.cpu.pprof")
+	go get("/debug/pprof/trace?seconds=5", "serve.trace")
+	if f, err := os.Create(filepath.Join(dir, "agents.cpu.pprof")); err == nil {
+		if pprof.StartCPUProfile(f) == nil {
+			sleep(ctx, d)
+			pprof.StopCPUProfile()
+		}
+		f.Close()
+	}
+	wg.Wait()
+	logf("profiles written to %s", dir)
+}
+
+// freeAddr is a loopback address nothing listens on now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

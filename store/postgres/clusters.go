@@ -56,13 +56,17 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 	if err != nil {
 		return nil, err
 	}
-	return collect(s, rows, "read clusters", func(r pgx.Rows) (registry.Cluster, error) {
-		c, err := record.ScanCluster(r)
-		if err != nil {
-			return registry.Cluster{}, err
+	defer rows.Close()
+	var list record.Clusters
+	for rows.Next() {
+		if err := list.Scan(rows); err != nil {
+			return nil, s.wrap(err, "read clusters")
 		}
-		return *c, nil
-	})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(err, "read clusters")
+	}
+	return list.List(), nil
 }
 
 func errNameTaken(name string) error {

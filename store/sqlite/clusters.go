@@ -57,15 +57,16 @@ func (s *Store) ClusterList(ctx context.Context, p registry.ClusterListParams) (
 		return nil, err
 	}
 	defer rows.Close()
-	out := []registry.Cluster{}
+	var list record.Clusters
 	for rows.Next() {
-		c, err := record.ScanCluster(rows)
-		if err != nil {
+		if err := list.Scan(rows); err != nil {
 			return nil, s.wrap(err, "read clusters")
 		}
-		out = append(out, *c)
 	}
-	return out, s.wrap(rows.Err(), "read clusters")
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(err, "read clusters")
+	}
+	return list.List(), nil
 }
 
 func (s *Store) ClusterCreate(ctx context.Context, p registry.ClusterCreateParams) error {

@@ -50,6 +50,7 @@ func Benchmark(b *testing.B, h Bench) {
 	b.Run("IdleLook", func(b *testing.B) { benchIdleLook(b, h) })
 	b.Run("BusyLook", func(b *testing.B) { benchBusyLook(b, h) })
 	b.Run("Heartbeat", func(b *testing.B) { benchHeartbeat(b, h) })
+	b.Run("ClusterHeartbeat", func(b *testing.B) { benchClusterHeartbeat(b, h) })
 	b.Run("StatusReport", func(b *testing.B) { benchStatusReport(b, h) })
 	b.Run("Reap", func(b *testing.B) { benchReap(b, h) })
 	b.Run("Retention", func(b *testing.B) { benchRetention(b, h) })

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,10 @@ type Config struct {
 	// it, and every cluster registered at it (so none is silent yet; nothing
 	// but clusters and jobs is inserted). Zero is DefaultNow.
 	Now time.Time
+	// Agents gives every cluster what a registered agent leaves: its used
+	// registration token, its credential, and a heartbeat (Ready) a few
+	// seconds before Now, as a fleet whose agents are all up.
+	Agents bool
 }
 
 // DefaultNow is the present of a fleet whose Config leaves Now zero.
@@ -140,8 +145,25 @@ func Create(ctx context.Context, path string, cfg Config) error {
 			FROM jobs WHERE state = 'in_progress' AND lease_seconds > 0`,
 			[]any{now, now}},
 	}
+	if cfg.Agents {
+		stmts = append(stmts, []struct {
+			what string
+			sql  string
+			args []any
+		}{
+			{"registration tokens", `INSERT INTO registration_tokens (id, cluster_id, hash, created_at, expires_at, created_by, used_at, credential_id)
+				SELECT 'rt-' || substr(id, 4), id, randomblob(32), ? - 60000, ? + 86400000, 'admin:bench', ? - 30000, 'cr-' || substr(id, 4) FROM clusters`,
+				[]any{now, now, now}},
+			{"credentials", `INSERT INTO credentials (id, cluster_id, hash, capabilities, created_at, expires_at, rotate_after, rotate_until)
+				SELECT 'cr-' || substr(id, 4), id, randomblob(32), '["lease"]', ? - 30000, ? + 7776000000, ? + 5184000000, ? + 7776000000 FROM clusters`,
+				[]any{now, now, now, now}},
+			{"heartbeats", `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at)
+				SELECT id, ? - 1000 * (rowid % 30), '[{"type":"Ready","status":"True","reason":"AgentRunning"}]', ? - 1000 * (rowid % 30) FROM clusters`,
+				[]any{now, now}},
+		}...)
+	}
 	for _, s := range stmts {
-		if s.what != "clusters" && cfg.Jobs == 0 {
+		if s.what != "clusters" && cfg.Jobs == 0 && !slices.Contains(agentRows, s.what) {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
@@ -154,6 +176,9 @@ func Create(ctx context.Context, path string, cfg Config) error {
 	_, err = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	return err
 }
+
+// agentRows are the statements Agents adds, run with no jobs too.
+var agentRows = []string{"registration tokens", "credentials", "heartbeats"}
 
 var (
 	mu    sync.Mutex
@@ -215,7 +240,11 @@ func Kept(tb testing.TB, cfg Config) string {
 		cfg.Now = DefaultNow
 	}
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("tether-benchseed-v%d", Version))
-	path := filepath.Join(dir, fmt.Sprintf("fleet-%dc-%dj-%d.db", cfg.Clusters, cfg.Jobs, cfg.Now.Unix()))
+	name := fmt.Sprintf("fleet-%dc-%dj-%d", cfg.Clusters, cfg.Jobs, cfg.Now.Unix())
+	if cfg.Agents {
+		name += "-agents"
+	}
+	path := filepath.Join(dir, name+".db")
 	mu.Lock()
 	defer mu.Unlock()
 	if _, err := os.Stat(path); err == nil {
