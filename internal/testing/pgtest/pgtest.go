@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,27 @@ func DSN(tb testing.TB) string {
 	return dsn
 }
 
+var sharedExtensions sync.Once
+
+// keepExtensionsInPublic installs pg_trgm (migration 0023) in the public
+// schema, or moves it there. Otherwise the first migration to run creates
+// it in its own test schema, whose DROP ... CASCADE at the test's end drops
+// the extension and with it the other tests' indexes that use it, failing
+// whatever migrates at that moment ("referenced operator class was
+// concurrently dropped"). Errors are ignored: another test process may be
+// doing the same, and where pg_trgm is not available the migration runs
+// without it.
+func keepExtensionsInPublic(ctx context.Context, conn *pgx.Conn) {
+	var schema string
+	err := conn.QueryRow(ctx, "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema)
+	switch {
+	case err == pgx.ErrNoRows:
+		conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+	case err == nil && schema != "public":
+		conn.Exec(ctx, "ALTER EXTENSION pg_trgm SET SCHEMA public")
+	}
+}
+
 // Schema creates an empty schema named prefix_ and 12 random hex digits and
 // returns a DSN whose search_path is that schema, and its name. The schema
 // is dropped when tb ends, after whatever tb opened on it later is closed
@@ -43,6 +65,7 @@ func Schema(tb testing.TB, prefix string) (dsn, schema string) {
 	if err != nil {
 		tb.Fatalf("connect to %s: %v", Env, err)
 	}
+	sharedExtensions.Do(func() { keepExtensionsInPublic(ctx, conn) })
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema = prefix + "_" + hex.EncodeToString(b)
