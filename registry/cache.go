@@ -15,9 +15,13 @@ import (
 //     this process and by others alike);
 //   - registry methods that change a credential or a cluster also evict it
 //     at once, so that their caller sees the change immediately;
-//   - an entry is cached only if the hub processed nothing while it was being
-//     read: otherwise a change committed just before the read could have been
-//     dispatched before the entry existed, and never evict it;
+//   - an entry is cached only if the hub dispatched no change to it (nor,
+//     for a credential, to its cluster) while it was being read: otherwise a
+//     change committed just before the read could have been dispatched before
+//     the entry existed, and never evict it. The cache remembers the position
+//     of each recent eviction for that (changedSince); a busy feed of other
+//     entities' changes, which never stops under load, no longer keeps every
+//     entry out;
 //   - nothing is served while the hub is not following the feed, and no entry
 //     lives longer than cacheTTL.
 type recordCache struct {
@@ -42,7 +46,24 @@ type recordCache struct {
 	// is evicted.
 	roots  map[string]bool
 	issued map[string]ClientCertificate
+
+	// evictedAt is the feed position of the last change dispatched to each
+	// key (credKey, clusterKey, adminsKey) the cache evicts for, and
+	// evictedFloor the highest position forgotten when it was cleared: a
+	// read that started below the floor cannot tell and is not cached.
+	evictedAt    map[string]int64
+	evictedFloor int64
 }
+
+// maxEvictions bounds evictedAt; reaching it clears it (see evictedFloor).
+// A fleet of 50,000 agents heartbeating every 30 s evicts about 1,700
+// clusters a second, so the map is cleared about every 30 s at that rate.
+const maxEvictions = 50000
+
+func credKey(id string) string    { return "credential:" + id }
+func clusterKey(id string) string { return "cluster:" + id }
+
+const adminsKey = "admin-tokens"
 
 const (
 	cacheTTL        = 10 * time.Second
@@ -68,7 +89,7 @@ type cachedCluster struct {
 func newRecordCache(h *hub) *recordCache {
 	c := &recordCache{hub: h, creds: map[string]cachedCredential{}, clusters: map[string]cachedCluster{},
 		byCluster: map[string]map[string]struct{}{}, names: map[string]string{}, admins: map[string]cachedAdminToken{},
-		roots: map[string]bool{}, issued: map[string]ClientCertificate{}}
+		roots: map[string]bool{}, issued: map[string]ClientCertificate{}, evictedAt: map[string]int64{}}
 	h.evict = c.evictChange
 	return c
 }
@@ -89,10 +110,10 @@ func (c *recordCache) credential(ctx context.Context, store Store, id string) (*
 		return nil, err
 	}
 	if following {
-		c.hub.ifUnchangedSince(seq, func() {
+		c.hub.ifFollowing(func() {
 			c.mu.Lock() // lock order: hub, then cache (as dispatch)
 			defer c.mu.Unlock()
-			if len(c.creds) < cacheMaxEntries {
+			if len(c.creds) < cacheMaxEntries && !c.changedSince(seq, credKey(id), clusterKey(cred.ClusterID)) {
 				c.creds[id] = cachedCredential{cred: cred, at: now}
 				set := c.byCluster[cred.ClusterID]
 				if set == nil {
@@ -148,10 +169,10 @@ func (c *recordCache) loadCluster(now time.Time, load func() (*Cluster, error), 
 		return nil, err
 	}
 	if following {
-		c.hub.ifUnchangedSince(seq, func() {
+		c.hub.ifFollowing(func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if len(c.clusters) < cacheMaxEntries {
+			if len(c.clusters) < cacheMaxEntries && !c.changedSince(seq, clusterKey(cl.ID)) {
 				c.clusters[cl.ID] = cachedCluster{cluster: cl, at: now}
 				if byName {
 					c.names[cl.Name] = cl.ID
@@ -178,10 +199,10 @@ func (c *recordCache) adminToken(ctx context.Context, store Store, id string) (*
 		return nil, err
 	}
 	if following {
-		c.hub.ifUnchangedSince(seq, func() {
+		c.hub.ifFollowing(func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if len(c.admins) < cacheMaxEntries {
+			if len(c.admins) < cacheMaxEntries && !c.changedSince(seq, adminsKey) {
 				c.admins[id] = cachedAdminToken{token: t, at: now}
 			}
 		})
@@ -239,13 +260,43 @@ func (c *recordCache) evictChange(ch Change) {
 	switch ch.Kind {
 	case EntityCredential:
 		c.evictCredential(ch.ID)
+		c.evictedSince(ch.Seq, credKey(ch.ID))
 	case EntityCluster:
 		c.evictCluster(ch.ID)
+		c.evictedSince(ch.Seq, clusterKey(ch.ID))
 	case EntityAudit:
 		if ch.ClusterID == "" { // perhaps an admin token issued or revoked
 			c.evictAdminTokens()
+			c.evictedSince(ch.Seq, adminsKey)
 		}
 	}
+}
+
+// evictedSince records that the change at seq evicted key.
+func (c *recordCache) evictedSince(seq int64, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.evictedAt) >= maxEvictions {
+		clear(c.evictedAt)
+		c.evictedFloor = seq - 1 // every position forgotten is below this change's
+	}
+	c.evictedAt[key] = seq
+}
+
+// changedSince says whether a change dispatched after seq (the hub's
+// position when a read started) evicted any of keys, or may have: then what
+// the read returned may be older than that change, and must not be cached.
+// The caller holds c.mu.
+func (c *recordCache) changedSince(seq int64, keys ...string) bool {
+	if seq < c.evictedFloor {
+		return true
+	}
+	for _, k := range keys {
+		if c.evictedAt[k] > seq {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *recordCache) evictCredential(id string) {

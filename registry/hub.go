@@ -184,13 +184,14 @@ func (h *hub) positionIfFollowing() (int64, bool) {
 	return h.last, h.started && !h.closed && h.followErr == nil && h.notifierErr == nil
 }
 
-// ifUnchangedSince runs fn if the hub has dispatched nothing after seq and
-// is still following, holding the hub's lock so that no dispatch (and so no
-// eviction) can come between the check and fn.
-func (h *hub) ifUnchangedSince(seq int64, fn func()) {
+// ifFollowing runs fn if the hub is still following, holding the hub's lock
+// so that no dispatch (and so no eviction) can come between the check and
+// fn: the record cache then checks that no change to what it read was
+// dispatched since the read began (recordCache.changedSince).
+func (h *hub) ifFollowing(fn func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last == seq && h.started && !h.closed && h.followErr == nil && h.notifierErr == nil {
+	if h.started && !h.closed && h.followErr == nil && h.notifierErr == nil {
 		fn()
 	}
 }
