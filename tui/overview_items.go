@@ -174,6 +174,9 @@ func (o *overview) silentBlock() string {
 	now := o.ctx.Now
 	silent := o.silentList()
 	head := st.Section.Render("SILENT CLUSTERS") + st.Render(themes.Muted, fmt.Sprintf("  no heartbeat for %d intervals", registry.SilentAfterHeartbeats))
+	if !f.loaded { // never "none" before the list says so
+		return head + "\n" + st.Render(themes.Muted, "  loading…")
+	}
 	if len(silent) == 0 {
 		return head + "\n" + st.Render(themes.Good, "  none: every active cluster is heartbeating")
 	}
@@ -215,6 +218,9 @@ func (o *overview) conditionsBlock() string {
 			st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
 	}
 	head := st.Section.Render("FALSE CONDITIONS") + st.Render(themes.Muted, "  from the last heartbeats")
+	if !o.ctx.Fleet.loaded {
+		return head + "\n" + st.Render(themes.Muted, "  loading…")
+	}
 	if n == 0 {
 		return head + "\n" + st.Render(themes.Good, "  none")
 	}
