@@ -17,27 +17,39 @@ import (
 // writeClaim applies the lease part of an applied update to j's claim and
 // sets j.LeaseExpiresAt to the lease as it now stands. changed says whether
 // the claim was written.
+//
+// j comes back from the update with its claim's lease (a claim's lease is
+// never NULL): a job without one has no claim to delete or move, and those
+// statements are skipped. That is an agent's every ack, status and result
+// when its credential takes no lease, as the public operator's does: three
+// statements a lifecycle that changed nothing.
 func (t *txn) writeClaim(j *registry.Job, s *registry.JobSet) (changed bool, err error) {
+	has := !j.LeaseExpiresAt.IsZero()
+	drop := func() error {
+		if !has {
+			return nil
+		}
+		changed, has = true, false
+		return t.deleteClaim(j)
+	}
 	if s.Reopen {
-		err, changed = t.deleteClaim(j), true
+		err = drop()
 	}
 	if c := s.Claim; c != nil && err == nil {
 		if c.LeaseExpiresAt.IsZero() {
-			err = t.deleteClaim(j)
+			err = drop()
 		} else {
-			err = t.insertClaim(j, c)
+			err, changed, has = t.insertClaim(j, c), true, true
 		}
-		changed = true
 	}
 	if s.LeaseExpiresAt != nil && err == nil {
 		if s.LeaseExpiresAt.IsZero() {
-			err = t.deleteClaim(j)
-		} else {
-			err = t.setLease(j, "lease_expires_at = ?", col.MS(*s.LeaseExpiresAt))
+			err = drop()
+		} else if has {
+			err, changed = t.setLease(j, "lease_expires_at = ?", col.MS(*s.LeaseExpiresAt)), true
 		}
-		changed = true
 	}
-	if s.RenewLease && err == nil {
+	if s.RenewLease && err == nil && has {
 		err, changed = t.setLease(j, "lease_expires_at = ? + lease_seconds * 1000", col.MS(s.Now)), true
 	}
 	if err != nil {

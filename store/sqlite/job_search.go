@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/store/internal/col"
 )
 
 // searchIndexMax bounds the candidates a search word may have for the
@@ -70,4 +72,66 @@ func wordFilter(word string, indexed bool) (string, []any) {
 	}
 	return `(jobs.rowid IN (SELECT rowid FROM job_search WHERE job_search MATCH ?) OR cluster_id IN (SELECT id FROM clusters WHERE name LIKE ? ESCAPE '\'))
 		AND ` + cond, append([]any{matchPhrase(word), pat}, args...)
+}
+
+// --- filling the index ---
+//
+// A job joins the search index in the transaction that inserts it, but not
+// by a trigger on each insert (as migration 0023 had it; 0029 dropped it):
+// FTS5 writes the entries it holds as a new segment of the index at every
+// later statement of the transaction (each statement's savepoint flushes
+// them), so a batch of the writer that held K submissions among the agents'
+// writes wrote K one-job segments, and the index then merged them: 13 % of
+// the writer's time in the agents' lifecycle, and pages to the WAL at each
+// commit. The writer now inserts a batch's new jobs into the index in one
+// statement just before the batch commits: one segment a batch. Readers see
+// what they saw before: a job is searchable from the commit that inserts
+// it, and nothing reads the index inside the writer's transaction.
+//
+// A job the batch inserted and a later request of the same batch updates
+// joins the index first (indexSearchOf): the update trigger of 0023 deletes
+// and inserts its entry when a searched column changes, and must find it
+// there. One the batch deletes is simply not found when the batch's jobs
+// join the index (and the delete trigger's delete of an entry the index
+// does not hold changes nothing).
+
+// queueSearch notes a job the running request inserted.
+func (t *txn) queueSearch(id string) { t.searchNew = append(t.searchNew, id) }
+
+// keepSearch ends a request: the jobs it inserted join the batch's queue if
+// it succeeded, and are forgotten if it failed (its writes were undone).
+func (t *txn) keepSearch(ok bool) {
+	if ok {
+		t.searchQueue = append(t.searchQueue, t.searchNew...)
+	}
+	t.searchNew = nil
+}
+
+// indexSearch inserts the queued jobs into the search index.
+func (t *txn) indexSearch() error {
+	if len(t.searchQueue)+len(t.searchNew) == 0 {
+		return nil
+	}
+	ids := append(append([]string(nil), t.searchQueue...), t.searchNew...)
+	_, err := t.exec(`INSERT INTO job_search (rowid, id, idempotency_key, target_namespace, target_name, error, kind)
+		SELECT rowid, id, idempotency_key, target_namespace, target_name, error, kind FROM jobs
+		WHERE id IN (SELECT value FROM json_each(?))`, col.JSONText(ids))
+	if err != nil {
+		return err
+	}
+	t.searchQueue, t.searchNew = t.searchQueue[:0], nil
+	return nil
+}
+
+// indexSearchOf runs indexSearch first when one of ids (nil: any job) is
+// still queued: a statement is about to change or delete it.
+func (t *txn) indexSearchOf(ids ...string) error {
+	for _, q := range [][]string{t.searchQueue, t.searchNew} {
+		for _, id := range q {
+			if ids == nil || slices.Contains(ids, id) {
+				return t.indexSearch()
+			}
+		}
+	}
+	return nil
 }

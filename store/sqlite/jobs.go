@@ -120,6 +120,7 @@ func (t *txn) insertJob(p registry.JobInsertParams) (*registry.Job, bool, error)
 		}
 		return existing, false, nil
 	}
+	t.queueSearch(j.ID)
 	h := p.History
 	h.JobID, h.Attempt, h.State = j.ID, j.Attempt, j.State
 	if err := t.history(&h); err != nil {
@@ -454,6 +455,9 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 	if p.Error != "" {
 		where += " AND error = ?"
 		args = append(args, p.Error)
+	}
+	if err := t.indexSearchOf(p.ID); err != nil {
+		return nil, false, err
 	}
 	var j *registry.Job
 	var err error

@@ -174,6 +174,9 @@ func (t *txn) endBatch(ids []string, set string, setArgs []any, typ registry.His
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	if err := t.indexSearchOf(ids...); err != nil {
+		return 0, err
+	}
 	list := col.JSONText(ids)
 	res, err := t.exec(`UPDATE jobs SET `+set+` WHERE id IN (SELECT value FROM json_each(?))`, append(setArgs, list)...)
 	if err != nil {

@@ -163,6 +163,10 @@ func (s *Store) commit(batch []*writeRequest) {
 			dirty = true
 			break
 		}
+		t.keepSearch(errs[i] == nil)
+	}
+	if !dirty && t.indexSearch() != nil {
+		dirty = true // each request again on its own: one of them may be the cause
 	}
 	if dirty {
 		t.exec("ROLLBACK")
@@ -198,19 +202,20 @@ func (s *Store) commitIsolated(batch []*writeRequest) {
 			continue
 		}
 		if errs[i] = req.fn(t); errs[i] != nil {
-			if _, rerr := t.exec("ROLLBACK TO w"); rerr != nil {
-				t.exec("ROLLBACK") // unusable: fail what has not failed yet
-				for j := range errs {
-					if errs[j] == nil {
-						errs[j] = rerr
-					}
-				}
-				s.reply(batch, errs)
+			if _, err := t.exec("ROLLBACK TO w"); err != nil {
+				s.abandon(t, batch, errs, err)
 				return
 			}
 		}
+		t.keepSearch(errs[i] == nil)
 		if _, err := t.exec("RELEASE w"); err != nil && errs[i] == nil {
 			errs[i] = err
+		}
+		// Its jobs join the search index before the next request's
+		// savepoint, whose rollback would otherwise take them along.
+		if err := t.indexSearch(); err != nil {
+			s.abandon(t, batch, errs, err)
+			return
 		}
 	}
 	if _, err := t.exec("COMMIT"); err != nil {
@@ -223,6 +228,18 @@ func (s *Store) commitIsolated(batch []*writeRequest) {
 	}
 	s.reply(batch, errs)
 	s.committed()
+}
+
+// abandon rolls back a transaction that cannot go on and fails what has not
+// failed yet with err.
+func (s *Store) abandon(t *txn, batch []*writeRequest, errs []error, err error) {
+	t.exec("ROLLBACK")
+	for j := range errs {
+		if errs[j] == nil {
+			errs[j] = err
+		}
+	}
+	s.reply(batch, errs)
 }
 
 func (s *Store) reply(batch []*writeRequest, errs []error) {
@@ -290,6 +307,10 @@ type txn struct {
 	ctx context.Context
 	// wrote is set once a statement of the current request changed a row.
 	wrote bool
+	// The jobs inserted by the batch's requests that succeeded (searchQueue)
+	// and by the request running (searchNew), which join the search index
+	// together just before the batch commits (job_search.go).
+	searchQueue, searchNew []string
 }
 
 // stmt returns the writer's prepared statement for q, preparing it once for

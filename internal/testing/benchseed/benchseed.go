@@ -138,6 +138,10 @@ func Create(ctx context.Context, path string, cfg Config) error {
 				CASE WHEN state IN ('queued', 'in_progress') THEN NULL ELSE created + 5000 END
 			FROM s`,
 			[]any{cfg.Jobs, now, n, step, queuedFrom, progressFrom, cfg.Clusters}},
+		// The store fills the search index as it writes jobs (store/sqlite
+		// job_search.go); rows written here join it in one statement.
+		{"search index", `INSERT INTO job_search (rowid, id, idempotency_key, target_namespace, target_name, error, kind)
+			SELECT rowid, id, idempotency_key, target_namespace, target_name, error, kind FROM jobs`, nil},
 		// Half the jobs in progress hold a lease (in their claim), and a
 		// tenth of those ran out a minute ago.
 		{"job claims", `INSERT INTO job_claim (job_id, lease_seconds, lease_expires_at)

@@ -49,6 +49,11 @@ func TestCreate(t *testing.T) {
 	if err != nil || len(jobs) != 5 || jobs[0].ID != JobID(9999) || jobs[0].Target.Name != "app-9999" || len(jobs[0].Payload) == 0 {
 		t.Fatalf("newest queued jobs: %+v, %v", jobs, err)
 	}
+	// The search index holds the seeded jobs: a rare word is read through it.
+	found, err := reg.ListJobs(ctx, registry.JobListParams{Search: "app-9999", Limit: 5})
+	if err != nil || len(found) != 1 || found[0].ID != JobID(9999) {
+		t.Fatalf("search for app-9999: %+v, %v", found, err)
+	}
 	clusters, err := reg.ListClusters(ctx, registry.ClusterListParams{})
 	if err != nil || len(clusters) != 3 || clusters[0].ID != ClusterID(0) || clusters[0].Silent(DefaultNow) {
 		t.Fatalf("clusters: %+v, %v", clusters, err)
