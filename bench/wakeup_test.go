@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -125,9 +126,10 @@ var addrPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 
 // startServe runs `tether serve` on the database and returns its address and
 // process.
-func startServe(b *testing.B, db string) (string, *exec.Cmd) {
-	cmd := exec.Command(tetherBinary(b), "--db", db, "serve", "--listen", "127.0.0.1:0", "--rate", "0", "--log-format", "json",
-		"--max-polls-per-address", "0", "--max-conns-per-address", "0") // the whole fleet polls from 127.0.0.1
+func startServe(b *testing.B, db string, extra ...string) (string, *exec.Cmd) {
+	args := append([]string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--rate", "0", "--log-format", "json",
+		"--max-polls-per-address", "0", "--max-conns-per-address", "0"}, extra...) // the whole fleet polls from 127.0.0.1
+	cmd := exec.Command(tetherBinary(b), args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -141,8 +143,14 @@ func startServe(b *testing.B, db string) (string, *exec.Cmd) {
 	})
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
-		if addr := addrPattern.FindString(lines.Text()); addr != "" && strings.Contains(lines.Text(), "listening") {
-			go io.Copy(io.Discard, stderr)
+		if addr := addrPattern.FindString(lines.Text()); addr != "" && strings.Contains(lines.Text(), "serve listening") {
+			var sink io.Writer = io.Discard
+			if dir := os.Getenv("TETHER_BENCH_DIAG"); dir != "" {
+				if f, err := os.Create(filepath.Join(dir, "serve.log")); err == nil {
+					sink = f
+				}
+			}
+			go io.Copy(sink, stderr)
 			return addr, cmd
 		}
 	}
@@ -196,7 +204,17 @@ func benchWakeup(b *testing.B, polls int) {
 	defer reg.Close()
 	agents := fleet(b, reg, polls)
 
-	addr, server := startServe(b, db)
+	// TETHER_BENCH_DIAG=<dir>: serve also listens for pprof, and the heap
+	// profile, goroutines and memory statistics with the polls held are
+	// written to dir (what a held poll costs, item by item).
+	diagDir := os.Getenv("TETHER_BENCH_DIAG")
+	var extra []string
+	diagAddr := ""
+	if diagDir != "" {
+		diagAddr = freeAddr(b)
+		extra = append(extra, "--diag-listen", diagAddr)
+	}
+	addr, server := startServe(b, db, extra...)
 	base := "http://" + addr
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: polls + 100, MaxIdleConnsPerHost: polls + 100, IdleConnTimeout: time.Minute}}
 	for range 5 {
@@ -236,6 +254,9 @@ func benchWakeup(b *testing.B, polls int) {
 				req.Header.Set("Authorization", "Bearer "+a.bearer)
 				resp, err := hc.Do(req)
 				if err != nil {
+					if ctx.Err() == nil && os.Getenv("TETHER_BENCH_DIAG") != "" {
+						b.Logf("poll: %v", err)
+					}
 					return
 				}
 				var body struct{ Jobs []struct{ ID string } }
@@ -266,6 +287,18 @@ func benchWakeup(b *testing.B, polls int) {
 	}
 	time.Sleep(2 * time.Second) // let the server's heap settle
 	perPoll := float64(rss(b, server.Process.Pid)-before) / float64(polls)
+	if diagDir != "" {
+		for name, path := range map[string]string{
+			"heap.pb.gz":    "/debug/pprof/heap?gc=1",
+			"goroutine.txt": "/debug/pprof/goroutine?debug=1",
+			"metrics.txt":   "/metrics",
+		} {
+			saveDiag(b, hc, "http://"+diagAddr+path, filepath.Join(diagDir, fmt.Sprintf("polls%d-%s", polls, name)))
+		}
+		b.Logf("polls=%d: %.1f KiB/poll resident; profiles in %s", polls, perPoll/1024, diagDir)
+		time.Sleep(15 * time.Second)
+		b.Logf("polls=%d: %.1f KiB/poll resident 15 s later", polls, float64(rss(b, server.Process.Pid)-before)/float64(polls)/1024)
+	}
 
 	payload := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","name":"c","namespace":"default"}`)
 	lat := make([]time.Duration, 0, b.N)
@@ -291,4 +324,29 @@ func benchWakeup(b *testing.B, polls int) {
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
 	b.ReportMetric(perPoll/1024, "KiB/poll")
+}
+
+// freeAddr picks a loopback address nothing listens on.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func saveDiag(b *testing.B, c *http.Client, url, path string) {
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }

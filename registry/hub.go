@@ -24,7 +24,7 @@ type hub struct {
 	// admin token (as the cache evicts them: an audit entry of no cluster),
 	// so that requests held by one look at it again (WhileAdminTokenWorks).
 	admins    chan struct{}
-	waiters   map[string][]chan struct{} // per cluster: usually one poll, a slice is the cheapest set
+	waiters   map[string][]*waiter // per cluster: usually one poll, a slice is the cheapest set
 	followErr error
 	// notifierErr is set while the store's notifier is down and restarting:
 	// changes may then go unnoticed.
@@ -39,7 +39,25 @@ const (
 )
 
 func newHub(store Store) *hub {
-	return &hub{store: store, advanced: make(chan struct{}), admins: make(chan struct{}), waiters: map[string][]chan struct{}{}}
+	return &hub{store: store, advanced: make(chan struct{}), admins: make(chan struct{}), waiters: map[string][]*waiter{}}
+}
+
+// waiter is one subscription to a cluster's wake-ups: a channel that holds
+// one pending wake-up, or a function called with the hub's lock held.
+type waiter struct {
+	ch chan struct{}
+	fn func()
+}
+
+func (w *waiter) wake() {
+	if w.fn != nil {
+		w.fn()
+		return
+	}
+	select {
+	case w.ch <- struct{}{}:
+	default: // already has a wake-up pending
+	}
 }
 
 // start begins following the feed from its current end.
@@ -82,11 +100,8 @@ func (h *hub) close() {
 	close(h.advanced) // release watchers; they see closed and stop
 	close(h.admins)
 	for _, set := range h.waiters {
-		for _, ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+		for _, w := range set {
+			w.wake()
 		}
 	}
 }
@@ -242,32 +257,38 @@ func (h *hub) adminTokensChanged() (<-chan struct{}, bool) {
 }
 
 func (h *hub) wakeLocked(clusterID string) {
-	for _, ch := range h.waiters[clusterID] {
-		select {
-		case ch <- struct{}{}:
-		default: // already has a wake-up pending
-		}
+	for _, w := range h.waiters[clusterID] {
+		w.wake()
 	}
 }
 
 // subscribe registers a waiter for jobs queued on clusterID.
 func (h *hub) subscribe(clusterID string) (<-chan struct{}, func(), error) {
-	if err := h.start(); err != nil {
+	w := &waiter{ch: make(chan struct{}, 1)}
+	unsubscribe, err := h.add(clusterID, w)
+	if err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan struct{}, 1)
+	return w.ch, unsubscribe, nil
+}
+
+// add registers w for clusterID's wake-ups and returns what removes it.
+func (h *hub) add(clusterID string, w *waiter) (func(), error) {
+	if err := h.start(); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, Errorf(CodeUnavailable, "registry is closed")
+		return nil, Errorf(CodeUnavailable, "registry is closed")
 	}
-	h.waiters[clusterID] = append(h.waiters[clusterID], ch)
-	return ch, func() {
+	h.waiters[clusterID] = append(h.waiters[clusterID], w)
+	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		set := h.waiters[clusterID]
 		for i, c := range set {
-			if c == ch {
+			if c == w {
 				set[i] = set[len(set)-1]
 				set[len(set)-1] = nil
 				set = set[:len(set)-1]
@@ -304,6 +325,17 @@ func (h *hub) waitPast(seq int64) (<-chan struct{}, bool) {
 // that a job queued in between is not missed.
 func (r *Registry) SubscribeJobs(clusterID string) (<-chan struct{}, func(), error) {
 	return r.hub.subscribe(clusterID)
+}
+
+// SubscribeJobsFunc is SubscribeJobs with a function instead of a channel:
+// fn is called whenever a job may have been queued for the cluster (or the
+// cluster changed), and when the registry closes. It runs with the hub's
+// lock held, in the goroutine that follows the store's feed: it must return
+// at once, without calling the registry (note the wake-up, let another
+// goroutine act on it). A waiter that needs no goroutine of its own while
+// it waits (a parked long-poll) subscribes this way.
+func (r *Registry) SubscribeJobsFunc(clusterID string, fn func()) (func(), error) {
+	return r.hub.add(clusterID, &waiter{fn: fn})
 }
 
 // Waiting returns how many long-polls are subscribed, for metrics.

@@ -89,26 +89,32 @@ func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
 
 // handlePoll is the long-poll. It subscribes to the cluster's wake-ups before
 // looking, so a job queued in between is not missed; then it waits on the
-// subscription, its deadline, the client and shutdown. An idle waiter costs
-// this request's goroutine (and net/http's reader), one channel and one
-// runtime timer: no database work until a wake-up. Its frame is what stays
-// on the stack while it waits: the setup and each look run in calls that
-// return (see serveHTTP).
+// subscription, its deadline, the client and shutdown. A poll over plain
+// HTTP/1.1 waits parked, outside net/http (park.go): a small goroutine and
+// the connection, no buffers. Otherwise an idle waiter costs this request's
+// goroutine (and net/http's reader), one channel and one runtime timer: no
+// database work until a wake-up. Its frame is what stays on the stack while
+// it waits: the setup and each look run in calls that return (see
+// serveHTTP).
 func (s *Server) handlePoll(c *call) error {
 	pl, err := s.startPoll(c)
 	if err != nil {
 		return err
 	}
 	defer s.endPoll(pl)
-	var deadline <-chan time.Time
-	if pl.Wait > 0 {
-		t := time.NewTimer(pl.Wait)
-		defer t.Stop()
-		deadline = t.C
-	}
+	deadline := time.Now().Add(pl.Wait)
+	var expired <-chan time.Time
 	for {
 		if answered, err := s.lookForJobs(c, pl); answered || err != nil {
 			return err
+		}
+		if s.park(c, pl, deadline) {
+			return nil // the parked poll answers and ends it
+		}
+		if expired == nil {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			expired = t.C
 		}
 		select {
 		case <-pl.wake:
@@ -117,7 +123,7 @@ func (s *Server) handlePoll(c *call) error {
 			if err := s.reauthenticate(c); err != nil {
 				return err
 			}
-		case <-deadline:
+		case <-expired:
 			return s.writeJobs(c, nil)
 		case <-s.draining:
 			return s.writeJobs(c, nil)
@@ -136,6 +142,7 @@ type heldPoll struct {
 	wake        <-chan struct{}
 	unsubscribe func()
 	held        bool // counted in the held-polls gauge
+	parked      bool // handed to a parked poll, which ends it
 }
 
 // startPoll parses the poll, takes its held-poll slot and subscribes to its
@@ -168,6 +175,13 @@ func (s *Server) startPoll(c *call) (*heldPoll, error) {
 // given back before it ends: whoever sees the poll subscribed sees its slot
 // taken.
 func (s *Server) endPoll(pl *heldPoll) {
+	if !pl.parked {
+		s.stopPoll(pl)
+	}
+}
+
+// stopPoll is endPoll's work, which a parked poll does when it ends.
+func (s *Server) stopPoll(pl *heldPoll) {
 	s.releasePoll(pl)
 	pl.unsubscribe()
 	if pl.held {

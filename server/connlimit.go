@@ -142,3 +142,33 @@ func refuseConn(c net.Conn, max int) {
 	})
 	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
+
+// adopt counts again a connection net/http gave up (hijacked) to park a
+// long-poll on it: it stays open, busy, and under its address's cap until
+// it is closed (release) or handed back to net/http, whose ConnState then
+// follows it again. Its slot is given back during the hijack and taken again
+// here: for that moment the address may open one connection more.
+func (l *connLimit) adopt(c net.Conn) {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil || l.trusted(host) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	conns := l.hosts[host]
+	if conns == nil {
+		conns = map[net.Conn]time.Time{}
+		l.hosts[host] = conns
+	}
+	conns[c] = time.Time{}
+	l.hostOf[c] = host
+}
+
+// release gives back the slot of an adopted connection that was closed.
+func (l *connLimit) release(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.hostOf[c]; ok {
+		l.forgetLocked(c)
+	}
+}

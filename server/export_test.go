@@ -33,3 +33,13 @@ func ErrorCodes() map[string]int {
 	}
 	return out
 }
+
+// ParkedPolls is how many long-polls wait parked, outside net/http.
+func (s *Server) ParkedPolls() int {
+	if s.parker == nil {
+		return 0
+	}
+	s.parker.mu.Lock()
+	defer s.parker.mu.Unlock()
+	return len(s.parker.polls)
+}

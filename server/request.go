@@ -56,6 +56,9 @@ type call struct {
 	start     time.Time
 	pattern   string     // the route's pattern ("unmatched" if none): metric label and log field
 	span      trace.Span // the request's span, when traced (tracing.go)
+	// parked: the handler handed the request to a parked poll (park.go),
+	// which answers and finishes it; net/http's goroutine leaves it alone.
+	parked bool
 }
 
 // log returns the request's logger, with its request id and (once known) its
@@ -104,8 +107,19 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
 // done is serveHTTP's deferred call: it answers a handler's panic with a
 // 500, then counts and logs the request.
 func (s *Server) done(c *call) {
-	if p := recover(); p != nil {
-		if p == http.ErrAbortHandler {
+	if c.parked {
+		return // set by the handler as it returned: no panic to recover
+	}
+	s.finishCall(c, recover(), true)
+}
+
+// doneParked is done for a parked poll, in its own goroutine, where a panic
+// (even http.ErrAbortHandler) is answered: nothing above it would recover.
+func (s *Server) doneParked(c *call) { s.finishCall(c, recover(), false) }
+
+func (s *Server) finishCall(c *call, p any, underNetHTTP bool) {
+	if p != nil {
+		if p == http.ErrAbortHandler && underNetHTTP {
 			panic(p)
 		}
 		c.log().Error("panic while handling a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

@@ -113,6 +113,7 @@ type Server struct {
 	replays    *replayCache
 	polls      *heldPolls                  // long-polls open per credential and per address
 	waits      *heldWaits                  // admin ?wait= requests held per token
+	parker     *parker                     // parked long-polls, while Serve runs (park.go)
 	refusals   *registry.SignatureRefusals // refused signatures, audited per credential per minute
 	routes     map[string][]*route         // by exact path
 	admin      []*adminRoute               // /api/admin/v1
@@ -198,19 +199,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	var limit *connLimit
 	if max := s.cfg.MaxConnsPerAddress; max >= 0 {
 		if max == 0 {
 			max = DefaultMaxConnsPerAddress
 		}
-		limit := newConnLimit(ln, max, s.isTrusted)
+		limit = newConnLimit(ln, max, s.isTrusted)
 		hs.ConnState = limit.connState
 		ln = limit
 	}
+	// Parked polls give their connections back through a listener of their
+	// own, served by the same server.
+	back := newHandback(ln.Addr())
+	s.parker = newParker(s, limit, back)
+	go func() { _ = hs.Serve(back) }()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		s.drain()
+		_ = back.Close()
 		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
@@ -232,6 +240,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	err := hs.Shutdown(sctx)
 	<-errc // http.ErrServerClosed
+	if perr := s.parker.wait(sctx); err == nil {
+		err = perr
+	}
 	if err != nil {
 		_ = hs.Close()
 		return fmt.Errorf("shutdown: requests still in flight after %s were cut off: %w", s.cfg.ShutdownTimeout, err)
@@ -241,7 +252,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // drain makes held long-polls answer now, and new ones answer at once.
-func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+func (s *Server) drain() {
+	s.drainOnce.Do(func() {
+		close(s.draining)
+		if s.parker != nil {
+			s.parker.drain()
+		}
+	})
+}
 
 func (s *Server) isDraining() bool {
 	select {
