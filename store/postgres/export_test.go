@@ -82,3 +82,9 @@ func JobFilter(p registry.JobListParams) (string, []any) {
 	where := jobFilter(&a, p, nil)
 	return where, a
 }
+
+// Sequencing returns how many groups positioned the feed themselves, how
+// many asked for a round at once, and how many rounds the sequencer ran.
+func Sequencing(s *Store) (piggybacked, kicked, rounds int64) {
+	return s.piggybacked.Load(), s.kicked.Load(), s.rounds.Load()
+}

@@ -23,15 +23,19 @@ import (
 // still returns only once its write committed.
 //
 // Groups run in parallel, on connections of their own, and so do the groups
-// of other replicas. The change feed does not order them: its rows get their
-// positions after the commit, from tether_sequence (migration 0018), which
-// the store's sequencer (sequenceLoop) runs for all the groups that committed
-// while its previous call ran. A group's callers are answered at its commit,
-// and the sequencer is asked for a round: a change reaches the feed, and
-// watchers, one round later (measured: answering only after the round cost a
-// quarter of the lifecycle's throughput). Whoever needs the feed to hold
-// every change committed so far waits for a round (sequenced), as the
-// watch's snapshot does through ChangesLatest.
+// of other replicas. The change feed does not order them: its rows are
+// inserted without a position, and get one from a holder of the feed lock
+// (migrations 0018 and 0028). A group's last statement, sent with its
+// COMMIT, takes that lock if it is free, without waiting for it, and then
+// positions the group's rows and every committed row that has none; when it
+// is held, the group's rows wait for the next holder: a later group, or a
+// round of the store's sequencer (sequenceLoop), which the store asks for
+// when no later group of its own will come soon enough (see "the groups'
+// part" below). A group's callers are answered at its commit (measured:
+// answering only after a round cost a quarter of the lifecycle's
+// throughput). Whoever needs the feed to hold every change committed so far
+// waits for a round (sequenced), as the watch's snapshot does through
+// ChangesLatest.
 //
 // The writes of the hot path (a submission, a delivery, a job's update) are
 // each a single statement that needs no other statement's result and whose
@@ -194,8 +198,6 @@ func (s *Store) commit(batch []*writeRequest) {
 		if err == nil {
 			s.batches.Add(1)
 			s.batched.Add(int64(len(live)))
-			s.notifyLocal() // held polls read the jobs, not the feed
-			s.kickSequencer()
 			for _, req := range live {
 				req.done <- nil
 			}
@@ -236,6 +238,9 @@ var errNotCommitted = errors.New("the transaction was rolled back")
 // write needs it, the writes in order and COMMIT, the pipelined writes sent
 // together with what surrounds them (see piped), the others in their turn.
 func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
+	s.groupStarted()
+	var last lastBatch
+	defer func() { s.groupEnded(&last) }()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return -1, err
@@ -273,17 +278,140 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 		rollback()
 		return failed, err
 	}
-	// COMMIT goes on its own, after every write's rows were read: a write
-	// that fails on what its rows say (not on a database error) must still
-	// be able to roll the group back.
-	tag, err := conn.Exec(ctx, "COMMIT")
+	// COMMIT goes after every write's rows were read: a write that fails on
+	// what its rows say (not on a database error) must still be able to
+	// roll the group back. It goes with tether_sequence_try, the group's
+	// last statement (see "the groups' part" below).
+	s.sendingLast(&last)
+	var b pgx.Batch
+	b.Queue("SELECT tether_sequence_try()")
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	if err := br.QueryRow().Scan(&last.positioned); err != nil {
+		br.Close()
+		rollback()
+		return -1, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return -1, err
 	}
 	if tag.String() != "COMMIT" {
 		return -1, errNotCommitted
 	}
+	last.committed = true
 	return -1, nil
+}
+
+// --- the groups' part in positioning the feed ---
+//
+// A group's last statement, sent with its COMMIT, is tether_sequence_try
+// (migration 0028): if the feed lock is free it positions every committed
+// row that has none and the group's own, so that under load the groups
+// position the feed and the sequencer's rounds, each a transaction and a
+// WAL flush of its own, are not needed. If the lock is held the group does
+// not wait, and its rows wait for the next holder. Watchers must still learn
+// of them promptly, so the store makes sure that a holder comes after every
+// group of its own that committed without positioning (a debt):
+//
+//   - debts numbers them. A group that sends its last statements notes the
+//     number reached (mark): its statement's snapshot holds the rows of
+//     those debts, so if it positions and commits, they are paid (covered).
+//     A round notes it when it starts, and pays them when it ends.
+//   - pending counts the groups that began and have not sent their last
+//     statements. A debt incurred while some are pending is left to them:
+//     under load the next group positions it. When none is pending, or
+//     when one ends without sending them, a round is asked for at once.
+//   - A group left a debt may be slow to send (waiting for a row lock, the
+//     writers' lock or a connection), or not position either (another
+//     holder that came before the debt had the lock): a debt still unpaid
+//     pigGrace after it was left gets a round.
+//
+// All under pigMu, so that a debt's number is taken after its group's
+// commit, and a mark, before its group sends.
+
+// pigGrace is how long a debt left to pending groups may wait for one of
+// them before a round pays it (the watch's fan-out aims at < 50 ms).
+const pigGrace = 20 * time.Millisecond
+
+// lastBatch is what a group's last statements did: mark is the debts
+// incurred before they were sent, positioned what tether_sequence_try
+// answered (-1: the lock was held), committed that COMMIT answered COMMIT.
+type lastBatch struct {
+	sent, committed  bool
+	mark, positioned int64
+}
+
+// groupStarted counts a group that will send its last statements.
+func (s *Store) groupStarted() {
+	s.pigMu.Lock()
+	s.pending++
+	s.pigMu.Unlock()
+}
+
+// sendingLast is called just before a group sends its last statements.
+func (s *Store) sendingLast(last *lastBatch) {
+	s.pigMu.Lock()
+	s.pending--
+	last.sent, last.mark = true, s.debts
+	s.pigMu.Unlock()
+}
+
+// groupEnded settles a group's part once its outcome is known. A group that
+// sent its last statements and did not commit positioned rows leaves a
+// debt (a COMMIT whose answer was lost may have committed).
+func (s *Store) groupEnded(last *lastBatch) {
+	won := last.committed && last.positioned >= 0
+	if won {
+		s.piggybacked.Add(1)
+	}
+	if won && last.positioned > 0 {
+		s.notifyPositioned()
+	}
+	s.pigMu.Lock()
+	switch {
+	case !last.sent:
+		s.pending--
+	case won:
+		s.covered = max(s.covered, last.mark)
+	default:
+		s.debts++
+	}
+	unpaid, now := s.debts > s.covered, s.pending == 0
+	s.pigMu.Unlock()
+	switch {
+	case unpaid && now:
+		s.kicked.Add(1)
+		s.kickSequencer()
+	case unpaid:
+		signal(s.owedKick)
+	}
+}
+
+// roundMark is what a round pays if it ends positioning: the debts
+// incurred before it started.
+func (s *Store) roundMark() int64 {
+	s.pigMu.Lock()
+	defer s.pigMu.Unlock()
+	return s.debts
+}
+
+// paid records that the debts up to mark are paid.
+func (s *Store) paid(mark int64) {
+	s.pigMu.Lock()
+	s.covered = max(s.covered, mark)
+	s.pigMu.Unlock()
+}
+
+// unpaidSince reports whether debts up to mark are still unpaid, and the
+// debts incurred so far.
+func (s *Store) unpaidSince(mark int64) (bool, int64) {
+	s.pigMu.Lock()
+	defer s.pigMu.Unlock()
+	return s.covered < mark, s.debts
 }
 
 // --- the feed's sequencer ---
@@ -325,14 +453,18 @@ func (s *Store) kickSequencer() {
 }
 
 // sequenceLoop is the store's sequencer: it runs a round when asked
-// (sequenced), and every PollInterval anyway, so that the feed rows of a
-// writer that committed and then lost its connection or its process are
-// positioned, and announced, without waiting for the next write; the
-// periodic round also folds the count deltas (tether_fold_counts).
+// (sequenced, or a group that left a debt no pending group will pay), when
+// a debt left to pending groups is still unpaid pigGrace later, and every
+// PollInterval anyway, so that the feed rows of a writer that committed and
+// then lost its connection or its process are positioned, and announced,
+// without waiting for the next write; the periodic round also folds the
+// count deltas (tether_fold_counts).
 func (s *Store) sequenceLoop() {
 	defer s.writers.Done()
 	sweep := time.NewTicker(s.opts.PollInterval)
 	defer sweep.Stop()
+	var grace <-chan time.Time // armed while a debt left to pending groups waits
+	var graceMark int64        // the debts incurred when it was armed
 	for {
 		fold := false
 		select {
@@ -341,38 +473,59 @@ func (s *Store) sequenceLoop() {
 		case <-s.seqKick:
 		case <-sweep.C:
 			fold = true
+		case <-s.owedKick:
+			if grace == nil {
+				_, graceMark = s.unpaidSince(0)
+				grace = time.After(pigGrace)
+			}
+			continue
+		case <-grace:
+			grace = nil
+			unpaid, debts := s.unpaidSince(graceMark)
+			if !unpaid {
+				if more, _ := s.unpaidSince(debts); more {
+					grace, graceMark = time.After(pigGrace), debts
+				}
+				continue
+			}
 		}
 		s.seqMu.Lock()
 		s.seqStarted++
 		round := s.seqStarted
 		s.seqMu.Unlock()
+		mark := s.roundMark()
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
-		positioned := s.sequence(ctx)
+		positioned, ok := s.sequence(ctx)
 		if fold {
 			s.pool.Exec(ctx, "SELECT tether_fold_counts()") // as sequence's: the next one folds them
 		}
 		cancel()
+		if ok {
+			s.paid(mark)
+		}
 		s.seqMu.Lock()
 		s.seqDone = round
 		close(s.seqRound)
 		s.seqRound = make(chan struct{})
 		s.seqMu.Unlock()
 		if positioned > 0 {
-			s.notifyLocal()
+			s.notifyPositioned()
 		}
 	}
 }
 
 // sequence runs tether_sequence and returns how many feed rows it
-// positioned. A failure is nobody's to report (the writes it would have
-// announced were answered already): the rows it would have positioned are
-// positioned by the next round, this replica's or another's.
-func (s *Store) sequence(ctx context.Context) int64 {
+// positioned, and whether it ran. A failure is nobody's to report (the
+// writes it would have announced were answered already): the rows it would
+// have positioned are positioned by the next round or group, this
+// replica's or another's.
+func (s *Store) sequence(ctx context.Context) (int64, bool) {
+	s.rounds.Add(1)
 	var n int64
 	if err := s.pool.QueryRow(ctx, "SELECT tether_sequence()").Scan(&n); err != nil {
-		return 0
+		return 0, false
 	}
-	return n
+	return n, true
 }
 
 // pipeline is the statements queued and not sent yet of transactOnce.
