@@ -84,7 +84,8 @@ func JobFilter(p registry.JobListParams) (string, []any) {
 }
 
 // Sequencing returns how many groups positioned the feed themselves, how
-// many asked for a round at once, and how many rounds the sequencer ran.
+// many rounds ran for debts no group paid in time, and how many rounds the
+// sequencer ran in all.
 func Sequencing(s *Store) (piggybacked, kicked, rounds int64) {
 	return s.piggybacked.Load(), s.kicked.Load(), s.rounds.Load()
 }

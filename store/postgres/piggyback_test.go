@@ -357,7 +357,7 @@ func TestGroupsAndWatchers(t *testing.T) {
 	var piggybacked int64
 	for _, st := range stores {
 		p, kicked, rounds := postgres.Sequencing(st)
-		t.Logf("groups that positioned the feed: %d; rounds asked for at once: %d; rounds: %d", p, kicked, rounds)
+		t.Logf("groups that positioned the feed: %d; rounds for debts: %d; rounds in all: %d", p, kicked, rounds)
 		piggybacked += p
 	}
 	if piggybacked == 0 {

@@ -97,8 +97,8 @@ type Store struct {
 	// The groups' part in positioning the feed (writer.go): pending counts
 	// the groups that have not sent their last statements yet, debts the
 	// groups that committed without positioning, covered the debts paid;
-	// owedKick asks the sequencer to pay a debt left to pending groups if
-	// none of them has after pigGrace.
+	// owedKick tells the sequencer of a debt, which it pays if no group
+	// does in time.
 	pigMu    sync.Mutex
 	pending  int
 	debts    int64
@@ -113,8 +113,8 @@ type Store struct {
 	batches     atomic.Int64
 	batched     atomic.Int64
 	// piggybacked counts the groups that positioned the feed themselves,
-	// kicked the rounds they asked for at once, rounds the sequencer's
-	// rounds; for tests and benchmarks.
+	// kicked the rounds run for debts no group paid in time, rounds all
+	// the sequencer's rounds; for tests and benchmarks.
 	piggybacked atomic.Int64
 	kicked      atomic.Int64
 	rounds      atomic.Int64

@@ -322,20 +322,26 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 //     those debts, so if it positions and commits, they are paid (covered).
 //     A round notes it when it starts, and pays them when it ends.
 //   - pending counts the groups that began and have not sent their last
-//     statements. A debt incurred while some are pending is left to them:
-//     under load the next group positions it. When none is pending, or
-//     when one ends without sending them, a round is asked for at once.
-//   - A group left a debt may be slow to send (waiting for a row lock, the
-//     writers' lock or a connection), or not position either (another
-//     holder that came before the debt had the lock): a debt still unpaid
-//     pigGrace after it was left gets a round.
+//     statements: each will send after any debt left now, so it pays the
+//     debt if it positions. Under load the next group does.
+//   - The sequencer looks at unpaid debts pigSoon after they were left and
+//     every pigSoon after that: while a group is pending it leaves them to
+//     it; when none is, it runs a round. A pending group may be slow to send
+//     (waiting for a row lock, the writers' lock or a connection), or not
+//     position either (a holder that came before the debt had the lock): a
+//     debt still unpaid pigGrace after it was left gets a round whatever is
+//     pending.
 //
 // All under pigMu, so that a debt's number is taken after its group's
 // commit, and a mark, before its group sends.
 
-// pigGrace is how long a debt left to pending groups may wait for one of
-// them before a round pays it (the watch's fan-out aims at < 50 ms).
-const pigGrace = 20 * time.Millisecond
+// A debt is looked at pigSoon after it was left, and every pigSoon after
+// that: unpaid, it gets a round unless a group is pending, and after
+// pigGrace whatever is pending (the watch's fan-out aims at < 50 ms p99).
+const (
+	pigSoon  = 3 * time.Millisecond
+	pigGrace = 20 * time.Millisecond
+)
 
 // lastBatch is what a group's last statements did: mark is the debts
 // incurred before they were sent, positioned what tether_sequence_try
@@ -380,13 +386,9 @@ func (s *Store) groupEnded(last *lastBatch) {
 	default:
 		s.debts++
 	}
-	unpaid, now := s.debts > s.covered, s.pending == 0
+	unpaid := s.debts > s.covered
 	s.pigMu.Unlock()
-	switch {
-	case unpaid && now:
-		s.kicked.Add(1)
-		s.kickSequencer()
-	case unpaid:
+	if unpaid {
 		signal(s.owedKick)
 	}
 }
@@ -406,12 +408,11 @@ func (s *Store) paid(mark int64) {
 	s.pigMu.Unlock()
 }
 
-// unpaidSince reports whether debts up to mark are still unpaid, and the
-// debts incurred so far.
-func (s *Store) unpaidSince(mark int64) (bool, int64) {
+// debtState is the debts incurred, the debts paid and the pending groups.
+func (s *Store) debtState() (debts, covered int64, pending int) {
 	s.pigMu.Lock()
 	defer s.pigMu.Unlock()
-	return s.covered < mark, s.debts
+	return s.debts, s.covered, s.pending
 }
 
 // --- the feed's sequencer ---
@@ -453,9 +454,8 @@ func (s *Store) kickSequencer() {
 }
 
 // sequenceLoop is the store's sequencer: it runs a round when asked
-// (sequenced, or a group that left a debt no pending group will pay), when
-// a debt left to pending groups is still unpaid pigGrace later, and every
-// PollInterval anyway, so that the feed rows of a writer that committed and
+// (sequenced), for a debt no group paid in time (see "the groups' part"),
+// and every PollInterval anyway, so that the feed rows of a writer that committed and
 // then lost its connection or its process are positioned, and announced,
 // without waiting for the next write; the periodic round also folds the
 // count deltas (tether_fold_counts).
@@ -463,8 +463,11 @@ func (s *Store) sequenceLoop() {
 	defer s.writers.Done()
 	sweep := time.NewTicker(s.opts.PollInterval)
 	defer sweep.Stop()
-	var grace <-chan time.Time // armed while a debt left to pending groups waits
-	var graceMark int64        // the debts incurred when it was armed
+	// While debts are unpaid, grace ticks every pigSoon: mark is the debts
+	// incurred when it was armed, since when.
+	var grace <-chan time.Time
+	var mark int64
+	var since time.Time
 	for {
 		fold := false
 		select {
@@ -475,25 +478,30 @@ func (s *Store) sequenceLoop() {
 			fold = true
 		case <-s.owedKick:
 			if grace == nil {
-				_, graceMark = s.unpaidSince(0)
-				grace = time.After(pigGrace)
+				mark, _, _ = s.debtState()
+				since, grace = time.Now(), time.After(pigSoon)
 			}
 			continue
 		case <-grace:
 			grace = nil
-			unpaid, debts := s.unpaidSince(graceMark)
-			if !unpaid {
-				if more, _ := s.unpaidSince(debts); more {
-					grace, graceMark = time.After(pigGrace), debts
+			debts, covered, pending := s.debtState()
+			if covered >= mark {
+				if debts > covered { // newer ones
+					mark, since, grace = debts, time.Now(), time.After(pigSoon)
 				}
 				continue
 			}
+			if pending > 0 && time.Since(since) < pigGrace {
+				grace = time.After(pigSoon) // left to a group that will send
+				continue
+			}
+			s.kicked.Add(1)
 		}
 		s.seqMu.Lock()
 		s.seqStarted++
 		round := s.seqStarted
 		s.seqMu.Unlock()
-		mark := s.roundMark()
+		owed := s.roundMark()
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 		positioned, ok := s.sequence(ctx)
 		if fold {
@@ -501,7 +509,7 @@ func (s *Store) sequenceLoop() {
 		}
 		cancel()
 		if ok {
-			s.paid(mark)
+			s.paid(owed)
 		}
 		s.seqMu.Lock()
 		s.seqDone = round
