@@ -82,3 +82,10 @@ func JobFilter(p registry.JobListParams) (string, []any) {
 	where := jobFilter(&a, p, nil)
 	return where, a
 }
+
+// Sequencing returns how many groups positioned the feed themselves, how
+// many rounds ran for debts no group paid in time, and how many rounds the
+// sequencer ran in all.
+func Sequencing(s *Store) (piggybacked, kicked, rounds int64) {
+	return s.piggybacked.Load(), s.kicked.Load(), s.rounds.Load()
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,11 +12,20 @@ import (
 // feed rows.
 const notifyChannel = "tether_changes"
 
-func (s *Store) notifyLocal() {
+// notifyPositioned signals the listeners that are not LISTENing right now
+// that this store positioned feed rows (a group or a round that committed
+// positions). The others hear of it from PostgreSQL: the positions were
+// given with a notification, delivered at their commit to every LISTEN
+// connection, this store's included; signalling them too would make each
+// read the feed twice for one change. A listener that was not LISTENing at
+// the commit and is by now signals itself once it LISTENs (NotifyChanges).
+func (s *Store) notifyPositioned() {
 	s.listenMu.Lock()
 	defer s.listenMu.Unlock()
-	for ch := range s.listeners {
-		signal(ch)
+	for ch, listening := range s.listeners {
+		if !listening.Load() {
+			signal(ch)
+		}
 	}
 }
 
@@ -26,21 +36,22 @@ func signal(ch chan<- struct{}) {
 	}
 }
 
-// NotifyChanges signals ch after every write through this Store at once and
-// after every round of its sequencer that positioned feed rows, and after
-// other processes' rounds as PostgreSQL delivers their notifications: it
-// holds a connection of its own that LISTENs on tether_changes. If that
-// connection drops, it reconnects with backoff, and meanwhile polls
-// ChangesLatest every PollInterval. It returns when ctx is done or the store
-// closes.
+// NotifyChanges signals ch after every group or round, of this process or
+// another, that positioned feed rows, as PostgreSQL delivers their
+// notifications: it holds a connection of its own that LISTENs on
+// tether_changes. If that connection drops, it reconnects with backoff, and
+// meanwhile polls ChangesLatest every PollInterval and is signalled by this
+// store's groups and rounds that position rows at once. It returns when ctx
+// is done or the store closes.
 func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
+	listening := new(atomic.Bool)
 	s.listenMu.Lock()
 	if s.closed.Load() {
 		s.listenMu.Unlock()
 		return errClosed
 	}
 	s.notifiers.Add(1)
-	s.listeners[ch] = struct{}{}
+	s.listeners[ch] = listening
 	s.listenMu.Unlock()
 	defer s.notifiers.Done()
 	defer func() {
@@ -64,6 +75,7 @@ func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
 		if err == nil {
 			// Commits between the previous connection and this one (or
 			// before the first) were not notified: look once.
+			listening.Store(true)
 			signal(ch)
 			backoff = 100 * time.Millisecond
 			for {
@@ -72,6 +84,7 @@ func (s *Store) NotifyChanges(ctx context.Context, ch chan<- struct{}) error {
 				}
 				signal(ch)
 			}
+			listening.Store(false)
 			conn.Close(context.Background())
 		}
 		if ctx.Err() != nil {

@@ -78,7 +78,7 @@ type Store struct {
 	notifiers sync.WaitGroup
 
 	listenMu  sync.Mutex
-	listeners map[chan<- struct{}]struct{}
+	listeners map[chan<- struct{}]*atomic.Bool // NotifyChanges' channels: is it LISTENing now?
 
 	// writes feeds the group-commit writers (writer.go); writers counts
 	// them and the sequencer, which Close waits for.
@@ -94,6 +94,17 @@ type Store struct {
 	seqDone    int64
 	seqRound   chan struct{}
 
+	// The groups' part in positioning the feed (writer.go): pending counts
+	// the groups that have not sent their last statements yet, debts the
+	// groups that committed without positioning, covered the debts paid;
+	// owedKick tells the sequencer of a debt, which it pays if no group
+	// does in time.
+	pigMu    sync.Mutex
+	pending  int
+	debts    int64
+	covered  int64
+	owedKick chan struct{}
+
 	// listenerPID is the backend of the newest LISTEN connection, retried
 	// counts transactions run again (see commit), and batches and batched
 	// count commits and the writes they held; for tests and benchmarks.
@@ -101,6 +112,12 @@ type Store struct {
 	retried     atomic.Int64
 	batches     atomic.Int64
 	batched     atomic.Int64
+	// piggybacked counts the groups that positioned the feed themselves,
+	// kicked the rounds run for debts no group paid in time, rounds all
+	// the sequencer's rounds; for tests and benchmarks.
+	piggybacked atomic.Int64
+	kicked      atomic.Int64
+	rounds      atomic.Int64
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -161,9 +178,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		searchIndex: searchIndex,
 		pool:        pool, connConf: cfg.ConnConfig.Copy(), desc: desc, opts: opts,
 		closing:   make(chan struct{}),
-		listeners: map[chan<- struct{}]struct{}{},
+		listeners: map[chan<- struct{}]*atomic.Bool{},
 		writes:    make(chan *writeRequest),
 		seqKick:   make(chan struct{}, 1),
+		owedKick:  make(chan struct{}, 1),
 		seqRound:  make(chan struct{}),
 	}
 	s.writers.Add(opts.Writers + 1)

@@ -23,15 +23,19 @@ import (
 // still returns only once its write committed.
 //
 // Groups run in parallel, on connections of their own, and so do the groups
-// of other replicas. The change feed does not order them: its rows get their
-// positions after the commit, from tether_sequence (migration 0018), which
-// the store's sequencer (sequenceLoop) runs for all the groups that committed
-// while its previous call ran. A group's callers are answered at its commit,
-// and the sequencer is asked for a round: a change reaches the feed, and
-// watchers, one round later (measured: answering only after the round cost a
-// quarter of the lifecycle's throughput). Whoever needs the feed to hold
-// every change committed so far waits for a round (sequenced), as the
-// watch's snapshot does through ChangesLatest.
+// of other replicas. The change feed does not order them: its rows are
+// inserted without a position, and get one from a holder of the feed lock
+// (migrations 0018 and 0028). A group's last statement, sent with its
+// COMMIT, takes that lock if it is free, without waiting for it, and then
+// positions the group's rows and every committed row that has none; when it
+// is held, the group's rows wait for the next holder: a later group, or a
+// round of the store's sequencer (sequenceLoop), which the store asks for
+// when no later group of its own comes soon enough (see "the groups' part"
+// in sequencer.go). A group's callers are answered at its commit (measured:
+// answering only after a round cost a quarter of the lifecycle's
+// throughput). Whoever needs the feed to hold every change committed so far
+// waits for a round (sequenced), as the watch's snapshot does through
+// ChangesLatest.
 //
 // The writes of the hot path (a submission, a delivery, a job's update) are
 // each a single statement that needs no other statement's result and whose
@@ -194,8 +198,6 @@ func (s *Store) commit(batch []*writeRequest) {
 		if err == nil {
 			s.batches.Add(1)
 			s.batched.Add(int64(len(live)))
-			s.notifyLocal() // held polls read the jobs, not the feed
-			s.kickSequencer()
 			for _, req := range live {
 				req.done <- nil
 			}
@@ -236,6 +238,9 @@ var errNotCommitted = errors.New("the transaction was rolled back")
 // write needs it, the writes in order and COMMIT, the pipelined writes sent
 // together with what surrounds them (see piped), the others in their turn.
 func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed int, err error) {
+	s.groupStarted()
+	var last lastBatch
+	defer func() { s.groupEnded(&last) }()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return -1, err
@@ -273,106 +278,32 @@ func (s *Store) transactOnce(ctx context.Context, reqs []*writeRequest) (failed 
 		rollback()
 		return failed, err
 	}
-	// COMMIT goes on its own, after every write's rows were read: a write
-	// that fails on what its rows say (not on a database error) must still
-	// be able to roll the group back.
-	tag, err := conn.Exec(ctx, "COMMIT")
+	// COMMIT goes after every write's rows were read: a write that fails on
+	// what its rows say (not on a database error) must still be able to
+	// roll the group back. It goes with tether_sequence_try, the group's
+	// last statement (see "the groups' part" in sequencer.go).
+	s.sendingLast(&last)
+	var b pgx.Batch
+	b.Queue("SELECT tether_sequence_try()")
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	if err := br.QueryRow().Scan(&last.positioned); err != nil {
+		br.Close()
+		rollback()
+		return -1, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return -1, err
 	}
 	if tag.String() != "COMMIT" {
 		return -1, errNotCommitted
 	}
+	last.committed = true
 	return -1, nil
-}
-
-// --- the feed's sequencer ---
-
-// sequenced returns once a call of tether_sequence that started after it was
-// called has ended (or the store is closing, or ctx ended): every feed row
-// committed before the call then has its position. The calls are the
-// sequencer's rounds (sequenceLoop): one round serves every caller that
-// asked while the previous one ran.
-func (s *Store) sequenced(ctx context.Context) {
-	s.seqMu.Lock()
-	target := s.seqStarted + 1
-	s.seqMu.Unlock()
-	s.kickSequencer()
-	for {
-		s.seqMu.Lock()
-		done, next := s.seqDone, s.seqRound
-		s.seqMu.Unlock()
-		if done >= target {
-			return
-		}
-		select {
-		case <-next:
-		case <-s.closing:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// kickSequencer asks the sequencer for a round. A round asked for already
-// starts after this point, so one request covers every caller meanwhile.
-func (s *Store) kickSequencer() {
-	select {
-	case s.seqKick <- struct{}{}:
-	default:
-	}
-}
-
-// sequenceLoop is the store's sequencer: it runs a round when asked
-// (sequenced), and every PollInterval anyway, so that the feed rows of a
-// writer that committed and then lost its connection or its process are
-// positioned, and announced, without waiting for the next write; the
-// periodic round also folds the count deltas (tether_fold_counts).
-func (s *Store) sequenceLoop() {
-	defer s.writers.Done()
-	sweep := time.NewTicker(s.opts.PollInterval)
-	defer sweep.Stop()
-	for {
-		fold := false
-		select {
-		case <-s.closing:
-			return
-		case <-s.seqKick:
-		case <-sweep.C:
-			fold = true
-		}
-		s.seqMu.Lock()
-		s.seqStarted++
-		round := s.seqStarted
-		s.seqMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
-		positioned := s.sequence(ctx)
-		if fold {
-			s.pool.Exec(ctx, "SELECT tether_fold_counts()") // as sequence's: the next one folds them
-		}
-		cancel()
-		s.seqMu.Lock()
-		s.seqDone = round
-		close(s.seqRound)
-		s.seqRound = make(chan struct{})
-		s.seqMu.Unlock()
-		if positioned > 0 {
-			s.notifyLocal()
-		}
-	}
-}
-
-// sequence runs tether_sequence and returns how many feed rows it
-// positioned. A failure is nobody's to report (the writes it would have
-// announced were answered already): the rows it would have positioned are
-// positioned by the next round, this replica's or another's.
-func (s *Store) sequence(ctx context.Context) int64 {
-	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT tether_sequence()").Scan(&n); err != nil {
-		return 0
-	}
-	return n
 }
 
 // pipeline is the statements queued and not sent yet of transactOnce.
