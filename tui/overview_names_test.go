@@ -76,3 +76,33 @@ func TestOverviewConditionsReadWhole(t *testing.T) {
 		t.Errorf("the condition's cluster name is padded to the fleet's longest:\n%s", view)
 	}
 }
+
+// Before the cluster list is read (over a large fleet it follows the first
+// screen), the overview never tells on-call that no cluster is silent and
+// no condition is false: those blocks say loading until the list is in.
+func TestOverviewSaysLoadingUntilTheClusterListIsIn(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.cluster(t, registry.ClusterSpec{Name: "prod-eu-1", AllowedNamespaces: []string{"apps"}})
+	e.heartbeat(t, e.agent(t, tok), registry.Condition{Type: "Ready", Status: "False", Reason: "Down"})
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	section := func(view, head string) string {
+		_, after, _ := strings.Cut(view, head)
+		lines := strings.SplitN(after, "\n", 3)
+		if len(lines) < 2 {
+			return ""
+		}
+		return ansi.Strip(lines[1])
+	}
+	view := m.overview.render()
+	for _, head := range []string{"SILENT CLUSTERS", "FALSE CONDITIONS"} {
+		if got := section(view, head); !strings.Contains(got, "loading") {
+			t.Errorf("before the cluster list is in, %s reads %q, want loading", head, strings.TrimSpace(got))
+		}
+	}
+	load(t, m, e)
+	view = m.overview.render()
+	if got := section(view, "FALSE CONDITIONS"); !strings.Contains(got, "prod-eu-1") {
+		t.Errorf("with the list in, FALSE CONDITIONS reads %q, want prod-eu-1's Ready=False", strings.TrimSpace(got))
+	}
+}
