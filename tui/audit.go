@@ -44,31 +44,21 @@ type auditFilter struct {
 
 func parseAuditFilter(f *fleet, s string) auditFilter {
 	var out auditFilter
-	var words []string
-	for _, w := range strings.Fields(s) {
-		k, v, ok := strings.Cut(w, ":")
-		switch {
-		case ok && (k == "cluster" || k == "c"):
-			found := f.resolve(v)
-			switch len(found) {
-			case 0:
-				if v == "" {
-					out.err = errClusterNameNeeded
-				}
-				// The audit trail outlives clusters: take it as an id.
-				out.cluster = v
-			case 1:
-				out.cluster = found[0].ID
-			default:
-				out.err = "cluster:" + v + " matches several clusters; type more of the name"
+	out.text = parseKeyedFilter(s, func(k, v string) bool {
+		switch k {
+		case "cluster", "c":
+			if id, err := f.clusterWord(v, true); err != "" {
+				out.err = err
+			} else {
+				out.cluster = id
 			}
-		case ok && (k == "action" || k == "a"):
+		case "action", "a":
 			out.action = v
 		default:
-			words = append(words, w)
+			return false
 		}
-	}
-	out.text = parseTextQuery(words)
+		return true
+	})
 	if out.text.err != "" && out.err == "" {
 		out.err = out.text.err
 	}

@@ -457,6 +457,20 @@ func TestFilters(t *testing.T) {
 			t.Errorf("cluster: without a name said %q, want what it needs", err)
 		}
 	}
+	// A prefix of several names names no cluster in the events and the
+	// audit trail; a name of none is an error in the events, and the id of
+	// a deleted cluster in the audit trail, which outlives it.
+	for _, err := range []string{parseEventFilter(f, "cluster:prod").err, parseAuditFilter(f, "cluster:prod").err} {
+		if !strings.Contains(err, "cluster:prod matches several clusters") {
+			t.Errorf("cluster:prod said %q, want that several match", err)
+		}
+	}
+	if ef := parseEventFilter(f, "cluster:cl-gone"); ef.cluster != "" || ef.err != "no cluster matches cl-gone" {
+		t.Errorf("events, an unknown cluster: %+v", ef)
+	}
+	if af := parseAuditFilter(f, "cluster:cl-gone re:^x"); af.cluster != "cl-gone" || af.err != "" || len(af.text.terms) != 1 {
+		t.Errorf("audit, a deleted cluster's id and a pattern: %+v", af)
+	}
 	ef := parseEventFilter(f, "cluster:prod-us-1 kind:heart status:False disk")
 	if ef.cluster != "cl-2" || !slices.Equal(ef.kinds, []string{registry.EventClusterHeartbeat}) || !ef.falseOnly || len(ef.text.terms) != 1 || ef.text.terms[0].sub != "disk" {
 		t.Errorf("event filter: %+v", ef)

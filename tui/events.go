@@ -41,24 +41,15 @@ type eventFilter struct {
 
 func parseEventFilter(f *fleet, s string) eventFilter {
 	var out eventFilter
-	var words []string
-	for _, w := range strings.Fields(s) {
-		k, v, ok := strings.Cut(w, ":")
-		switch {
-		case ok && (k == "cluster" || k == "c"):
-			found := f.resolve(v)
-			switch len(found) {
-			case 0:
-				out.err = "no cluster matches " + v
-				if v == "" {
-					out.err = errClusterNameNeeded
-				}
-			case 1:
-				out.cluster = found[0].ID
-			default:
-				out.err = "cluster:" + v + " matches several clusters; type more of the name"
+	out.text = parseKeyedFilter(s, func(k, v string) bool {
+		switch k {
+		case "cluster", "c":
+			if id, err := f.clusterWord(v, false); err != "" {
+				out.err = err
+			} else {
+				out.cluster = id
 			}
-		case ok && (k == "kind" || k == "k"):
+		case "kind", "k":
 			for _, kind := range []string{registry.EventClusterHeartbeat, registry.EventConditionTransition, registry.EventAudit, registry.EventBufferOverflow} {
 				if strings.Contains(strings.ToLower(kind), strings.ToLower(v)) {
 					out.kinds = append(out.kinds, kind)
@@ -67,17 +58,17 @@ func parseEventFilter(f *fleet, s string) eventFilter {
 			if len(out.kinds) == 0 {
 				out.kinds = []string{v} // agents may send other kinds
 			}
-		case ok && (k == "status" || k == "s"):
+		case "status", "s":
 			if strings.EqualFold(v, "false") {
 				out.falseOnly = true
 			} else {
 				out.err = "status:" + v + ": only status:False filters (events with a False condition)"
 			}
 		default:
-			words = append(words, w)
+			return false
 		}
-	}
-	out.text = parseTextQuery(words)
+		return true
+	})
 	if out.text.err != "" && out.err == "" {
 		out.err = out.text.err
 	}

@@ -38,6 +38,19 @@ type textQuery struct {
 	err string
 }
 
+// parseKeyedFilter reads a filter of key:value words and free words:
+// keyword takes the key:value words it knows and says so; the others are
+// the filter's free text.
+func parseKeyedFilter(s string, keyword func(k, v string) bool) textQuery {
+	var words []string
+	for _, w := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(w, ":"); !ok || !keyword(k, v) {
+			words = append(words, w)
+		}
+	}
+	return parseTextQuery(words)
+}
+
 // parseTextQuery parses free words of a filter.
 func parseTextQuery(words []string) textQuery {
 	var q textQuery

@@ -52,11 +52,30 @@ func (f *fleet) clusterName(id string) string {
 	return id
 }
 
-// resolve finds clusters by id, exact name, or name prefix
-// (case-insensitive), for filters and commands.
 // errClusterNameNeeded is what a filter's cluster: without a name says.
 const errClusterNameNeeded = "cluster: needs a name, or the start of one (cluster:prod-eu)"
 
+// clusterWord resolves a filter's cluster:NAME to one cluster's id, or says
+// what is wrong: no name, several clusters match, or none does (unless
+// unknownIsID: then the word is taken as the id of a deleted cluster, whose
+// audit trail outlives it).
+func (f *fleet) clusterWord(v string, unknownIsID bool) (id, err string) {
+	found := f.resolve(v)
+	switch {
+	case len(found) == 1:
+		return found[0].ID, ""
+	case len(found) > 1:
+		return "", "cluster:" + v + " matches several clusters; type more of the name"
+	case v == "":
+		return "", errClusterNameNeeded
+	case unknownIsID:
+		return v, ""
+	}
+	return "", "no cluster matches " + v
+}
+
+// resolve finds clusters by id, exact name, or name prefix
+// (case-insensitive), for filters and commands.
 func (f *fleet) resolve(ref string) []*registry.Cluster {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
