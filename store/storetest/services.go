@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,57 @@ func testEvents(t *testing.T, newStore NewStore) {
 		n, _ = e.reg.AppendEvents(e.ctx, b, "", ev())
 		if n != 1 {
 			t.Fatalf("another cluster's event with the same key stored %d", n)
+		}
+	})
+
+	// The feed pages by id, newest first, within a cluster and kinds: what
+	// admin.Feed reads the events with (Page, and Since's pages from the
+	// newest back).
+	t.Run("IDPages", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		b, _ := e.agent("other")
+		for i := range 5 {
+			_, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventAudit, EventKey: fmt.Sprint("k", i)}})
+			wantNoErr(t, err)
+			_, err = e.reg.AppendEvents(e.ctx, b, "", []registry.Event{{Kind: registry.EventAudit, EventKey: fmt.Sprint("k", i)}})
+			wantNoErr(t, err)
+		}
+		_, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventBufferOverflow, EventKey: "overflow"}})
+		wantNoErr(t, err)
+		p := registry.EventListParams{ClusterID: a.Cluster.ID, Kinds: []string{registry.EventAudit}}
+		ids := func(p registry.EventListParams) []string {
+			t.Helper()
+			evs, err := e.reg.ListEvents(e.ctx, p)
+			wantNoErr(t, err)
+			var out []string
+			for _, ev := range evs {
+				if ev.ClusterID != a.Cluster.ID || ev.Kind != registry.EventAudit {
+					t.Fatalf("the page holds %+v, outside its cluster or kinds", ev)
+				}
+				out = append(out, ev.EventKey)
+			}
+			return out
+		}
+		all, _ := e.reg.ListEvents(e.ctx, p)
+		if got := ids(p); !slices.Equal(got, []string{"k4", "k3", "k2", "k1", "k0"}) {
+			t.Fatalf("the cluster's audit events = %v, want k4..k0, newest first", got)
+		}
+		p.Limit = 2
+		if got := ids(p); !slices.Equal(got, []string{"k4", "k3"}) {
+			t.Fatalf("the first page of 2 = %v", got)
+		}
+		p.BeforeID = all[1].ID
+		if got := ids(p); !slices.Equal(got, []string{"k2", "k1"}) {
+			t.Fatalf("the page before k3 = %v", got)
+		}
+		p.AfterID = all[4].ID
+		if got := ids(p); !slices.Equal(got, []string{"k2", "k1"}) {
+			t.Fatalf("the page between k0 and k3 = %v", got)
+		}
+		p.AfterID, p.BeforeID, p.Limit = all[2].ID, 0, 0
+		if got := ids(p); !slices.Equal(got, []string{"k4", "k3"}) {
+			t.Fatalf("the events after k2 = %v", got)
 		}
 	})
 
