@@ -55,22 +55,10 @@ func (s *Store) AuditAppend(ctx context.Context, entries ...registry.AuditEntry)
 func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
 	var a args
 	q := `SELECT id, at, actor, action, cluster_id, target_kind, target_id, reason FROM audit WHERE true`
-	if p.ClusterID != "" {
-		q += " AND cluster_id = " + a.add(p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + list(&a, p.ClusterIDs) + ")"
-	}
 	if p.Action != "" {
 		q += " AND action >= " + a.add(p.Action) + " AND action < " + a.add(p.Action+"\uffff")
 	}
-	if p.AfterID > 0 {
-		q += " AND id > " + a.add(p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < " + a.add(p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT " + a.add(limitOr(p.Limit, 100))
+	q += feedPage(&a, p.ClusterID, p.ClusterIDs, p.AfterID, p.BeforeID, p.Limit)
 	rows, err := s.query(ctx, "read the audit trail", q, a...)
 	if err != nil {
 		return nil, err

@@ -137,25 +137,13 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
 	var a args
 	q := `SELECT id, cluster_id, kind, event_key, resource_ref, conditions, message, timestamp, received_at, body FROM events WHERE true`
-	if p.ClusterID != "" {
-		q += " AND cluster_id = " + a.add(p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + list(&a, p.ClusterIDs) + ")"
-	}
 	if len(p.Kinds) > 0 {
 		q += " AND kind IN (" + list(&a, p.Kinds) + ")"
 	}
 	if p.FalseOnly {
 		q += " AND has_false"
 	}
-	if p.AfterID > 0 {
-		q += " AND id > " + a.add(p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < " + a.add(p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT " + a.add(limitOr(p.Limit, 100))
+	q += feedPage(&a, p.ClusterID, p.ClusterIDs, p.AfterID, p.BeforeID, p.Limit)
 	rows, err := s.query(ctx, "read events", q, a...)
 	if err != nil {
 		return nil, err

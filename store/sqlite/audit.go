@@ -24,30 +24,11 @@ func (s *Store) AuditAppend(ctx context.Context, entries ...registry.AuditEntry)
 func (s *Store) AuditList(ctx context.Context, p registry.AuditListParams) ([]registry.AuditEntry, error) {
 	q := `SELECT id, at, actor, action, cluster_id, target_kind, target_id, reason FROM audit WHERE 1 = 1`
 	var args []any
-	if p.ClusterID != "" {
-		q += " AND cluster_id = ?"
-		args = append(args, p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + placeholders(len(p.ClusterIDs)) + ")"
-		for _, id := range p.ClusterIDs {
-			args = append(args, id)
-		}
-	}
 	if p.Action != "" {
 		q += " AND action >= ? AND action < ?"
 		args = append(args, p.Action, p.Action+"\uffff")
 	}
-	if p.AfterID > 0 {
-		q += " AND id > ?"
-		args = append(args, p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < ?"
-		args = append(args, p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limitOr(p.Limit, 100))
+	q, args = feedPage(q, args, p.ClusterID, p.ClusterIDs, p.AfterID, p.BeforeID, p.Limit)
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -72,16 +72,6 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]registry.Event, error) {
 	q := `SELECT id, cluster_id, kind, event_key, resource_ref, conditions, message, timestamp, received_at, body FROM events WHERE 1 = 1`
 	var args []any
-	if p.ClusterID != "" {
-		q += " AND cluster_id = ?"
-		args = append(args, p.ClusterID)
-	}
-	if len(p.ClusterIDs) > 0 {
-		q += " AND cluster_id IN (" + placeholders(len(p.ClusterIDs)) + ")"
-		for _, id := range p.ClusterIDs {
-			args = append(args, id)
-		}
-	}
 	if len(p.Kinds) > 0 {
 		q += " AND kind IN (" + placeholders(len(p.Kinds)) + ")"
 		for _, k := range p.Kinds {
@@ -91,16 +81,7 @@ func (s *Store) EventList(ctx context.Context, p registry.EventListParams) ([]re
 	if p.FalseOnly {
 		q += " AND has_false = 1"
 	}
-	if p.AfterID > 0 {
-		q += " AND id > ?"
-		args = append(args, p.AfterID)
-	}
-	if p.BeforeID > 0 {
-		q += " AND id < ?"
-		args = append(args, p.BeforeID)
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limitOr(p.Limit, 100))
+	q, args = feedPage(q, args, p.ClusterID, p.ClusterIDs, p.AfterID, p.BeforeID, p.Limit)
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
