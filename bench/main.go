@@ -21,7 +21,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +33,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tetherhq/tether/internal/testing/benchresult"
 )
 
 // run is one go test invocation, in the module at dir (relative to tether's
@@ -159,14 +160,7 @@ var rows = []row{
 }
 
 // result is one entry of bench/results/latest.json.
-type result struct {
-	Scenario string  `json:"scenario"`
-	Value    float64 `json:"value"`
-	Unit     string  `json:"unit"`
-	Target   string  `json:"target"`
-	OK       bool    `json:"ok"`
-	Runs     int     `json:"runs"`
-}
+type result = benchresult.Result
 
 func main() {
 	only := flag.String("only", "", "run only the scenarios whose benchmark pattern matches this regular expression (e.g. 'Peers|Replicas'); the other rows say they were not selected")
@@ -175,7 +169,7 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("-only: %w", err))
 	}
-	root, err := moduleRoot()
+	root, err := benchresult.ModuleRoot("make bench")
 	if err != nil {
 		fail(err)
 	}
@@ -211,12 +205,8 @@ func main() {
 	results, _, skipped, absent := table(os.Stdout, values, stopped != nil)
 	model(os.Stdout, root, values)
 
-	path := filepath.Join(root, "bench", "results", "latest.json")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		fail(err)
-	}
-	b, _ := json.MarshalIndent(results, "", "  ")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	path, err := benchresult.Write(root, "latest.json", results)
+	if err != nil {
 		fail(err)
 	}
 	fmt.Printf("\n%d of %d targets met (%d skipped or not selected; %d rows not measured); medians of each scenario's runs, measured on this machine in %s. Written to %s.\n",
@@ -260,7 +250,7 @@ func table(w io.Writer, values map[string][]float64, stopped bool) (results []re
 			continue
 		}
 		v := median(vs)
-		res := result{Scenario: r.scenario, Value: round(v), Unit: r.unit, Target: r.target, OK: true, Runs: len(vs)}
+		res := result{Scenario: r.scenario, Value: benchresult.Round(v), Unit: r.unit, Target: r.target, OK: true, Runs: len(vs)}
 		mark := ""
 		if r.ok != nil {
 			res.OK = r.ok(v)
@@ -368,28 +358,11 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func round(v float64) float64 {
-	p, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
-	return p
-}
-
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run make bench from inside the tether module")
-	}
-	return filepath.Dir(mod), nil
 }
 
 func fail(err error) {

@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tetherhq/tether/internal/testing/benchresult"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 )
@@ -121,7 +122,7 @@ func run(ctx context.Context, o options) error {
 	if agents < 1 {
 		return fmt.Errorf("no room for any agent: %s", scaled)
 	}
-	root, err := moduleRoot()
+	root, err := benchresult.ModuleRoot("make bench-fleet")
 	if err != nil {
 		return err
 	}
@@ -439,16 +440,4 @@ func build(root, dir string) (bin, consoleBench string, err error) {
 		}
 	}
 	return bin, consoleBench, nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run make bench-fleet from inside the tether module")
-	}
-	return filepath.Dir(mod), nil
 }

@@ -1,26 +1,19 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tetherhq/tether/internal/testing/benchresult"
 )
 
 // result is one entry of bench/results/fleet.json: latest.json's format
 // (bench/main.go).
-type result struct {
-	Scenario string  `json:"scenario"`
-	Value    float64 `json:"value"`
-	Unit     string  `json:"unit"`
-	Target   string  `json:"target"`
-	OK       bool    `json:"ok"`
-	Runs     int     `json:"runs"`
-}
+type result = benchresult.Result
 
 type reportInput struct {
 	o                            options
@@ -57,7 +50,7 @@ func report(root string, in reportInput) error {
 
 	var results []result
 	add := func(scenario string, v float64, unit, target string, ok *bool) {
-		r := result{Scenario: scenario, Value: round(v), Unit: unit, Target: target, OK: true, Runs: 1}
+		r := result{Scenario: scenario, Value: benchresult.Round(v), Unit: unit, Target: target, OK: true, Runs: 1}
 		if ok != nil {
 			r.OK = *ok
 		}
@@ -131,20 +124,11 @@ func report(root string, in reportInput) error {
 	if in.scaled != "" {
 		fmt.Printf("\nscaled down: %s\n", in.scaled)
 	}
-	path := filepath.Join(root, "bench", "results", "fleet.json")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	out, _ := json.MarshalIndent(results, "", "  ")
-	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+	path, err := benchresult.Write(root, "fleet.json", results)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("\n%d of %d targets met; %d agents, %d jobs/s for %s, heartbeats every %s, in %s on this machine (load average %s). Written to %s.\n",
 		targets-missed, targets, in.agents, in.o.rate, in.o.steady, in.o.heartbeat, in.took.Round(time.Second), in.load, path)
 	return nil
-}
-
-func round(v float64) float64 {
-	p, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
-	return p
 }
