@@ -3,9 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -217,8 +215,7 @@ func (r *Remote) resume(ctx context.Context, opts adminclient.WatchOptions, in <
 			if err == nil {
 				break
 			}
-			var apiErr *adminclient.Error
-			if errors.As(err, &apiErr) && apiErr.StatusCode/100 == 4 && apiErr.StatusCode != http.StatusTooManyRequests {
+			if adminclient.IsRefused(err) {
 				r.setConn(func(s *ConnState) { s.Err = err })
 				return
 			}

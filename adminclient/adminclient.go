@@ -77,6 +77,14 @@ func IsCode(err error, code string) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
+// IsRefused reports whether err is a refusal that asking again will not
+// change: an answer 4xx other than 429 Too Many Requests (a revoked token,
+// a role that may not watch). A watch stops reconnecting on one.
+func IsRefused(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode/100 == 4 && e.StatusCode != http.StatusTooManyRequests
+}
+
 // Page is one page of a list; pass NextCursor back for the next one (empty:
 // the last page).
 type Page[T any] struct {

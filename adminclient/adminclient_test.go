@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -191,8 +192,21 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("missing cluster = %v", err)
 	}
 	bad, _ := adminclient.New(url, "tether_adm_nonsense")
-	if _, err := bad.Stats(ctx); !adminclient.IsCode(err, "unauthorized") {
+	_, err := bad.Stats(ctx)
+	if !adminclient.IsCode(err, "unauthorized") {
 		t.Fatalf("bad token = %v", err)
+	}
+	// A refusal that asking again will not change ends a watch; a rate
+	// limit or a server out of reach is tried again.
+	if !adminclient.IsRefused(err) {
+		t.Errorf("a bad token is not final: %v", err)
+	}
+	if adminclient.IsRefused(&adminclient.Error{StatusCode: http.StatusTooManyRequests, Code: "rate_limited"}) {
+		t.Error("a rate limit is final")
+	}
+	gone, _ := adminclient.New("http://127.0.0.1:1", "t")
+	if _, err := gone.Stats(ctx); err == nil || adminclient.IsRefused(err) {
+		t.Errorf("a server out of reach = %v, final", err)
 	}
 	if _, err := adminclient.New("ftp://x", "t"); err == nil {
 		t.Fatal("an ftp URL was accepted")

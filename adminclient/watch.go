@@ -86,8 +86,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (<-chan WatchEven
 				case <-time.After(opts.Retry):
 				}
 				resp, err = c.openWatch(ctx, opts.Kinds, since)
-				var apiErr *Error
-				if errors.As(err, &apiErr) && apiErr.StatusCode/100 == 4 && apiErr.StatusCode != http.StatusTooManyRequests {
+				if IsRefused(err) {
 					if opts.OnError != nil {
 						opts.OnError(err)
 					}
