@@ -34,7 +34,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testing/benchresult"
+	"github.com/tetherhq/tether/bench/internal/benchresult"
 )
 
 // run is one go test invocation, in the module at dir (relative to tether's

@@ -39,7 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testing/benchresult"
+	"github.com/tetherhq/tether/bench/internal/benchresult"
 	"github.com/tetherhq/tether/registry"
 	"github.com/tetherhq/tether/store/sqlite"
 )

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testing/benchresult"
+	"github.com/tetherhq/tether/bench/internal/benchresult"
 )
 
 // result is one entry of bench/results/fleet.json: latest.json's format
