@@ -152,11 +152,12 @@ func assessQueue(c *Cluster, counts map[JobState]int64, s JobQueueStats, now tim
 	return h
 }
 
-// notDraining is the rule of QueueHealth.NotDraining. A silent, disabled or
-// paused cluster is not flagged: each already has its own marker, and none
+// notDraining is the rule of QueueHealth.NotDraining. Only a cluster whose
+// verdict short of its queue is active can be flagged: a disabled, pending,
+// silent or paused one already has its own word (Cluster.Health), and none
 // is expected to drain.
 func notDraining(c *Cluster, h *QueueHealth, now time.Time) bool {
-	if c.State != ClusterActive || c.Paused() || c.Silent(now) {
+	if c.Health(now, nil) != HealthActive {
 		return false
 	}
 	if h.Queued == 0 || h.InFlight > 0 || h.OldestQueuedAt.IsZero() || h.OldestQueuedAge() < NotDrainingAfter {
