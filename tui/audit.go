@@ -36,37 +36,25 @@ const (
 )
 
 type auditFilter struct {
-	cluster string
-	action  string // prefix
-	text    textQuery
-	err     string
+	feedFilter
+	action string // prefix
 }
 
 func parseAuditFilter(f *fleet, s string) auditFilter {
 	var out auditFilter
-	out.text = parseKeyedFilter(s, func(k, v string) bool {
-		switch k {
-		case "cluster", "c":
-			if id, err := f.clusterWord(v, true); err != "" {
-				out.err = err
-			} else {
-				out.cluster = id
-			}
-		case "action", "a":
+	// The audit trail outlives clusters: an unknown name is taken as an id.
+	out.parse(f, s, true, func(k, v string) bool {
+		if k == "action" || k == "a" {
 			out.action = v
-		default:
-			return false
+			return true
 		}
-		return true
+		return false
 	})
-	if out.text.err != "" && out.err == "" {
-		out.err = out.text.err
-	}
 	return out
 }
 
 func (f *auditFilter) match(fl *fleet, a *registry.AuditEntry) bool {
-	if f.cluster != "" && a.ClusterID != f.cluster {
+	if !f.matchCluster(a.ClusterID) {
 		return false
 	}
 	if f.action != "" && !strings.HasPrefix(a.Action, f.action) {

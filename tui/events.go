@@ -32,23 +32,15 @@ const (
 )
 
 type eventFilter struct {
-	cluster   string // id
+	feedFilter
 	kinds     []string
 	falseOnly bool
-	text      textQuery
-	err       string
 }
 
 func parseEventFilter(f *fleet, s string) eventFilter {
 	var out eventFilter
-	out.text = parseKeyedFilter(s, func(k, v string) bool {
+	out.parse(f, s, false, func(k, v string) bool {
 		switch k {
-		case "cluster", "c":
-			if id, err := f.clusterWord(v, false); err != "" {
-				out.err = err
-			} else {
-				out.cluster = id
-			}
 		case "kind", "k":
 			for _, kind := range []string{registry.EventClusterHeartbeat, registry.EventConditionTransition, registry.EventAudit, registry.EventBufferOverflow} {
 				if strings.Contains(strings.ToLower(kind), strings.ToLower(v)) {
@@ -69,14 +61,11 @@ func parseEventFilter(f *fleet, s string) eventFilter {
 		}
 		return true
 	})
-	if out.text.err != "" && out.err == "" {
-		out.err = out.text.err
-	}
 	return out
 }
 
 func (f *eventFilter) match(fl *fleet, e *registry.Event) bool {
-	if f.cluster != "" && e.ClusterID != f.cluster {
+	if !f.matchCluster(e.ClusterID) {
 		return false
 	}
 	if len(f.kinds) > 0 && !slices.Contains(f.kinds, e.Kind) {

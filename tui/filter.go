@@ -38,17 +38,41 @@ type textQuery struct {
 	err string
 }
 
-// parseKeyedFilter reads a filter of key:value words and free words:
-// keyword takes the key:value words it knows and says so; the others are
-// the filter's free text.
-func parseKeyedFilter(s string, keyword func(k, v string) bool) textQuery {
+// feedFilter is what the filters of the events and the audit trail share:
+// one cluster (cluster:NAME, c:NAME), the free text, and what was wrong.
+type feedFilter struct {
+	cluster string // id
+	text    textQuery
+	err     string
+}
+
+// parse reads s: cluster words (a name of no cluster taken as an id when
+// unknownIsID), the key:value words keyword takes (it says so), and the
+// rest as the free text.
+func (ff *feedFilter) parse(f *fleet, s string, unknownIsID bool, keyword func(k, v string) bool) {
 	var words []string
 	for _, w := range strings.Fields(s) {
-		if k, v, ok := strings.Cut(w, ":"); !ok || !keyword(k, v) {
+		k, v, ok := strings.Cut(w, ":")
+		switch {
+		case ok && (k == "cluster" || k == "c"):
+			if id, err := f.clusterWord(v, unknownIsID); err != "" {
+				ff.err = err
+			} else {
+				ff.cluster = id
+			}
+		case !ok || !keyword(k, v):
 			words = append(words, w)
 		}
 	}
-	return parseTextQuery(words)
+	ff.text = parseTextQuery(words)
+	if ff.text.err != "" && ff.err == "" {
+		ff.err = ff.text.err
+	}
+}
+
+// matchCluster says whether a record of clusterID passes the cluster word.
+func (ff *feedFilter) matchCluster(clusterID string) bool {
+	return ff.cluster == "" || clusterID == ff.cluster
 }
 
 // parseTextQuery parses free words of a filter.
