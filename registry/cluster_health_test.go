@@ -46,6 +46,16 @@ func TestClusterHealthOrder(t *testing.T) {
 					if got := c.Health(now, q).Stranded(); got != stranded {
 						t.Errorf("state=%s paused=%v silent=%v: Stranded = %v, want %v", state, paused, silent, got, stranded)
 					}
+					// One verdict of "queued and nobody takes them": a
+					// queued job is stuck, and its cluster in the stuck
+					// queries' lists, exactly where the queue is stranded.
+					if stuck := (&Job{State: JobQueued}).Diagnose(c, now) != NotStuck; stuck != stranded {
+						t.Errorf("state=%s paused=%v silent=%v: a queued job stuck = %v, its queue stranded = %v", state, paused, silent, stuck, stranded)
+					}
+					u := UnreachableClusters([]Cluster{*c}, now)
+					if listed := len(u.Disabled)+len(u.Pending)+len(u.Silent) == 1; listed != stranded {
+						t.Errorf("state=%s paused=%v silent=%v: in the stuck queries' clusters = %v, its queue stranded = %v", state, paused, silent, listed, stranded)
+					}
 				}
 			}
 		}

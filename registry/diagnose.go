@@ -25,6 +25,9 @@ const (
 	StuckQueuedOnSilentCluster
 	// StuckClusterDisabled: its cluster is disabled; its agent is refused.
 	StuckClusterDisabled
+	// StuckQueuedOnPendingCluster: waiting for an agent that never
+	// registered (the cluster is pending).
+	StuckQueuedOnPendingCluster
 )
 
 // String is the reason in a few words.
@@ -42,6 +45,8 @@ func (r StuckReason) String() string {
 		return "queued, cluster silent"
 	case StuckClusterDisabled:
 		return "cluster disabled"
+	case StuckQueuedOnPendingCluster:
+		return "queued, cluster pending"
 	}
 	return ""
 }
@@ -75,9 +80,12 @@ func (j *Job) Diagnose(c *Cluster, now time.Time) StuckReason {
 			}
 		}
 	case JobQueued:
+		// The queue's verdict (ClusterHealth.Stranded), job by job.
 		switch {
 		case c != nil && c.State == ClusterDisabled:
 			return StuckClusterDisabled
+		case c != nil && c.State == ClusterPending:
+			return StuckQueuedOnPendingCluster
 		case c != nil && c.Silent(now):
 			return StuckQueuedOnSilentCluster
 		}

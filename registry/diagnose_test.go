@@ -12,6 +12,7 @@ func TestDiagnose(t *testing.T) {
 	active := &Cluster{State: ClusterActive, Status: ClusterStatus{LastHeartbeatAt: now.Add(-10 * time.Second)}}
 	silent := &Cluster{State: ClusterActive, Status: ClusterStatus{LastHeartbeatAt: now.Add(-time.Hour)}}
 	disabled := &Cluster{State: ClusterDisabled}
+	pending := &Cluster{State: ClusterPending}
 	for _, tc := range []struct {
 		name string
 		job  Job
@@ -21,6 +22,7 @@ func TestDiagnose(t *testing.T) {
 		{"queued, healthy", Job{State: JobQueued}, active, NotStuck},
 		{"queued, silent cluster", Job{State: JobQueued}, silent, StuckQueuedOnSilentCluster},
 		{"queued, disabled cluster", Job{State: JobQueued}, disabled, StuckClusterDisabled},
+		{"queued, pending cluster", Job{State: JobQueued}, pending, StuckQueuedOnPendingCluster},
 		{"lease running", Job{State: JobInProgress, LeaseExpiresAt: now.Add(time.Minute)}, active, NotStuck},
 		{"lease expired", Job{State: JobInProgress, LeaseExpiresAt: now.Add(-time.Minute)}, active, StuckLeaseExpired},
 		{"no lease, quiet", Job{State: JobInProgress, ClaimedAt: now.Add(-NoLeaseStuckAfter - time.Second)}, active, StuckNoLeaseSilent},

@@ -28,37 +28,37 @@ const NoLeaseStuckAfter = 10 * time.Minute
 //	                        none, on a disabled cluster
 //	cluster silent:         the same in_progress jobs on a silent cluster
 //	queued, cluster silent: queued on a silent cluster
+//	queued, cluster pending: queued on a cluster no agent registered for
 //
-// (the last three only when some cluster is disabled or silent).
+// (the last four only when some cluster is disabled, silent or pending:
+// the clusters whose queue is stranded, ClusterHealth.Stranded).
 type StuckQueries struct {
 	Sets    []JobListParams
 	Reasons []StuckReason
 }
 
-// Unreachable is the clusters whose agent cannot be taking jobs: disabled
-// ones, and silent ones that are not disabled (Diagnose names a disabled
-// cluster first).
+// Unreachable is the clusters whose agent cannot be taking jobs, by
+// why: disabled, pending (no agent registered) and silent, the clusters
+// whose queue is stranded (ClusterHealth.Stranded), each in one list.
 type Unreachable struct {
-	Disabled, Silent []string
+	Disabled, Pending, Silent []string
 }
 
-// Unreachable says whether the cluster's agent cannot be taking jobs at
-// now: the cluster is disabled or silent.
-func (c *Cluster) Unreachable(now time.Time) bool {
-	return c.State == ClusterDisabled || c.Silent(now)
-}
-
-// Add counts c in if it is Unreachable at now.
+// Add counts c in if no agent can be taking its jobs at now, under the
+// reason Diagnose gives its queued jobs.
 func (u *Unreachable) Add(c *Cluster, now time.Time) {
 	switch {
 	case c.State == ClusterDisabled:
 		u.Disabled = append(u.Disabled, c.ID)
+	case c.State == ClusterPending:
+		u.Pending = append(u.Pending, c.ID)
 	case c.Silent(now):
 		u.Silent = append(u.Silent, c.ID)
 	}
 }
 
-// UnreachableClusters sorts out the clusters that are Unreachable.
+// UnreachableClusters sorts out the clusters no agent can be taking jobs
+// for.
 func UnreachableClusters(clusters []Cluster, now time.Time) Unreachable {
 	var out Unreachable
 	for i := range clusters {
@@ -103,7 +103,7 @@ func StuckJobQueries(base JobListParams, unreachable Unreachable, now time.Time)
 		}
 		return out
 	}
-	disabled, silent := narrow(unreachable.Disabled), narrow(unreachable.Silent)
+	disabled, pending, silent := narrow(unreachable.Disabled), narrow(unreachable.Pending), narrow(unreachable.Silent)
 	add(StuckAttemptsExhausted, func(p *JobListParams) { p.States, p.Error = []JobState{JobFailed}, ErrorLeaseExpired })
 	add(StuckLeaseExpired, func(p *JobListParams) { p.States, p.LeaseExpiredBefore = []JobState{JobInProgress}, now })
 	add(StuckNoLeaseSilent, func(p *JobListParams) {
@@ -121,6 +121,12 @@ func StuckJobQueries(base JobListParams, unreachable Unreachable, now time.Time)
 		})
 		add(StuckQueuedOnSilentCluster, func(p *JobListParams) {
 			p.ClusterIDs, p.States = silent, []JobState{JobQueued}
+		})
+	}
+	if len(pending) > 0 {
+		// A pending cluster has no agent, so none of its jobs is in progress.
+		add(StuckQueuedOnPendingCluster, func(p *JobListParams) {
+			p.ClusterIDs, p.States = pending, []JobState{JobQueued}
 		})
 	}
 	return q

@@ -274,8 +274,8 @@ func (f *fleet) liveCredential(clusterID string, now time.Time) *registry.Creden
 	return nil
 }
 
-// unreachable lists the clusters whose agents cannot be taking jobs
-// (Cluster.Unreachable).
+// unreachable lists the clusters no agent can be taking jobs for
+// (registry.Unreachable).
 func (f *fleet) unreachable(now time.Time) registry.Unreachable {
 	var out registry.Unreachable
 	for _, c := range f.sorted {

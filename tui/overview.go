@@ -453,7 +453,7 @@ func (o *overview) stuckBlock() string {
 	}
 	row(s.Expired, "lease expired", "the reaper requeues it")
 	row(s.Silent, "no lease, silent", fmt.Sprintf("silent ≥%s: needs a person", humanDuration(registry.NoLeaseStuckAfter)))
-	row(s.Stranded, "cluster unreachable", "silent or disabled cluster")
+	row(s.Stranded, "cluster unreachable", "silent, disabled or pending")
 	row(s.Exhausted, "attempts exhausted", "failed lease_expired: requeue")
 	return strings.Join(lines, "\n")
 }

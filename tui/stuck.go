@@ -54,6 +54,10 @@ func Classify(j *registry.Job, c *registry.Cluster, now time.Time) Stuck {
 		return Stuck{r, fmt.Sprintf(
 			"Queued on a silent cluster: %s sent no heartbeat for %s, so no agent is polling for it.",
 			c.Name, humanDuration(now.Sub(c.LastSeen())))}
+	case registry.StuckQueuedOnPendingCluster:
+		return Stuck{r, fmt.Sprintf(
+			"Queued on a pending cluster: no agent has registered for %s yet, so none is polling for it. Register its agent (t in the clusters view issues a token), or cancel (C) the job.",
+			c.Name)}
 	}
 	return Stuck{}
 }
@@ -66,8 +70,8 @@ func countStuck(ctx context.Context, b Backend, s registry.StuckQueries) (int, e
 
 // stuckCounts are the stuck jobs by reason, for the overview: each job
 // under the reason Diagnose gives it (a job whose lease ran out on a
-// silent cluster counts as expired; the jobs of a silent or disabled
-// cluster as stranded).
+// silent cluster counts as expired; the jobs of a silent, disabled or
+// pending cluster as stranded).
 type stuckCounts struct {
 	Total, Exhausted, Expired, Silent, Stranded int
 }

@@ -28,7 +28,7 @@ func TestClassify(t *testing.T) {
 		want registry.StuckReason
 	}{
 		{"queued on a healthy cluster", registry.Job{State: registry.JobQueued}, active, registry.NotStuck},
-		{"queued on a pending cluster waits for its agent", registry.Job{State: registry.JobQueued}, pending, registry.NotStuck},
+		{"queued on a pending cluster waits for an agent not yet registered", registry.Job{State: registry.JobQueued}, pending, registry.StuckQueuedOnPendingCluster},
 		{"queued on a silent cluster", registry.Job{State: registry.JobQueued}, silent, registry.StuckQueuedOnSilentCluster},
 		{"queued on a disabled cluster", registry.Job{State: registry.JobQueued}, disabled, registry.StuckClusterDisabled},
 		{"lease running", leased(now.Add(time.Minute)), active, registry.NotStuck},

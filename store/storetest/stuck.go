@@ -33,6 +33,8 @@ func testStuck(t *testing.T, newStore NewStore) {
 		expiredProd := e.submit(prod.Cluster.ID, nil).ID
 		ack(prod, expiredProd)
 		queuedProd := e.submit(prod.Cluster.ID, nil).ID
+		newDC, _ := e.cluster("new-dc", nil) // pending: no agent registered
+		queuedNew := e.submit(newDC.ID, nil).ID
 		e.clock.Advance(11 * time.Minute)
 		e.heartbeat(edge) // edge-lab is live; prod-us is silent
 		_, err := e.reg.SetClusterEnabled(e.ctx, legacy.Cluster.ID, false, "decommissioning")
@@ -47,17 +49,19 @@ func testStuck(t *testing.T, newStore NewStore) {
 			states []registry.JobState
 			want   []string
 		}{
-			{"", nil, []string{silentEdge, runLegacy, queuedLegacy, expiredProd, queuedProd}},
+			{"", nil, []string{silentEdge, runLegacy, queuedLegacy, expiredProd, queuedProd, queuedNew}},
 			// no lease, silent; queued, cluster silent (not the disabled
 			// cluster's silent job, nor the expired lease on prod-us)
 			{"silent", nil, []string{silentEdge, queuedProd}},
-			{"cluster", nil, []string{runLegacy, queuedLegacy, queuedProd}},
+			{"cluster", nil, []string{runLegacy, queuedLegacy, queuedProd, queuedNew}},
+			{"pending", nil, []string{queuedNew}},
 			{"DISABLED", nil, []string{runLegacy, queuedLegacy}},
 			{"lease", nil, []string{silentEdge, expiredProd}},
 			{"silent edge-lab", nil, []string{silentEdge}},
 			{"expired prod-us", nil, []string{expiredProd}},
 			{"silent legacy-dc", nil, nil},
-			{"cluster", []registry.JobState{registry.JobQueued}, []string{queuedLegacy, queuedProd}},
+			{"cluster", []registry.JobState{registry.JobQueued}, []string{queuedLegacy, queuedProd, queuedNew}},
+			{"pending", []registry.JobState{registry.JobInProgress}, nil},
 			{"silent nowhere-known", nil, nil},
 		} {
 			base := registry.JobListParams{Search: c.search, States: c.states}
