@@ -175,6 +175,9 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		ServerURL: s.cfg.ServerURL,
 		Source:    source,
 		Context:   ss.ctx,
+		// The person is not at this machine: no file of it read, no
+		// program of it run ($EDITOR) for them.
+		NoHostAccess: true,
 	})
 	opts := append(bubbletea.MakeOptions(sess), tea.WithInput(&inputClock{r: sess, ss: ss, now: s.cfg.Now}))
 	if noColor {
