@@ -419,6 +419,42 @@ func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	}
 }
 
+// An identity that expires ends its open sessions too, within 2 s, though
+// nothing was revoked: nothing but the clock changed.
+func TestExpiringTheIdentityEndsItsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Expiring well before the idle timeout: the session ends because the
+	// identity expired, not because nobody typed.
+	ttl := DefaultIdleTimeout / 3
+	if _, err := f.reg.IssueAdminToken(f.admin, registry.AdminTokenSpec{Name: "alice", Role: registry.RoleOperator, TTL: ttl,
+		SSHKeys: []string{string(gossh.MarshalAuthorizedKey(alice.PublicKey()))}}); err != nil {
+		t.Fatal(err)
+	}
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	f.clock.Advance(ttl)
+	start := time.Now()
+	con.waitFor(t, "no longer opens the console")
+	con.waitEnd(t)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the expired identity's session ended after %v, want within 2 s", d)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.ended.WithLabelValues("revoked")); got != 1 {
+		t.Fatalf("sessions ended by the identity stopping = %v", got)
+	}
+	// And the key opens nothing any more.
+	_, err = f.dial(gossh.PublicKeys(alice))
+	wantAuthRefused(t, err)
+}
+
 func TestShutdownDrainsSessionsWithAMessage(t *testing.T) {
 	f := newFixture(t, nil)
 	alice := f.identity("alice", registry.RoleViewer, "")
