@@ -81,6 +81,10 @@ type Server struct {
 	sessions map[*session]struct{}
 	conns    int
 	draining bool
+	// tried holds the connections still authenticating, by remote
+	// address: true once one asked to authenticate (any method, even
+	// "none"), so that failed charges only attempts (and timeouts).
+	tried map[string]bool
 }
 
 // New returns a server of cfg; Serve starts it.
@@ -112,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "ssh"), metrics: newMetrics(),
 		limits:   newFailureLimiter(cfg.FailuresPerMinute, cfg.FailureBurst, cfg.Now),
-		sessions: map[*session]struct{}{},
+		sessions: map[*session]struct{}{}, tried: map[string]bool{},
 	}
 	srv, err := wish.NewServer(
 		// The host key first: without one wish would generate and write
@@ -130,10 +134,10 @@ func New(cfg Config) (*Server, error) {
 	srv.HandshakeTimeout = cfg.HandshakeTimeout
 	srv.ConnCallback = s.connect
 	srv.ConnectionFailedCallback = s.failed
-	srv.ConnectionCloseCallback = func(net.Conn) { s.connClosed() }
+	srv.ConnectionCloseCallback = s.connClosed
 	srv.SessionRequestCallback = s.sessionRequest
 	srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
-		return &gossh.ServerConfig{MaxAuthTries: maxAuthTries}
+		return &gossh.ServerConfig{MaxAuthTries: maxAuthTries, AuthLogCallback: s.authAttempt}
 	}
 	srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": sessionChannel}
 	srv.RequestHandlers = map[string]ssh.RequestHandler{}
@@ -203,20 +207,43 @@ func (s *Server) connect(_ ssh.Context, c net.Conn) net.Conn {
 		return nil
 	}
 	s.conns++
+	s.tried[c.RemoteAddr().String()] = false
 	return c
 }
 
-func (s *Server) connClosed() {
+func (s *Server) connClosed(c net.Conn) {
 	s.mu.Lock()
 	s.conns--
+	delete(s.tried, c.RemoteAddr().String())
 	s.mu.Unlock()
 }
 
-// failed counts a connection that never authenticated against its
-// address.
+// authAttempt notes that the connection asked to authenticate.
+func (s *Server) authAttempt(c gossh.ConnMetadata, _ string, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tried[c.RemoteAddr().String()]; ok {
+		s.tried[c.RemoteAddr().String()] = true
+	}
+}
+
+// failed charges a connection that never authenticated to its address,
+// when it tried to (an unknown key, a refused method) or held its
+// handshake until the timeout. One that left before asking to
+// authenticate (a client refusing the host key, a TCP probe) cost nothing
+// and is not charged: a person answering "no" to an unknown host key, or
+// a health check, must not lock their address out.
 func (s *Server) failed(c net.Conn, err error) {
-	s.metrics.authFailures.Inc()
 	addr := hostOf(c.RemoteAddr())
+	s.mu.Lock()
+	tried := s.tried[c.RemoteAddr().String()]
+	s.mu.Unlock()
+	var ne net.Error
+	if !tried && !(errors.As(err, &ne) && ne.Timeout()) {
+		s.log.Debug("ssh: connection left before authenticating", "remote", addr, "err", err)
+		return
+	}
+	s.metrics.authFailures.Inc()
 	s.limits.fail(addr)
 	s.log.Info("ssh: connection refused before a session", "remote", addr, "err", err)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -336,9 +337,9 @@ func TestRefusedWithNothingGivenAway(t *testing.T) {
 			t.Error("a unix socket channel was opened")
 		}
 	})
-	if got := testutil.ToFloat64(f.srv.metrics.authFailures); got < 4 {
-		t.Fatalf("tether_ssh_auth_failures_total = %v, want each refused authentication counted", got)
-	}
+	// Each refused authentication is counted (once the server has seen the
+	// client go, which may be after the client's dial returned).
+	waitCounter(t, f.srv.metrics.authFailures, 4)
 }
 
 func wantAuthRefused(t *testing.T, err error) {
@@ -373,6 +374,46 @@ func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
 	// The allowance refills with time.
 	f.clock.Advance(time.Minute)
 	f.mustDial(alice)
+}
+
+// Only a connection that tried to authenticate, or held its handshake past
+// the timeout, is charged: a client refusing the host key (a first
+// connection without the key pinned, answered "no"), or a TCP probe, costs
+// the server nothing and must not lock its address (an office's NAT, a
+// health check) out.
+func TestOnlyAuthenticationAttemptsAreCharged(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.FailureBurst = 3
+		c.FailuresPerMinute = 1
+		c.HandshakeTimeout = 300 * time.Millisecond
+	})
+	alice := f.identity("alice", registry.RoleViewer, "")
+	for i := range 5 {
+		_, err := gossh.Dial("tcp", f.addr, &gossh.ClientConfig{
+			User: "alice", Auth: []gossh.AuthMethod{gossh.PublicKeys(alice)}, Timeout: 10 * time.Second,
+			HostKeyCallback: func(string, net.Addr, gossh.PublicKey) error { return errors.New("host key not trusted") },
+		})
+		if err == nil || !strings.Contains(err.Error(), "host key not trusted") {
+			t.Fatalf("connection %d, refusing the host key: %v; want it to reach the host key (an EOF: its address was locked out)", i+1, err)
+		}
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	f.mustDial(alice)
+	if got := testutil.ToFloat64(f.srv.metrics.authFailures); got != 0 {
+		t.Errorf("tether_ssh_auth_failures_total = %v after connections that never authenticated", got)
+	}
+
+	// A connection that sits through the handshake timeout is charged.
+	c, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitCounter(t, f.srv.metrics.authFailures, 1)
 }
 
 func waitCounter(t *testing.T, c prometheus.Collector, want float64) {
