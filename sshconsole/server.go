@@ -81,11 +81,25 @@ type Server struct {
 	sessions map[*session]struct{}
 	conns    int
 	draining bool
-	// tried holds the connections still authenticating, by remote
-	// address: true once one asked to authenticate (any method, even
-	// "none"), so that failed charges only attempts (and timeouts).
-	tried map[string]bool
+	// connsByAddr holds the open connections, by remote address.
+	connsByAddr map[string]*connState
 }
+
+// connState is what the server follows of one connection (under
+// Server.mu).
+type connState struct {
+	conn net.Conn
+	// tried: it asked to authenticate (any method, even "none"), so that
+	// failed charges only attempts (and timeouts).
+	tried bool
+	// channels are its open session channels; quietSince, when it last
+	// had none (or authenticated): a connection without a console for
+	// HandshakeTimeout is closed (watchConn).
+	channels   int
+	quietSince time.Time
+}
+
+type connStateKey struct{}
 
 // New returns a server of cfg; Serve starts it.
 func New(cfg Config) (*Server, error) {
@@ -116,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "ssh"), metrics: newMetrics(),
 		limits:   newFailureLimiter(cfg.FailuresPerMinute, cfg.FailureBurst, cfg.Now),
-		sessions: map[*session]struct{}{}, tried: map[string]bool{},
+		sessions: map[*session]struct{}{}, connsByAddr: map[string]*connState{},
 	}
 	srv, err := wish.NewServer(
 		// The host key first: without one wish would generate and write
@@ -139,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 	srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
 		return &gossh.ServerConfig{MaxAuthTries: maxAuthTries, AuthLogCallback: s.authAttempt}
 	}
-	srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": sessionChannel}
+	srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": s.sessionChannel}
 	srv.RequestHandlers = map[string]ssh.RequestHandler{}
 	srv.SubsystemHandlers = map[string]ssh.SubsystemHandler{}
 	// No password, keyboard-interactive or forwarding handlers: the
@@ -194,7 +208,7 @@ func (s *Server) Sessions() int {
 
 // connect admits a TCP connection: refused unanswered when its address has
 // failed too often, or when too many connections are open.
-func (s *Server) connect(_ ssh.Context, c net.Conn) net.Conn {
+func (s *Server) connect(ctx ssh.Context, c net.Conn) net.Conn {
 	addr := hostOf(c.RemoteAddr())
 	if !s.limits.allowed(addr) {
 		s.metrics.refused.WithLabelValues("rate_limited").Inc()
@@ -207,14 +221,56 @@ func (s *Server) connect(_ ssh.Context, c net.Conn) net.Conn {
 		return nil
 	}
 	s.conns++
-	s.tried[c.RemoteAddr().String()] = false
+	st := &connState{conn: c, quietSince: s.cfg.Now()}
+	s.connsByAddr[c.RemoteAddr().String()] = st
+	ctx.SetValue(connStateKey{}, st)
+	go s.watchConn(ctx, st)
 	return c
+}
+
+// watchConn closes the connection once it has had no console open for
+// HandshakeTimeout (ssh -N, a multiplexing master left behind, a refused
+// port forward): each holds one of the connection slots. Before it
+// authenticates, the handshake timeout closes it as well.
+func (s *Server) watchConn(ctx ssh.Context, st *connState) {
+	tick := time.NewTicker(min(s.cfg.HandshakeTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		quiet := st.channels == 0 && s.cfg.Now().Sub(st.quietSince) >= s.cfg.HandshakeTimeout
+		s.mu.Unlock()
+		if quiet {
+			s.log.Info("ssh: closed a connection without a console", "remote", hostOf(st.conn.RemoteAddr()))
+			_ = st.conn.Close()
+			return
+		}
+	}
+}
+
+// channel counts a session channel of the connection of ctx opening (+1)
+// or closing (-1).
+func (s *Server) channel(ctx ssh.Context, delta int) {
+	st, ok := ctx.Value(connStateKey{}).(*connState)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.channels += delta
+	if st.channels == 0 {
+		st.quietSince = s.cfg.Now()
+	}
 }
 
 func (s *Server) connClosed(c net.Conn) {
 	s.mu.Lock()
 	s.conns--
-	delete(s.tried, c.RemoteAddr().String())
+	delete(s.connsByAddr, c.RemoteAddr().String())
 	s.mu.Unlock()
 }
 
@@ -222,8 +278,8 @@ func (s *Server) connClosed(c net.Conn) {
 func (s *Server) authAttempt(c gossh.ConnMetadata, _ string, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.tried[c.RemoteAddr().String()]; ok {
-		s.tried[c.RemoteAddr().String()] = true
+	if st, ok := s.connsByAddr[c.RemoteAddr().String()]; ok {
+		st.tried = true
 	}
 }
 
@@ -236,7 +292,8 @@ func (s *Server) authAttempt(c gossh.ConnMetadata, _ string, _ error) {
 func (s *Server) failed(c net.Conn, err error) {
 	addr := hostOf(c.RemoteAddr())
 	s.mu.Lock()
-	tried := s.tried[c.RemoteAddr().String()]
+	st := s.connsByAddr[c.RemoteAddr().String()]
+	tried := st != nil && st.tried
 	s.mu.Unlock()
 	var ne net.Error
 	if !tried && !(errors.As(err, &ne) && ne.Timeout()) {
@@ -255,6 +312,15 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) bool {
 		return false
 	}
 	_, err := s.cfg.Registry.AuthenticateSSHKey(ctx, key.Marshal())
+	if err == nil {
+		// Authenticated (or about to be): the time to open a console
+		// starts now.
+		if st, ok := ctx.Value(connStateKey{}).(*connState); ok {
+			s.mu.Lock()
+			st.quietSince = s.cfg.Now()
+			s.mu.Unlock()
+		}
+	}
 	return err == nil
 }
 

@@ -444,6 +444,50 @@ func TestSessionsAreBoundedInNumberAndIdleTime(t *testing.T) {
 	}
 }
 
+// A connection holds one of the server's connection slots: one with no
+// console open (ssh -N, a ControlPersist master left behind, a -L that
+// was refused) is closed after the handshake timeout, so that a key
+// holder cannot keep the slots, nor a revoked one its connection.
+func TestAConnectionWithoutAConsoleIsClosed(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleViewer, "")
+	bare := f.mustDial(alice)
+	used := f.mustDial(alice)
+	con := f.console(used, nil)
+	con.waitFor(t, "ssh:alice")
+
+	f.clock.Advance(DefaultHandshakeTimeout)
+	closed := make(chan error, 1)
+	go func() { closed <- bare.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a connection without a console stays open")
+	}
+	// The one with a console stays, until its console is gone too.
+	if _, err := con.in.Write([]byte("2")); err != nil {
+		t.Fatalf("the connection with a console open was closed: %v", err)
+	}
+	if _, err := con.in.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	con.waitEnd(t)
+	// The server sees the channel close a little after the client: time
+	// goes on until the connection closes.
+	go func() { closed <- used.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		f.clock.Advance(DefaultHandshakeTimeout)
+		select {
+		case <-closed:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a connection whose console ended stays open")
+		}
+	}
+}
+
 func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	f := newFixture(t, nil)
 	alice := f.identity("alice", registry.RoleOperator, "")

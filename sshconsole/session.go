@@ -225,7 +225,10 @@ var refusedRequests = map[string]bool{"auth-agent-req@openssh.com": true, "x11-r
 
 // sessionChannel is ssh.DefaultSessionHandler with agent forwarding and X11
 // refused and the environment bounded.
-func sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, newChan gossh.NewChannel, ctx ssh.Context) {
+// It counts the connection's open session channels (Server.watchConn).
+func (s *Server) sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, newChan gossh.NewChannel, ctx ssh.Context) {
+	s.channel(ctx, 1)
+	defer s.channel(ctx, -1)
 	ssh.DefaultSessionHandler(srv, conn, filteredChannel{newChan}, ctx)
 }
 
