@@ -133,16 +133,30 @@ type console struct {
 
 func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
 	f.t.Helper()
+	return f.consoleWith(c, func(sess *gossh.Session) error {
+		for k, v := range env {
+			if err := sess.Setenv(k, v); err != nil {
+				return err
+			}
+		}
+		return sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{})
+	})
+}
+
+// consoleWith is console with the session's requests before the shell
+// made by open (nil: a 120x40 pty).
+func (f *fixture) consoleWith(c *gossh.Client, open func(*gossh.Session) error) *console {
+	f.t.Helper()
+	if open == nil {
+		open = func(sess *gossh.Session) error {
+			return sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{})
+		}
+	}
 	sess, err := c.NewSession()
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for k, v := range env {
-		if err := sess.Setenv(k, v); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{}); err != nil {
+	if err := open(sess); err != nil {
 		f.t.Fatal(err)
 	}
 	con := &console{sess: sess, done: make(chan struct{})}
