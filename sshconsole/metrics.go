@@ -12,7 +12,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tether_ssh_auth_failures_total",
-			Help: "SSH connections to the console that ended without authenticating (unknown keys, refused methods, dropped handshakes).",
+			Help: "SSH connections to the console that tried to authenticate and did not (unknown keys, refused methods), or held the handshake past its timeout; each is charged to its source address.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_ssh_refusals_total",

@@ -81,7 +81,25 @@ type Server struct {
 	sessions map[*session]struct{}
 	conns    int
 	draining bool
+	// connsByAddr holds the open connections, by remote address.
+	connsByAddr map[string]*connState
 }
+
+// connState is what the server follows of one connection (under
+// Server.mu).
+type connState struct {
+	conn net.Conn
+	// tried: it asked to authenticate (any method, even "none"), so that
+	// failed charges only attempts (and timeouts).
+	tried bool
+	// channels are its open session channels; quietSince, when it last
+	// had none (or authenticated): a connection without a console for
+	// HandshakeTimeout is closed (watchConn).
+	channels   int
+	quietSince time.Time
+}
+
+type connStateKey struct{}
 
 // New returns a server of cfg; Serve starts it.
 func New(cfg Config) (*Server, error) {
@@ -112,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "ssh"), metrics: newMetrics(),
 		limits:   newFailureLimiter(cfg.FailuresPerMinute, cfg.FailureBurst, cfg.Now),
-		sessions: map[*session]struct{}{},
+		sessions: map[*session]struct{}{}, connsByAddr: map[string]*connState{},
 	}
 	srv, err := wish.NewServer(
 		// The host key first: without one wish would generate and write
@@ -130,12 +148,12 @@ func New(cfg Config) (*Server, error) {
 	srv.HandshakeTimeout = cfg.HandshakeTimeout
 	srv.ConnCallback = s.connect
 	srv.ConnectionFailedCallback = s.failed
-	srv.ConnectionCloseCallback = func(net.Conn) { s.connClosed() }
+	srv.ConnectionCloseCallback = s.connClosed
 	srv.SessionRequestCallback = s.sessionRequest
 	srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
-		return &gossh.ServerConfig{MaxAuthTries: maxAuthTries}
+		return &gossh.ServerConfig{MaxAuthTries: maxAuthTries, AuthLogCallback: s.authAttempt}
 	}
-	srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": sessionChannel}
+	srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": s.sessionChannel}
 	srv.RequestHandlers = map[string]ssh.RequestHandler{}
 	srv.SubsystemHandlers = map[string]ssh.SubsystemHandler{}
 	// No password, keyboard-interactive or forwarding handlers: the
@@ -190,7 +208,7 @@ func (s *Server) Sessions() int {
 
 // connect admits a TCP connection: refused unanswered when its address has
 // failed too often, or when too many connections are open.
-func (s *Server) connect(_ ssh.Context, c net.Conn) net.Conn {
+func (s *Server) connect(ctx ssh.Context, c net.Conn) net.Conn {
 	addr := hostOf(c.RemoteAddr())
 	if !s.limits.allowed(addr) {
 		s.metrics.refused.WithLabelValues("rate_limited").Inc()
@@ -203,20 +221,86 @@ func (s *Server) connect(_ ssh.Context, c net.Conn) net.Conn {
 		return nil
 	}
 	s.conns++
+	st := &connState{conn: c, quietSince: s.cfg.Now()}
+	s.connsByAddr[c.RemoteAddr().String()] = st
+	ctx.SetValue(connStateKey{}, st)
+	go s.watchConn(ctx, st)
 	return c
 }
 
-func (s *Server) connClosed() {
+// watchConn closes the connection once it has had no console open for
+// HandshakeTimeout (ssh -N, a multiplexing master left behind, a refused
+// port forward): each holds one of the connection slots. Before it
+// authenticates, the handshake timeout closes it as well.
+func (s *Server) watchConn(ctx ssh.Context, st *connState) {
+	tick := time.NewTicker(min(s.cfg.HandshakeTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		quiet := st.channels == 0 && s.cfg.Now().Sub(st.quietSince) >= s.cfg.HandshakeTimeout
+		s.mu.Unlock()
+		if quiet {
+			s.log.Info("ssh: closed a connection without a console", "remote", hostOf(st.conn.RemoteAddr()))
+			_ = st.conn.Close()
+			return
+		}
+	}
+}
+
+// channel counts a session channel of the connection of ctx opening (+1)
+// or closing (-1).
+func (s *Server) channel(ctx ssh.Context, delta int) {
+	st, ok := ctx.Value(connStateKey{}).(*connState)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.channels += delta
+	if st.channels == 0 {
+		st.quietSince = s.cfg.Now()
+	}
+}
+
+func (s *Server) connClosed(c net.Conn) {
 	s.mu.Lock()
 	s.conns--
+	delete(s.connsByAddr, c.RemoteAddr().String())
 	s.mu.Unlock()
 }
 
-// failed counts a connection that never authenticated against its
-// address.
+// authAttempt notes that the connection asked to authenticate.
+func (s *Server) authAttempt(c gossh.ConnMetadata, _ string, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.connsByAddr[c.RemoteAddr().String()]; ok {
+		st.tried = true
+	}
+}
+
+// failed charges a connection that never authenticated to its address,
+// when it tried to (an unknown key, a refused method) or held its
+// handshake until the timeout. One that left before asking to
+// authenticate (a client refusing the host key, a TCP probe) cost nothing
+// and is not charged: a person answering "no" to an unknown host key, or
+// a health check, must not lock their address out.
 func (s *Server) failed(c net.Conn, err error) {
-	s.metrics.authFailures.Inc()
 	addr := hostOf(c.RemoteAddr())
+	s.mu.Lock()
+	st := s.connsByAddr[c.RemoteAddr().String()]
+	tried := st != nil && st.tried
+	s.mu.Unlock()
+	var ne net.Error
+	if !tried && !(errors.As(err, &ne) && ne.Timeout()) {
+		s.log.Debug("ssh: connection left before authenticating", "remote", addr, "err", err)
+		return
+	}
+	s.metrics.authFailures.Inc()
 	s.limits.fail(addr)
 	s.log.Info("ssh: connection refused before a session", "remote", addr, "err", err)
 }
@@ -228,6 +312,15 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) bool {
 		return false
 	}
 	_, err := s.cfg.Registry.AuthenticateSSHKey(ctx, key.Marshal())
+	if err == nil {
+		// Authenticated (or about to be): the time to open a console
+		// starts now.
+		if st, ok := ctx.Value(connStateKey{}).(*connState); ok {
+			s.mu.Lock()
+			st.quietSince = s.cfg.Now()
+			s.mu.Unlock()
+		}
+	}
 	return err == nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -132,16 +133,30 @@ type console struct {
 
 func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
 	f.t.Helper()
+	return f.consoleWith(c, func(sess *gossh.Session) error {
+		for k, v := range env {
+			if err := sess.Setenv(k, v); err != nil {
+				return err
+			}
+		}
+		return sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{})
+	})
+}
+
+// consoleWith is console with the session's requests before the shell
+// made by open (nil: a 120x40 pty).
+func (f *fixture) consoleWith(c *gossh.Client, open func(*gossh.Session) error) *console {
+	f.t.Helper()
+	if open == nil {
+		open = func(sess *gossh.Session) error {
+			return sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{})
+		}
+	}
 	sess, err := c.NewSession()
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for k, v := range env {
-		if err := sess.Setenv(k, v); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{}); err != nil {
+	if err := open(sess); err != nil {
 		f.t.Fatal(err)
 	}
 	con := &console{sess: sess, done: make(chan struct{})}
@@ -336,9 +351,9 @@ func TestRefusedWithNothingGivenAway(t *testing.T) {
 			t.Error("a unix socket channel was opened")
 		}
 	})
-	if got := testutil.ToFloat64(f.srv.metrics.authFailures); got < 4 {
-		t.Fatalf("tether_ssh_auth_failures_total = %v, want each refused authentication counted", got)
-	}
+	// Each refused authentication is counted (once the server has seen the
+	// client go, which may be after the client's dial returned).
+	waitCounter(t, f.srv.metrics.authFailures, 4)
 }
 
 func wantAuthRefused(t *testing.T, err error) {
@@ -375,6 +390,46 @@ func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
 	f.mustDial(alice)
 }
 
+// Only a connection that tried to authenticate, or held its handshake past
+// the timeout, is charged: a client refusing the host key (a first
+// connection without the key pinned, answered "no"), or a TCP probe, costs
+// the server nothing and must not lock its address (an office's NAT, a
+// health check) out.
+func TestOnlyAuthenticationAttemptsAreCharged(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.FailureBurst = 3
+		c.FailuresPerMinute = 1
+		c.HandshakeTimeout = 300 * time.Millisecond
+	})
+	alice := f.identity("alice", registry.RoleViewer, "")
+	for i := range 5 {
+		_, err := gossh.Dial("tcp", f.addr, &gossh.ClientConfig{
+			User: "alice", Auth: []gossh.AuthMethod{gossh.PublicKeys(alice)}, Timeout: 10 * time.Second,
+			HostKeyCallback: func(string, net.Addr, gossh.PublicKey) error { return errors.New("host key not trusted") },
+		})
+		if err == nil || !strings.Contains(err.Error(), "host key not trusted") {
+			t.Fatalf("connection %d, refusing the host key: %v; want it to reach the host key (an EOF: its address was locked out)", i+1, err)
+		}
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	f.mustDial(alice)
+	if got := testutil.ToFloat64(f.srv.metrics.authFailures); got != 0 {
+		t.Errorf("tether_ssh_auth_failures_total = %v after connections that never authenticated", got)
+	}
+
+	// A connection that sits through the handshake timeout is charged.
+	c, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitCounter(t, f.srv.metrics.authFailures, 1)
+}
+
 func waitCounter(t *testing.T, c prometheus.Collector, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -403,6 +458,50 @@ func TestSessionsAreBoundedInNumberAndIdleTime(t *testing.T) {
 	}
 }
 
+// A connection holds one of the server's connection slots: one with no
+// console open (ssh -N, a ControlPersist master left behind, a -L that
+// was refused) is closed after the handshake timeout, so that a key
+// holder cannot keep the slots, nor a revoked one its connection.
+func TestAConnectionWithoutAConsoleIsClosed(t *testing.T) {
+	f := newFixture(t, nil)
+	alice := f.identity("alice", registry.RoleViewer, "")
+	bare := f.mustDial(alice)
+	used := f.mustDial(alice)
+	con := f.console(used, nil)
+	con.waitFor(t, "ssh:alice")
+
+	f.clock.Advance(DefaultHandshakeTimeout)
+	closed := make(chan error, 1)
+	go func() { closed <- bare.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a connection without a console stays open")
+	}
+	// The one with a console stays, until its console is gone too.
+	if _, err := con.in.Write([]byte("2")); err != nil {
+		t.Fatalf("the connection with a console open was closed: %v", err)
+	}
+	if _, err := con.in.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	con.waitEnd(t)
+	// The server sees the channel close a little after the client: time
+	// goes on until the connection closes.
+	go func() { closed <- used.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		f.clock.Advance(DefaultHandshakeTimeout)
+		select {
+		case <-closed:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a connection whose console ended stays open")
+		}
+	}
+}
+
 func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	f := newFixture(t, nil)
 	alice := f.identity("alice", registry.RoleOperator, "")
@@ -417,6 +516,42 @@ func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the revoked identity's session ended after %v, want within 2 s", d)
 	}
+}
+
+// An identity that expires ends its open sessions too, within 2 s, though
+// nothing was revoked: nothing but the clock changed.
+func TestExpiringTheIdentityEndsItsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Expiring well before the idle timeout: the session ends because the
+	// identity expired, not because nobody typed.
+	ttl := DefaultIdleTimeout / 3
+	if _, err := f.reg.IssueAdminToken(f.admin, registry.AdminTokenSpec{Name: "alice", Role: registry.RoleOperator, TTL: ttl,
+		SSHKeys: []string{string(gossh.MarshalAuthorizedKey(alice.PublicKey()))}}); err != nil {
+		t.Fatal(err)
+	}
+	con := f.console(f.mustDial(alice), nil)
+	con.waitFor(t, "ssh:alice")
+	f.clock.Advance(ttl)
+	start := time.Now()
+	con.waitFor(t, "no longer opens the console")
+	con.waitEnd(t)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the expired identity's session ended after %v, want within 2 s", d)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.ended.WithLabelValues("revoked")); got != 1 {
+		t.Fatalf("sessions ended by the identity stopping = %v", got)
+	}
+	// And the key opens nothing any more.
+	_, err = f.dial(gossh.PublicKeys(alice))
+	wantAuthRefused(t, err)
 }
 
 func TestShutdownDrainsSessionsWithAMessage(t *testing.T) {

@@ -175,14 +175,48 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		ServerURL: s.cfg.ServerURL,
 		Source:    source,
 		Context:   ss.ctx,
+		// The person is not at this machine: no file of it read, no
+		// program of it run ($EDITOR) for them.
+		NoHostAccess: true,
 	})
-	opts := append(bubbletea.MakeOptions(sess), tea.WithInput(&inputClock{r: sess, ss: ss, now: s.cfg.Now}))
+	pty, _, _ := sess.Pty()
+	opts := append(bubbletea.MakeOptions(sess), tea.WithInput(&inputClock{r: sess, ss: ss, now: s.cfg.Now}),
+		tea.WithWindowSize(boundWindow(pty.Window.Width, pty.Window.Height)), tea.WithFilter(filterMsg))
 	if noColor {
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	p := tea.NewProgram(model, opts...)
 	go quitWhenDone(ss.ctx, p)
 	return p
+}
+
+// The window the console draws in is at most this large: its screen
+// buffer grows with width x height, and the client says the size (its pty
+// request, window changes, a size report typed as input), so a key holder
+// asking for millions of cells would take the server's memory. A larger
+// window shows the console in its top left corner.
+const (
+	maxWindowWidth  = 400
+	maxWindowHeight = 200
+)
+
+func boundWindow(w, h int) (int, int) {
+	return min(max(w, 0), maxWindowWidth), min(max(h, 0), maxWindowHeight)
+}
+
+// filterMsg bounds every window size the console is told (window changes,
+// size reports in the input) and, as bubbletea.MakeOptions' own filter
+// (which this one replaces) does, resumes rather than suspends: ctrl+z
+// has no shell to return to.
+func filterMsg(_ tea.Model, msg tea.Msg) tea.Msg {
+	switch m := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.Width, m.Height = boundWindow(m.Width, m.Height)
+		return m
+	case tea.SuspendMsg:
+		return tea.ResumeMsg{}
+	}
+	return msg
 }
 
 // quitWhenDone quits the console once ctx ends (it restores the client's
@@ -222,7 +256,10 @@ var refusedRequests = map[string]bool{"auth-agent-req@openssh.com": true, "x11-r
 
 // sessionChannel is ssh.DefaultSessionHandler with agent forwarding and X11
 // refused and the environment bounded.
-func sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, newChan gossh.NewChannel, ctx ssh.Context) {
+// It counts the connection's open session channels (Server.watchConn).
+func (s *Server) sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, newChan gossh.NewChannel, ctx ssh.Context) {
+	s.channel(ctx, 1)
+	defer s.channel(ctx, -1)
 	ssh.DefaultSessionHandler(srv, conn, filteredChannel{newChan}, ctx)
 }
 

@@ -49,6 +49,12 @@ type Options struct {
 	Start string
 	// Context ends the console's background work (the watch) when done.
 	Context context.Context
+	// NoHostAccess: the console's person is not at the machine it runs on
+	// (the console over SSH), so it reads none of that machine's files and
+	// runs none of its programs for them: the submit form has no From file
+	// field and no ctrl+e ($EDITOR, whose shell escape would be a shell
+	// there).
+	NoHostAccess bool
 }
 
 // Screens, in tab order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -33,6 +34,10 @@ type submitForm struct {
 	refusal string // the registry's refusal, shown under the payload
 	err     string // what the form itself refused (a duration, a file)
 	sending bool
+	// hostFiles: the From file field and ctrl+e ($EDITOR) are offered,
+	// both on the machine the console runs on (not over SSH:
+	// Options.NoHostAccess).
+	hostFiles bool
 }
 
 // The order of the fields; the payload is focusPayload.
@@ -61,7 +66,7 @@ func newSubmitForm(ctx *Context, cluster string) *submitForm {
 	text := func(k, label, help, v string) *formField {
 		return &formField{key: k, label: label, help: help, kind: fieldText, input: newInput(ctx, v), sel: -1}
 	}
-	f := &submitForm{ctx: ctx,
+	f := &submitForm{ctx: ctx, hostFiles: ctx.Opts == nil || !ctx.Opts.NoHostAccess,
 		cluster: text("cluster", "Cluster", "name or id; tab completes a name", cluster),
 		kind: &formField{key: "kind", label: "Kind", help: "the payload starts as the kind's example until edited",
 			kind: fieldChoice, choices: submitKinds},
@@ -117,7 +122,15 @@ func (f *submitForm) inputs() []*formField {
 }
 
 func (f *submitForm) setFocus(i int) {
-	f.focus = (i + focusCount) % focusCount
+	dir := 1
+	if i < f.focus {
+		dir = -1
+	}
+	i = (i + focusCount) % focusCount
+	if i == focusFile && !f.hostFiles {
+		i = (i + dir + focusCount) % focusCount
+	}
+	f.focus = i
 	for _, fd := range f.inputs() {
 		if fd != nil {
 			fd.input.Blur()
@@ -184,7 +197,7 @@ func (f *submitForm) Update(msg tea.Msg) (modal, tea.Cmd) {
 		return f, nil
 	}
 	if f.focus == focusPayload {
-		if key.Matches(k, keySubmitEditor) {
+		if key.Matches(k, keySubmitEditor) && f.hostFiles {
 			return f, f.openEditor()
 		}
 		var cmd tea.Cmd
@@ -240,7 +253,7 @@ func refusalText(err error) string {
 
 func (f *submitForm) loadFile() {
 	path := f.file.value()
-	if path == "" {
+	if path == "" || !f.hostFiles {
 		f.setFocus(f.focus + 1)
 		return
 	}
@@ -266,6 +279,9 @@ func unwrapPathErr(err error) error {
 // openEditor suspends the console and edits the payload in $VISUAL or
 // $EDITOR (vi when neither is set), through a temporary file.
 func (f *submitForm) openEditor() tea.Cmd {
+	if !f.hostFiles {
+		return nil
+	}
 	editor := strings.Fields(os.Getenv("VISUAL"))
 	if len(editor) == 0 {
 		editor = strings.Fields(os.Getenv("EDITOR"))
@@ -404,6 +420,9 @@ func (f *submitForm) View() string {
 		i  int
 		fd *formField
 	}{{focusFile, f.file}, {focusIdem, f.idem}, {focusExpires, f.expires}} {
+		if x.i == focusFile && !f.hostFiles {
+			continue
+		}
 		x.fd.input.SetWidth(valueW - 1)
 		add(label(x.i, x.fd.label) + x.fd.input.View())
 		helpLine(x.i, x.fd)
@@ -423,6 +442,9 @@ func (f *submitForm) View() string {
 func (f *submitForm) hintLine() string {
 	switch f.focus {
 	case focusPayload:
+		if !f.hostFiles {
+			return hints(f.ctx, "tab", "next field", "ctrl+s", "submit", "esc", "cancel")
+		}
 		return hints(f.ctx, "ctrl+e", "$EDITOR", "tab", "next field", "ctrl+s", "submit", "esc", "cancel")
 	case focusKind:
 		return hints(f.ctx, "←/→", "choose", "tab", "next field", "ctrl+s", "submit", "esc", "cancel")
@@ -434,5 +456,8 @@ func (f *submitForm) hintLine() string {
 
 func (f *submitForm) KeyMap() help.KeyMap {
 	b := []key.Binding{keyNextField, keyPrevField, keyChoice, keySubmitEditor, keySubmitSend, keyCancel}
+	if !f.hostFiles {
+		b = slices.Delete(b, 3, 4)
+	}
 	return keyMap{short: []key.Binding{keyNextField, keySubmitSend, keyCancel}, full: [][]key.Binding{b[:3], b[3:]}}
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/themes"
 )
 
 func submitFormOf(t *testing.T, m *Model) *submitForm {
@@ -145,5 +148,37 @@ func TestGoldenSubmitForm(t *testing.T) {
 			h.waitIdle(func(m *Model) bool { return m.modal.(*submitForm).cluster.value() == "prod-eu-1" })
 			h.golden()
 		})
+	}
+}
+
+// A console whose person is not at its machine (over SSH: NoHostAccess)
+// offers neither From file nor ctrl+e: tab goes from the payload to the
+// idempotency key, and ctrl+e runs nothing.
+func TestSubmitFormWithoutHostAccess(t *testing.T) {
+	e := newEnv(t)
+	seedFleet(t, e)
+	m := New(Options{Backend: e.backend(), Theme: themes.Choice{Theme: themes.Dark()}, NoHostAccess: true})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	load(t, m, e)
+	do(m, "3", "n")
+	f := submitFormOf(t, m)
+	do(m, "tab", "tab") // kind, payload
+	if f.focus != focusPayload {
+		t.Fatalf("focus %d, want the payload", f.focus)
+	}
+	if _, cmd := f.Update(tea.KeyPressMsg{Code: 'e', Mod: tea.ModCtrl}); cmd != nil {
+		t.Fatal("ctrl+e would run a program")
+	}
+	view := m.View().Content
+	if strings.Contains(view, "From file") || strings.Contains(view, "$EDITOR") {
+		t.Errorf("the form offers the machine's files or its editor:\n%s", view)
+	}
+	do(m, "tab")
+	if f.focus != focusIdem {
+		t.Fatalf("tab from the payload went to field %d, want the idempotency key", f.focus)
+	}
+	do(m, "shift+tab")
+	if f.focus != focusPayload {
+		t.Fatalf("shift+tab from the idempotency key went to field %d, want the payload", f.focus)
 	}
 }
