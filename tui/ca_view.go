@@ -95,7 +95,7 @@ func (v *caView) Update(msg tea.Msg) tea.Cmd {
 // replaced, from the CLI).
 func (v *caView) confirmInit() tea.Cmd {
 	if !canAdmin(v.ctx) {
-		return failed("only an admin may create tether's CA; this console's token may not (ask an admin to run tether ca init)")
+		return failed("only an admin may create tether's CA; this console may not (ask an admin to run tether ca init)")
 	}
 	b := v.ctx.Backend
 	body := "tether creates an ECDSA P-256 key and a self-signed certificate valid 5 years, which may only issue client certificates naming spiffe://tether/… identities. " +

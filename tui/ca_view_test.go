@@ -125,7 +125,7 @@ func TestCAViewRefusesNonAdmins(t *testing.T) {
 	}{
 		{"read_only", true, "", "read-only mode"},
 		{"viewer", false, registry.RoleViewer, "read-only mode"},
-		{"operator", false, registry.RoleOperator, "create the CA needs the admin role; this console's token has the operator role"},
+		{"operator", false, registry.RoleOperator, "create the CA needs the admin role; this console has the operator role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

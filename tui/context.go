@@ -53,7 +53,7 @@ func (c *Context) refusal(what string, perm registry.Permission, change bool) st
 	if c.ReadOnly && change {
 		return "read-only mode: " + what + " is disabled (the console was started with --read-only)"
 	}
-	return what + " needs the " + string(perm.Role()) + " role; this console's token has the " + string(c.Role) + " role"
+	return what + " needs the " + string(perm.Role()) + " role; this console has the " + string(c.Role) + " role"
 }
 
 func (c *Context) request(msg tea.Msg) tea.Cmd {

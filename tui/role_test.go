@@ -34,7 +34,7 @@ func TestConsoleFollowsTheTokensRole(t *testing.T) {
 	do(viewer, "3")
 	viewer.status = ""
 	do(viewer, "R")
-	if viewer.modal != nil || viewer.status != "requeue needs the operator role; this console's token has the viewer role" {
+	if viewer.modal != nil || viewer.status != "requeue needs the operator role; this console has the viewer role" {
 		t.Errorf("a viewer's R: modal %T, status %q", viewer.modal, viewer.status)
 	}
 	if view := viewer.View().Content; strings.Contains(view, "--read-only") || !strings.Contains(view, "VIEWER") || strings.Contains(viewer.helpLine(), "requeue") {
@@ -46,7 +46,7 @@ func TestConsoleFollowsTheTokensRole(t *testing.T) {
 	for _, k := range []string{"n", "e", "t", "r", "x", "d", "D"} {
 		op.status = ""
 		do(op, k)
-		if op.modal != nil || !strings.HasSuffix(op.status, "needs the admin role; this console's token has the operator role") {
+		if op.modal != nil || !strings.HasSuffix(op.status, "needs the admin role; this console has the operator role") {
 			t.Errorf("an operator's %s on the clusters: modal %T, status %q", k, op.modal, op.status)
 			op.modal = nil
 		}

@@ -123,7 +123,7 @@ func TestSubmitJobNeedsTheOperatorRole(t *testing.T) {
 	do(viewer, "3")
 	viewer.status = ""
 	do(viewer, "n")
-	if viewer.modal != nil || viewer.status != "submit job needs the operator role; this console's token has the viewer role" {
+	if viewer.modal != nil || viewer.status != "submit job needs the operator role; this console has the viewer role" {
 		t.Errorf("a viewer's n: modal %T, status %q", viewer.modal, viewer.status)
 	}
 	if strings.Contains(viewer.helpLine(), "submit") {
