@@ -77,8 +77,11 @@ type Server struct {
 	metrics *metrics
 	limits  *failureLimiter
 
-	mu       sync.Mutex
-	sessions map[*session]struct{}
+	mu sync.Mutex
+	// sessions are the open consoles by their SSH session (not the
+	// connection's context, which the sessions of one multiplexed
+	// connection share).
+	sessions map[ssh.Session]*session
 	conns    int
 	draining bool
 	// connsByAddr holds the open connections, by remote address.
@@ -130,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "ssh"), metrics: newMetrics(),
 		limits:   newFailureLimiter(cfg.FailuresPerMinute, cfg.FailureBurst, cfg.Now),
-		sessions: map[*session]struct{}{}, connsByAddr: map[string]*connState{},
+		sessions: map[ssh.Session]*session{}, connsByAddr: map[string]*connState{},
 	}
 	srv, err := wish.NewServer(
 		// The host key first: without one wish would generate and write
@@ -179,8 +182,8 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
-	for sess := range s.sessions {
-		sess.end(errShuttingDown)
+	for _, ss := range s.sessions {
+		ss.end(errShuttingDown)
 	}
 	s.mu.Unlock()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -147,6 +147,16 @@ func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
 // made by open (nil: a 120x40 pty).
 func (f *fixture) consoleWith(c *gossh.Client, open func(*gossh.Session) error) *console {
 	f.t.Helper()
+	con := f.unopened(c, open)
+	if err := con.sess.Shell(); err != nil {
+		f.t.Fatal(err)
+	}
+	return con
+}
+
+// unopened is consoleWith short of the shell request that opens it.
+func (f *fixture) unopened(c *gossh.Client, open func(*gossh.Session) error) *console {
+	f.t.Helper()
 	if open == nil {
 		open = func(sess *gossh.Session) error {
 			return sess.RequestPty("xterm-256color", 40, 120, gossh.TerminalModes{})
@@ -182,9 +192,6 @@ func (f *fixture) consoleWith(c *gossh.Client, open func(*gossh.Session) error) 
 		}
 		wg.Wait()
 	}()
-	if err := sess.Shell(); err != nil {
-		f.t.Fatal(err)
-	}
 	return con
 }
 

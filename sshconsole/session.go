@@ -21,11 +21,10 @@ import (
 
 var errIdle = errors.New("This console session was idle too long and ends. Connect again to go on")
 
-type sessionKey struct{}
-
 // session is one open console: it ends (ctx) when its identity stops
 // working, it idles too long, the server shuts down, or the person quits.
 type session struct {
+	conn      ssh.Session
 	id        registry.SSHIdentity
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -95,10 +94,9 @@ func (s *Server) open(sess ssh.Session, id registry.SSHIdentity) (*session, stri
 	}
 	held, release := s.cfg.Registry.WhileSSHIdentityWorks(sess.Context(), id)
 	ctx, cancel := context.WithCancelCause(held)
-	ss := &session{id: id, ctx: ctx, cancel: func(cause error) { cancel(cause); release() }}
+	ss := &session{conn: sess, id: id, ctx: ctx, cancel: func(cause error) { cancel(cause); release() }}
 	ss.lastInput.Store(s.cfg.Now().UnixNano())
-	s.sessions[ss] = struct{}{}
-	sess.Context().SetValue(sessionKey{}, ss)
+	s.sessions[sess] = ss
 	go s.watchIdle(ss)
 	return ss, ""
 }
@@ -107,7 +105,7 @@ func (s *Server) close(ss *session, cause error) {
 	s.metrics.ended.WithLabelValues(endReason(cause)).Inc()
 	ss.end(context.Canceled)
 	s.mu.Lock()
-	delete(s.sessions, ss)
+	delete(s.sessions, ss.conn)
 	s.mu.Unlock()
 }
 
@@ -144,7 +142,9 @@ func (s *Server) watchIdle(ss *session) {
 // registry, acting as the session's identity, sized to the client's
 // window and rendered in its colour profile (none with NO_COLOR).
 func (s *Server) program(sess ssh.Session) *tea.Program {
-	ss, ok := sess.Context().Value(sessionKey{}).(*session)
+	s.mu.Lock()
+	ss, ok := s.sessions[sess]
+	s.mu.Unlock()
 	if !ok {
 		return nil
 	}
