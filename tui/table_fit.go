@@ -99,7 +99,21 @@ func (t *table) fit(src tableSource) {
 			}
 			continue
 		}
-		if !col.Fit || col.Path {
+		if !col.Fit {
+			continue
+		}
+		if col.Path {
+			// A path gives up its kind first, then its end: cut, the
+			// namespace and the name still tell the rows apart
+			// ("…/team-a/keycloak-te…" stood for two targets), and where
+			// they cannot, the least useful columns give way.
+			if !multi[c] {
+				cut := make([]string, len(texts[c]))
+				for i, s := range texts[c] {
+					cut[i] = dropHead(cell{{s, 0}}, 0)[0].text
+				}
+				distinct[c] = min(natural[c], uniquePrefix(cut)+1)
+			}
 			continue
 		}
 		// Cut, the texts on screen stay told apart, from each other and
