@@ -50,8 +50,11 @@ func TestCutTargetsStayDistinct(t *testing.T) {
 	a := e.agent(t, tok)
 	targets := []string{"keycloak-team-a", "nextcloud-team-a", "gitea-team-a", "grafana-team-a", "wordpress-team-a-settings", "backup-gitea-team-a-101", "backup-gitea-team-a-103", "keycloak-team-a-settings"}
 	// In progress, with their leases and activity on screen.
+	var ids []string
 	for _, name := range targets {
-		must(e.reg.AckJob(e.admin, a, e.submit(t, c.ID, "team-a", name).ID))
+		j := e.submit(t, c.ID, "team-a", name)
+		must(e.reg.AckJob(e.admin, a, j.ID))
+		ids = append(ids, j.ID)
 	}
 	m := newModel(t, e, false)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
@@ -72,5 +75,21 @@ func TestCutTargetsStayDistinct(t *testing.T) {
 		if len(names) != 1 {
 			t.Errorf("TARGET %q stands for %d targets %v:\n%s", stub, len(names), names, ansi.Strip(view))
 		}
+	}
+	// Their ids, minted within a second, share the timestamp they start
+	// with: cut, they keep their tag and the tail that tells them apart.
+	seen := map[string]bool{}
+	for _, stub := range columnCells(t, view, "ID") {
+		tail, ok := strings.CutPrefix(stub, "j-…")
+		n := 0
+		for _, id := range ids {
+			if ok && strings.HasSuffix(id, tail) {
+				n++
+			}
+		}
+		if n != 1 || seen[stub] {
+			t.Errorf("ID %q is not one job's tag and distinct tail (%d match):\n%s", stub, n, ansi.Strip(view))
+		}
+		seen[stub] = true
 	}
 }
