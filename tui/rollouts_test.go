@@ -127,7 +127,9 @@ func TestRolloutsReadOnly(t *testing.T) {
 }
 
 // A rollout's target whose job an agent holds reads "in progress", as the
-// jobs view says it, not the registry's raw in_progress (issue 30, small).
+// jobs view says it, not the registry's raw in_progress (issue 30, small),
+// and enter on the target opens its job (issue 30: a rollout's jobs are
+// links).
 func TestRolloutDetailSaysInProgress(t *testing.T) {
 	e := newEnv(t)
 	fx := seedFleet(t, e)
@@ -153,5 +155,19 @@ func TestRolloutDetailSaysInProgress(t *testing.T) {
 	view := ansi.Strip(m.View().Content)
 	if _, ok := m.top().(*rolloutDetail); !ok || !strings.Contains(view, "in progress") || strings.Contains(view, "in_progress") {
 		t.Fatalf("the rollout's job held by its agent (top %T):\n%s", m.top(), view)
+	}
+
+	// enter on a target opens its job over the rollout; esc comes back.
+	d := m.top().(*rolloutDetail)
+	for d.table.cursor < len(d.ro.Targets) && d.ro.Targets[d.table.cursor].JobID != job {
+		do(m, "j")
+	}
+	do(m, "enter")
+	if jd, ok := m.top().(*jobDetail); !ok || jd.id != job {
+		t.Fatalf("enter on prod-eu-1's target opened %T; want its job %s", m.top(), job)
+	}
+	do(m, "esc")
+	if m.top() != d {
+		t.Fatalf("esc from the target's job: top %T, want the rollout", m.top())
 	}
 }
