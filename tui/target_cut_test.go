@@ -43,7 +43,8 @@ func columnCells(t *testing.T, view, title string) []string {
 // At 80 columns the jobs' TARGET was cut to its namespace alone
 // ("…/team-a/…" on every row of team-a, whatever the application): a cut
 // target, like a cut name, must tell the rows apart (issue 30, defect 7:
-// never an ambiguous stub; the least useful columns give way first).
+// never an ambiguous stub; names that differ at their end are cut at
+// their start, as cluster names are).
 func TestCutTargetsStayDistinct(t *testing.T) {
 	e := newEnv(t)
 	c, tok := e.cluster(t, registry.ClusterSpec{Name: "prod-eu-1", AllowedNamespaces: []string{"*"}})
