@@ -279,8 +279,19 @@ func (m *Model) helpLine() string {
 		}
 	}
 	h := newHelp(m.ctx)
-	h.SetWidth(m.ctx.Width - 1)
-	return " " + h.ShortHelpView(km.ShortHelp())
+	width := m.ctx.Width - 1
+	h.SetWidth(width)
+	short := km.ShortHelp()
+	line := h.ShortHelpView(short)
+	// Where the keys that fit leave no room for the ellipsis, bubbles' help
+	// adds the rest anyway and the line runs past the screen's edge: fewer
+	// keys, then, and the ellipsis.
+	h.SetWidth(0)
+	tail := " " + h.Styles.Ellipsis.Render(h.Ellipsis)
+	for n := len(short) - 1; ansi.StringWidth(line) > width && n >= 0; n-- {
+		line = h.ShortHelpView(short[:n]) + tail
+	}
+	return " " + line
 }
 
 // withWide adds the wide-layout toggle (w) to a list's short help, before

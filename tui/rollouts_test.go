@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tetherhq/tether/registry"
@@ -122,5 +123,51 @@ func TestRolloutsReadOnly(t *testing.T) {
 	}
 	if ro := must(h.env.reg.ListRollouts(h.env.admin, registry.RolloutListParams{})); ro[0].State != registry.RolloutHalted {
 		t.Fatalf("a read-only console changed the rollout: %s (status %q)", ro[0].State, status)
+	}
+}
+
+// A rollout's target whose job an agent holds reads "in progress", as the
+// jobs view says it, not the registry's raw in_progress (issue 30, small),
+// and enter on the target opens its job (issue 30: a rollout's jobs are
+// links).
+func TestRolloutDetailSaysInProgress(t *testing.T) {
+	e := newEnv(t)
+	fx := seedFleet(t, e)
+	ro := must(e.reg.CreateRollout(e.admin, registry.RolloutSpec{
+		Name: "config-v2", Selector: "!canary", Kind: registry.KindApply, MaxParallel: 2,
+		Payload: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"default"}}`),
+	}))
+	var job string
+	for _, tg := range ro.Targets {
+		if tg.ClusterID == fx.euID && tg.JobID != "" {
+			job = tg.JobID
+		}
+	}
+	if job == "" {
+		t.Fatalf("the rollout started no job on prod-eu-1: %+v", ro.Targets)
+	}
+	must(e.reg.AckJob(e.admin, fx.euAgent, job))
+	m := newModel(t, e, false)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	load(t, m, e)
+	runCmd(m, "rollouts config-v2")
+	pump(m, nil)
+	view := ansi.Strip(m.View().Content)
+	if _, ok := m.top().(*rolloutDetail); !ok || !strings.Contains(view, "in progress") || strings.Contains(view, "in_progress") {
+		t.Fatalf("the rollout's job held by its agent (top %T):\n%s", m.top(), view)
+	}
+
+	// enter on a target opens its job over the rollout; esc comes back.
+	d := m.top().(*rolloutDetail)
+	for d.table.cursor < len(d.ro.Targets) && d.ro.Targets[d.table.cursor].JobID != job {
+		do(m, "j")
+	}
+	do(m, "enter")
+	if jd, ok := m.top().(*jobDetail); !ok || jd.id != job {
+		t.Fatalf("enter on prod-eu-1's target opened %T; want its job %s", m.top(), job)
+	}
+	do(m, "esc")
+	if m.top() != d {
+		t.Fatalf("esc from the target's job: top %T, want the rollout", m.top())
 	}
 }

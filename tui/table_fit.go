@@ -99,7 +99,27 @@ func (t *table) fit(src tableSource) {
 			}
 			continue
 		}
-		if !col.Fit || col.Path {
+		if !col.Fit {
+			continue
+		}
+		if col.Path {
+			// A path gives up its kind first, then its end, as long as
+			// the rows stay told apart ("…/team-a/keycloak-te…" stood for
+			// two targets); names that differ only at their end
+			// (backup-…-2930, backup-…-2931) are cut at their start
+			// instead, when that is shorter.
+			if !multi[c] {
+				cut := make([]string, len(texts[c]))
+				for i, s := range texts[c] {
+					cut[i] = dropHead(cell{{s, 0}}, 0)[0].text
+				}
+				endCut := uniquePrefix(cut) + 1
+				distinct[c] = min(natural[c], endCut)
+				if headW := uniqueSuffix(cut) + 1; headW < endCut {
+					distinct[c] = min(natural[c], headW)
+					headCut[c] = endCut
+				}
+			}
 			continue
 		}
 		// Cut, the texts on screen stay told apart, from each other and

@@ -245,7 +245,11 @@ func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, 
 
 // runProgram runs the console until the person quits or ctx ends.
 func runProgram(ctx context.Context, g *globals, model *tui.Model, choice themes.Choice) error {
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(g.stdout)}
+	// ctx ends on SIGINT and SIGTERM (main); Bubble Tea must not catch them
+	// too: when the program saw ctx end first, its own signal handler was
+	// left sending a quit message nobody read, and the program waited for
+	// it until SIGKILL.
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithoutSignalHandler()}
 	if choice.NoColor {
 		progOpts = append(progOpts, tea.WithColorProfile(colorprofile.Ascii))
 	}

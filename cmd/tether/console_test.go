@@ -349,3 +349,31 @@ func TestConsoleQuitsWhenItsTerminalCloses(t *testing.T) {
 		return syscall.Kill(pid, 0) == syscall.ESRCH
 	})
 }
+
+// TestConsoleQuitsOnSIGTERM: `kill PID` ends the console at once, every
+// time. The console's context ends on SIGTERM and Bubble Tea also caught
+// it: when the program saw its context end first, Bubble Tea's signal
+// handler was left sending its quit message to nobody, and the program
+// waited for it, holding the terminal, until SIGKILL (8 launches of 10).
+func TestConsoleQuitsOnSIGTERM(t *testing.T) {
+	db := newDB(t)
+	ok(t, db, "cluster", "create", "--name", "alpha", "--namespaces", "default")
+	for i := range 5 {
+		s := startTmux(t, 100, 30, fmt.Sprintf("%s --db %s console --view clusters", binPath, db))
+		s.waitText("alpha")
+		pid, err := strconv.Atoi(strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_pid}")))
+		if err != nil {
+			t.Fatalf("the console's pid: %v", err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for syscall.Kill(pid, 0) != syscall.ESRCH {
+			if time.Now().After(deadline) {
+				t.Fatalf("launch %d: the console was still running 5s after SIGTERM", i+1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
