@@ -129,6 +129,9 @@ type console struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
 	done chan struct{}
+	// grew is signalled whenever output arrives (the benchmark waits on
+	// it rather than spinning on the CPU the server needs).
+	grew chan struct{}
 }
 
 func (f *fixture) console(c *gossh.Client, env map[string]string) *console {
@@ -169,7 +172,7 @@ func (f *fixture) unopened(c *gossh.Client, open func(*gossh.Session) error) *co
 	if err := open(sess); err != nil {
 		f.t.Fatal(err)
 	}
-	con := &console{sess: sess, done: make(chan struct{})}
+	con := &console{sess: sess, done: make(chan struct{}), grew: make(chan struct{}, 1)}
 	con.in, _ = sess.StdinPipe()
 	stdout, _ := sess.StdoutPipe()
 	stderr, _ := sess.StderrPipe()
@@ -184,6 +187,10 @@ func (f *fixture) unopened(c *gossh.Client, open func(*gossh.Session) error) *co
 					con.mu.Lock()
 					con.out.Write(buf[:n])
 					con.mu.Unlock()
+					select {
+					case con.grew <- struct{}{}:
+					default:
+					}
 					if err != nil {
 						return
 					}
