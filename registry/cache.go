@@ -81,6 +81,11 @@ type cachedAdminToken struct {
 	at    time.Time
 }
 
+// A cached cluster's Status is the one read with the record, and is not
+// kept fresh: status changes (OpStatus, a heartbeat each) neither evict it
+// nor its credentials. The cache's readers (agent authentication, polls,
+// submissions) use the record; what shows the status (GetCluster,
+// ListClusters, the watch) reads the store.
 type cachedCluster struct {
 	cluster *Cluster
 	at      time.Time
@@ -262,6 +267,11 @@ func (c *recordCache) evictChange(ch Change) {
 		c.evictCredential(ch.ID)
 		c.evictedSince(ch.Seq, credKey(ch.ID))
 	case EntityCluster:
+		if ch.Op == OpStatus {
+			// A heartbeat: the cached record, all its readers use, is
+			// unchanged (see cachedCluster).
+			return
+		}
 		c.evictCluster(ch.ID)
 		c.evictedSince(ch.Seq, clusterKey(ch.ID))
 	case EntityAudit:
