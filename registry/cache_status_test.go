@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/registry"
+	"github.com/tetherhq/tether/registry/clocktest"
 )
 
 // recordCountingStore counts the reads of one cluster and its credentials
@@ -39,7 +40,8 @@ func (s *recordCountingStore) CredentialGet(ctx context.Context, id string) (*re
 // heartbeat and its conditions), but it changes nothing an agent's request
 // reads, so it neither evicts the cluster and its credentials from the
 // record cache (the agent's next request would read both again) nor wakes
-// the cluster's held polls (each would look for jobs again, a write).
+// the cluster's held polls (each would look for jobs again, a write). Nor
+// does the cache let its entries go between an agent's requests 30 s apart.
 func TestHeartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T) {
 	eachStore(t, heartbeatsKeepTheRecordCacheAndHeldPolls)
 }
@@ -47,7 +49,8 @@ func TestHeartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T) {
 func heartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T, openStore func() registry.Store) {
 	ctx := context.Background()
 	st := &recordCountingStore{Store: openStore()}
-	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(filepath.Join(t.TempDir(), "key"))})
+	clock := clocktest.New()
+	reg := registry.New(st, registry.Config{Clock: clock, Keyring: registry.NewKeyFile(filepath.Join(t.TempDir(), "key"))})
 	t.Cleanup(reg.Close)
 	admin := registry.WithActor(ctx, registry.Actor{Kind: registry.ActorAdmin, Name: "test"})
 	agent := func(name string) (*registry.Agent, string) {
@@ -115,6 +118,7 @@ func heartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T, openStore func() reg
 
 	before := st.reads.Load()
 	for i := range 3 {
+		clock.Advance(30 * time.Second) // an agent's period
 		status := []string{"True", "False", "True"}[i]
 		if _, err := reg.AppendEvents(ctx, beating, "", []registry.Event{{Kind: registry.EventClusterHeartbeat,
 			Conditions: []registry.Condition{{Type: "Ready", Status: status, Reason: "AgentRunning"}}}}); err != nil {
@@ -126,7 +130,7 @@ func heartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T, openStore func() reg
 		}
 	}
 	if n := st.reads.Load() - before; n != 0 {
-		t.Errorf("an agent authenticating after each of 3 heartbeats read its credential and cluster %d times from the store, want 0 (cached)", n)
+		t.Errorf("an agent authenticating after each of 3 heartbeats, 30s apart, read its credential and cluster %d times from the store, want 0 (cached)", n)
 	}
 	select {
 	case <-held:
@@ -155,7 +159,7 @@ func heartbeatsKeepTheRecordCacheAndHeldPolls(t *testing.T, openStore func() reg
 	}
 
 	// A change to the record itself, by another process, still evicts it
-	// (well within the cache's own lifetime, 10s).
+	// (well within the cache's own lifetime, 2 minutes).
 	if _, err := other.SetClusterEnabled(admin, beating.Cluster.ID, false, "test"); err != nil {
 		t.Fatal(err)
 	}
