@@ -159,7 +159,7 @@ func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (
 // --- change feed ---
 
 func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]registry.Change, error) {
-	rows, err := s.query(ctx, `SELECT seq, kind, entity_id, cluster_id, op, job_state, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
+	rows, err := s.feedQuery(ctx, `SELECT seq, kind, entity_id, cluster_id, op, job_state, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
 		after, limitOr(limit, 1000))
 	if err != nil {
 		return nil, err
