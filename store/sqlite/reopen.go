@@ -107,6 +107,10 @@ func (s *Store) closeAll() error {
 		st.Close() // a statement's rows in progress keep it until they end
 		delete(s.rstmts, q)
 	}
+	for q, st := range s.fstmts {
+		st.Close()
+		delete(s.fstmts, q)
+	}
 	s.stmtMu.Unlock()
 	for q, st := range s.wstmts {
 		st.Close()
