@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // slowReadStore answers the record cache's reads; while during is set, a
@@ -36,7 +37,7 @@ func (s *slowReadStore) CredentialGet(_ context.Context, id string) (*Credential
 func followingCache(st Store) (*recordCache, *hub) {
 	h := newHub(st)
 	h.started, h.last = true, 10
-	return newRecordCache(h), h
+	return newRecordCache(h, time.Now), h
 }
 
 // Under load the feed never stops: changes to other entities dispatched

@@ -211,7 +211,7 @@ func adminTokensThroughTheRecordCache(t *testing.T, openStore func() registry.St
 	if _, err := other.RevokeAdminToken(admin, "there", "test"); err != nil {
 		t.Fatal(err)
 	}
-	// Well within the cache's own lifetime (10s): the feed evicted it.
+	// Well within the cache's own lifetime (2 minutes): the feed evicted it.
 	deadline := time.Now().Add(5 * time.Second)
 	for registry.ErrorCode(auth(there)) != registry.CodeUnauthorized {
 		if time.Now().After(deadline) {

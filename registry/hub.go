@@ -226,9 +226,9 @@ func (h *hub) dispatch(changes []Change) {
 		if c.Kind == EntityJob && c.JobState == JobQueued {
 			h.wakeLocked(c.ClusterID)
 		}
-		if c.Kind == EntityCluster {
+		if c.Kind == EntityCluster && c.Op != OpStatus {
 			// Enabling or disabling a cluster, or deleting it, matters to its
-			// held polls too: let them look again.
+			// held polls too: let them look again (a heartbeat does not).
 			h.wakeLocked(c.ClusterID)
 		}
 	}

@@ -78,7 +78,7 @@ func New(store Store, cfg Config) *Registry {
 	r := &Registry{store: store, cfg: cfg}
 	r.hub = newHub(store)
 	r.feed = newFeedReader(store)
-	r.cache = newRecordCache(r.hub)
+	r.cache = newRecordCache(r.hub, cfg.Clock.Now)
 	return r
 }
 

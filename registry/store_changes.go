@@ -49,6 +49,11 @@ type ChangeOp string
 const (
 	OpUpsert ChangeOp = "upsert"
 	OpDelete ChangeOp = "delete"
+	// OpStatus is a cluster's observed status changing (a heartbeat: its
+	// time and conditions), not its record: watchers get the cluster as for
+	// an upsert; the record cache and held polls, which read only the
+	// record, ignore it.
+	OpStatus ChangeOp = "status"
 )
 
 // Change is one change-feed entry, written in the transaction that made the

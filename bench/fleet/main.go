@@ -56,6 +56,7 @@ type options struct {
 	keep      bool
 	tether    string
 	profile   string
+	profileAt time.Duration
 }
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the fleet's database (its path is printed)")
 	flag.StringVar(&o.tether, "tether", "", "run this tether binary as serve instead of building this checkout's (a before/after)")
 	flag.StringVar(&o.profile, "profile", "", "write serve's CPU profile and an execution trace, and the agents' CPU profile, taken a third into the steady state, into this directory")
+	flag.DurationVar(&o.profileAt, "profile-at", -1, "with -profile: how far into the steady state the profiles start (default a third of it; 0 profiles its first seconds, where the wake-up tail was)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -233,7 +235,11 @@ func run(ctx context.Context, o options) error {
 	go mem.sample(sctx, srv, counts)
 	if o.profile != "" {
 		go func() {
-			sleep(sctx, o.steady/3)
+			at := o.profileAt
+			if at < 0 {
+				at = o.steady / 3
+			}
+			sleep(sctx, at)
 			if sctx.Err() == nil {
 				srv.profile(sctx, o.profile, min(20*time.Second, o.steady/3))
 			}

@@ -11,9 +11,30 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 	stored := 0
 	err := s.write(ctx, func(t *txn) error {
 		stored = 0 // a batch may run its requests twice (see commit)
-		var one int
-		if err := t.selectRow("SELECT 1 FROM clusters WHERE id = ?", p.ClusterID).Scan(&one); err != nil {
-			return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ClusterID)
+		if hb := p.Heartbeat; hb != nil {
+			// The status first: its upsert, from the cluster's row, is also
+			// the check that the cluster exists (one statement less for every
+			// heartbeat).
+			q := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at)
+				SELECT id, ?, COALESCE(?, '[]'), ? FROM clusters WHERE id = ?
+				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
+					conditions = COALESCE(?, cluster_status.conditions), updated_at = excluded.updated_at`
+			var conds any // replace the stored ones when given
+			if hb.Conditions != nil {
+				conds = col.JSONText(hb.Conditions)
+			}
+			res, err := t.exec(q, col.MS(hb.At), conds, col.MS(hb.At), p.ClusterID, conds)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ClusterID)
+			}
+		} else {
+			var one int
+			if err := t.selectRow("SELECT 1 FROM clusters WHERE id = ?", p.ClusterID).Scan(&one); err != nil {
+				return registry.Errorf(registry.CodeNotFound, "cluster %s does not exist", p.ClusterID)
+			}
 		}
 		for i := range p.Events {
 			e := &p.Events[i]
@@ -49,20 +70,6 @@ func (s *Store) EventsAppend(ctx context.Context, p registry.EventsAppendParams)
 			}
 			e.ID, _ = res.LastInsertId()
 			stored++
-		}
-		if hb := p.Heartbeat; hb != nil {
-			q := `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, updated_at) VALUES (?, ?, ?)
-				ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at`
-			args := []any{p.ClusterID, col.MS(hb.At), col.MS(hb.At)}
-			if hb.Conditions != nil {
-				q = `INSERT INTO cluster_status (cluster_id, last_heartbeat_at, conditions, updated_at) VALUES (?, ?, ?, ?)
-					ON CONFLICT (cluster_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at,
-					conditions = excluded.conditions, updated_at = excluded.updated_at`
-				args = []any{p.ClusterID, col.MS(hb.At), col.JSONText(hb.Conditions), col.MS(hb.At)}
-			}
-			if _, err := t.exec(q, args...); err != nil {
-				return err
-			}
 		}
 		return nil
 	})
@@ -133,7 +140,7 @@ func (s *Store) EventsPrune(ctx context.Context, p registry.EventsPruneParams) (
 // --- change feed ---
 
 func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]registry.Change, error) {
-	rows, err := s.query(ctx, `SELECT seq, kind, entity_id, cluster_id, op, job_state, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
+	rows, err := s.feedQuery(ctx, `SELECT seq, kind, entity_id, cluster_id, op, job_state, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
 		after, limitOr(limit, 1000))
 	if err != nil {
 		return nil, err

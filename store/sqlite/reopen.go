@@ -107,6 +107,10 @@ func (s *Store) closeAll() error {
 		st.Close() // a statement's rows in progress keep it until they end
 		delete(s.rstmts, q)
 	}
+	for q, st := range s.fstmts {
+		st.Close()
+		delete(s.fstmts, q)
+	}
 	s.stmtMu.Unlock()
 	for q, st := range s.wstmts {
 		st.Close()
@@ -119,20 +123,21 @@ func (s *Store) closeAll() error {
 	}
 	// Closing a pool closes its idle connections now and each one in use
 	// as it is let go.
-	oldReaders := s.readers
+	oldReaders, oldFeed := s.readers, s.feed
 	oldReaders.Close()
+	oldFeed.Close()
 	s.ckpt.db.Close() // idle: no checkpoint runs
-	for deadline := time.Now().Add(drainTimeout); oldReaders.Stats().OpenConnections > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(drainTimeout); oldReaders.Stats().OpenConnections+oldFeed.Stats().OpenConnections > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 
-	readers, ckptDB, err := s.openReaders()
+	readers, feed, ckptDB, err := s.openReaders()
 	if err != nil {
 		// Not expected (the DSN opened before): reads fail as closed
 		// until the next reopen succeeds.
 		return s.wrap(err, "open the database again")
 	}
-	s.readers = readers
+	s.readers, s.feed = readers, feed
 	s.ckpt.setDB(ckptDB)
 	return nil
 }

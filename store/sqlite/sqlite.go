@@ -49,7 +49,8 @@ type Options struct {
 	// write batch's dirty pages are not spilled mid-transaction, and a
 	// server's reads stay in memory). The caches fill as pages are read and
 	// stay full: over a large database a process holds about CacheKiB times
-	// its connections (Readers + 3). The console, which reads a screen at a
+	// its connections (Readers + 3; the change feed's two more read only the
+	// feed's end). The console, which reads a screen at a
 	// time, takes a small one.
 	CacheKiB int
 
@@ -75,8 +76,12 @@ type Store struct {
 	// A read holds it for reading until it has its connection: a reopen
 	// then waits for no read that has not started, and closes the pool
 	// under those that have, which finish on their connection.
-	poolMu   sync.RWMutex
-	readers  *sql.DB
+	poolMu  sync.RWMutex
+	readers *sql.DB
+	// feed is a pool of its own for reading the change feed (ChangesSince):
+	// the hub's reads, which wake held polls, never queue behind the
+	// requests' reads for a connection of readers.
+	feed     *sql.DB
 	replaced chan struct{} // closed when readers is replaced (NotifyChanges lets its connection go)
 
 	// The DSNs open the connections again. writerBroken (writer goroutine
@@ -101,6 +106,7 @@ type Store struct {
 	wstmts map[string]*sql.Stmt
 	stmtMu sync.Mutex
 	rstmts map[string]*sql.Stmt
+	fstmts map[string]*sql.Stmt // feed's, as rstmts
 
 	listenMu  sync.Mutex
 	listeners map[chan<- struct{}]struct{}
@@ -187,36 +193,50 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		queue:    make(chan *writeRequest, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
 		wstmts:    map[string]*sql.Stmt{},
 		rstmts:    map[string]*sql.Stmt{},
+		fstmts:    map[string]*sql.Stmt{},
 		listeners: map[chan<- struct{}]struct{}{},
 	}
-	readers, ckptDB, err := s.openReaders()
+	readers, feed, ckptDB, err := s.openReaders()
 	if err != nil {
 		wconn.Close()
 		writer.Close()
 		return nil, openError(path, err)
 	}
-	s.readers, s.ckpt = readers, newCheckpointer(ckptDB, cmp.Or(opts.checkpointPages, checkpointPages))
+	s.readers, s.feed, s.ckpt = readers, feed, newCheckpointer(ckptDB, cmp.Or(opts.checkpointPages, checkpointPages))
 	go s.writeLoop()
 	go s.ckpt.loop(s.closing)
 	return s, nil
 }
 
-// openReaders opens the read pool and the checkpoint goroutine's pool (whose
-// connection changes no row: a checkpoint is allowed under query_only). They
-// connect on first use.
-func (s *Store) openReaders() (readers, ckpt *sql.DB, err error) {
+// openReaders opens the read pool, the change feed's (feedReaders
+// connections) and the checkpoint goroutine's pool (whose connection changes
+// no row: a checkpoint is allowed under query_only). They connect on first
+// use.
+func (s *Store) openReaders() (readers, feed, ckpt *sql.DB, err error) {
 	if readers, err = sql.Open("sqlite", s.readerDSN); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if feed, err = sql.Open("sqlite", s.readerDSN); err != nil {
+		readers.Close()
+		return nil, nil, nil, err
 	}
 	if ckpt, err = sql.Open("sqlite", s.readerDSN); err != nil {
 		readers.Close()
-		return nil, nil, err
+		feed.Close()
+		return nil, nil, nil, err
 	}
+	feed.SetMaxOpenConns(feedReaders)
+	feed.SetMaxIdleConns(feedReaders)
+	feed.SetConnMaxIdleTime(0)
 	readers.SetMaxOpenConns(s.opts.Readers + 1) // +1: the change notifier holds one
 	readers.SetMaxIdleConns(s.opts.Readers + 1)
 	readers.SetConnMaxIdleTime(0)
-	return readers, ckpt, nil
+	return readers, feed, ckpt, nil
 }
+
+// feedReaders is the size of the change feed's pool: the hub and the
+// watchers' shared reader each read it in turn.
+const feedReaders = 2
 
 // openWriter opens the pool of the writer's one connection, and connects it.
 func openWriter(ctx context.Context, dsn string) (*sql.DB, error) {
@@ -253,7 +273,7 @@ func (s *Store) Close() error {
 		for _, st := range s.wstmts {
 			st.Close()
 		}
-		err = errors.Join(s.ckpt.db.Close(), s.readers.Close())
+		err = errors.Join(s.ckpt.db.Close(), s.readers.Close(), s.feed.Close())
 		// The writer's connection closes last: the last connection to a
 		// database checkpoints what is left and removes the WAL.
 		if s.wconn != nil {
@@ -319,6 +339,26 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 		return nil, s.wrap(err, "query")
 	}
 	return rows, nil
+}
+
+// feedQuery is query on the change feed's pool (its few statements are
+// prepared once: preparing took half of each read's CPU).
+func (s *Store) feedQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s.poolMu.RLock()
+	defer s.poolMu.RUnlock()
+	s.stmtMu.Lock()
+	st, ok := s.fstmts[q]
+	if !ok {
+		var err error
+		if st, err = s.feed.PrepareContext(ctx, q); err != nil {
+			s.stmtMu.Unlock()
+			return nil, s.wrap(err, "prepare a query")
+		}
+		s.fstmts[q] = st
+	}
+	s.stmtMu.Unlock()
+	rows, err := st.QueryContext(ctx, args...)
+	return rows, s.wrap(err, "query")
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {

@@ -286,6 +286,62 @@ func testEvents(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("HeartbeatFeedsAStatusChange", func(t *testing.T) {
+		// A heartbeat changes the cluster's status, not its record: its feed
+		// entry says so (the record cache and held polls skip it; watchers
+		// get the cluster as for any upsert). A change of the record still
+		// feeds an upsert.
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		from, _, err := e.store.ChangesLatest(e.ctx)
+		wantNoErr(t, err)
+		ops := func() []registry.ChangeOp {
+			t.Helper()
+			_, _, err := e.store.ChangesLatest(e.ctx) // every committed change positioned
+			wantNoErr(t, err)
+			changes, err := e.store.ChangesSince(e.ctx, from, 100)
+			wantNoErr(t, err)
+			var out []registry.ChangeOp
+			for _, c := range changes {
+				if c.Kind == registry.EntityCluster && c.ID == a.Cluster.ID {
+					out = append(out, c.Op)
+				}
+				from = c.Seq
+			}
+			return out
+		}
+		stored, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: "Progress", Message: "one"},
+			{Kind: registry.EventClusterHeartbeat, Conditions: []registry.Condition{{Type: "Ready", Status: "True"}}}, {Kind: "Progress", Message: "two"}})
+		wantNoErr(t, err)
+		if got := ops(); stored != 3 || !slices.Equal(got, []registry.ChangeOp{registry.OpStatus}) {
+			t.Fatalf("a heartbeat batch stored %d events and fed the cluster's changes %v, want 3 and [status]", stored, got)
+		}
+		evs, err := e.reg.ListEvents(e.ctx, registry.EventListParams{ClusterID: a.Cluster.ID})
+		wantNoErr(t, err)
+		if len(evs) != 3 || evs[0].Message != "two" || evs[2].Message != "one" {
+			t.Fatalf("events, newest first = %+v", evs)
+		}
+		_, err = e.reg.SetClusterPaused(e.ctx, a.Cluster.ID, true, "test")
+		wantNoErr(t, err)
+		if got := ops(); !slices.Equal(got, []registry.ChangeOp{registry.OpUpsert}) {
+			t.Fatalf("a pause fed the cluster's changes %v, want [upsert]", got)
+		}
+	})
+
+	t.Run("HeartbeatOfADeletedCluster", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		a, _ := e.agent("doomed")
+		_, err := e.reg.DeleteCluster(e.ctx, a.Cluster.ID, "test")
+		wantNoErr(t, err)
+		_, err = e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: registry.EventClusterHeartbeat}, {Kind: "Progress"}})
+		wantCode(t, err, registry.CodeNotFound)
+		evs, err := e.reg.ListEvents(e.ctx, registry.EventListParams{ClusterID: a.Cluster.ID})
+		wantNoErr(t, err)
+		if len(evs) != 0 {
+			t.Fatalf("a deleted cluster's heartbeat stored events %+v", evs)
+		}
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		a, _ := e.agent("prod")
