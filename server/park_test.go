@@ -335,3 +335,96 @@ func TestParkedPollsLoseNoWakeUp(t *testing.T) {
 	}
 	t.Logf("%d jobs to %d agents, worst delivery %s", jobs, agents, worst)
 }
+
+// A fleet reconnecting at once does not queue inside net/http: when every
+// look slot is busy a poll parks before its first look and looks when its
+// turn comes. A poll whose job was already queued gets it then, the others
+// wait parked for theirs, and each connection serves its agent's next poll.
+func TestPollsParkBeforeTheirFirstLookWhenLooksAreBusy(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	addr := strings.TrimPrefix(e.url, "http://")
+	var as []*agent
+	for i := range 3 {
+		as = append(as, e.newAgent(fmt.Sprintf("c%d", i)))
+	}
+	early := e.submit(as[0].clusterID)
+	release := e.srv.HoldLookSlots()
+	type held struct {
+		conn net.Conn
+		br   *bufio.Reader
+	}
+	var polls []held
+	for _, a := range as {
+		conn := dialConn(t, addr)
+		rawPoll(t, conn, a, 300)
+		polls = append(polls, held{conn, bufio.NewReader(conn)})
+	}
+	waitParked(t, e, 3) // the one with a job waiting too: it has not looked
+	release()
+	resp, body := readAnswer(t, polls[0].conn, polls[0].br)
+	if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{early}) || resp.Close {
+		t.Fatalf("the poll parked before its first look answered %v (close %v), want [%s]", ids, resp.Close, early)
+	}
+	waitParked(t, e, 2)
+	for i, a := range as[1:] {
+		job := e.submit(a.clusterID)
+		p := polls[i+1]
+		resp, body := readAnswer(t, p.conn, p.br)
+		if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{job}) {
+			t.Fatalf("agent %d answered %v, want [%s]", i+1, ids, job)
+		}
+	}
+	// The connections are net/http's again, and the next polls park.
+	for i, p := range polls {
+		rawPoll(t, p.conn, as[i], 300)
+	}
+	waitParked(t, e, 3)
+}
+
+// A client that leaves while its poll waits for its first look ends the
+// poll without a look: the job queued for its cluster goes to the agent's
+// next poll, not to the connection that left.
+func TestPollWaitingForItsFirstLookNoticesTheClientLeaving(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	job := e.submit(a.clusterID)
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	rawPoll(t, conn, a, 300)
+	waitParked(t, e, 1)
+	conn.Close()
+	eventually(t, "the client leaving to be noticed", func() bool { return e.srv.ParkedPollsReadable() == 1 })
+	release()
+	eventually(t, "the poll to end", func() bool { return e.srv.ParkedPolls() == 0 && e.reg.Waiting() == 0 })
+	if ids := a.poll(0).jobIDs(t); !slices.Equal(ids, []string{job}) {
+		t.Fatalf("the next poll got %v, want [%s]", ids, job)
+	}
+}
+
+// A poll that parks before its first look with the agent's next request
+// already read behind it (pipelining) looks once, answers, and closes the
+// connection: the request net/http had read would be lost on a connection
+// handed back, and an HTTP/1.1 client sends it again on a new one.
+func TestPollParkedBeforeItsFirstLookWithAPipelinedRequest(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	job := e.submit(a.clusterID)
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	br := bufio.NewReader(conn)
+	_, err := fmt.Fprintf(conn, "GET /api/agent/jobs?cluster=%s&wait=300 HTTP/1.1\r\nHost: tether\r\nAccept: %s\r\nAuthorization: Bearer %s\r\n\r\nGET /healthz HTTP/1.1\r\nHost: tether\r\n\r\n",
+		a.clusterID, mediaV1, a.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitParked(t, e, 1)
+	release()
+	resp, body := readAnswer(t, conn, br)
+	if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{job}) || !resp.Close {
+		t.Fatalf("answered %v (close %v), want [%s] and the connection closed", ids, resp.Close, job)
+	}
+	eventually(t, "the poll to end", func() bool { return e.srv.ParkedPolls() == 0 && e.reg.Waiting() == 0 })
+}
