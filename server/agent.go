@@ -92,7 +92,7 @@ func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
 // subscription, its deadline, the client and shutdown. A poll over plain
 // HTTP/1.1 waits parked, outside net/http (park.go): the connection, a
 // timer and its subscription, no goroutine and no buffers; when every look
-// slot is busy it parks before its first look. Otherwise an idle waiter costs this request's
+// slot is busy it parks before its admission (park_early.go). Otherwise an idle waiter costs this request's
 // goroutine (and net/http's reader), one channel and one runtime timer: no
 // database work until a wake-up. Its frame is what stays on the stack while
 // it waits: the setup and each look run in calls that return (see
@@ -105,13 +105,13 @@ func (s *Server) handlePoll(c *call) error {
 	defer s.endPoll(pl)
 	deadline := time.Now().Add(pl.Wait)
 	var expired <-chan time.Time
-	parked, answered, err := s.firstLook(c, pl, deadline)
+	answered, err := s.firstLook(c, pl)
 	for {
-		if parked || answered || err != nil {
-			return err // a parked poll answers and ends the request
+		if answered || err != nil {
+			return err
 		}
-		if s.park(c, pl, deadline, false) {
-			return nil
+		if s.park(c, pl, deadline) {
+			return nil // the parked poll answers and ends it
 		}
 		if expired == nil {
 			t := time.NewTimer(time.Until(deadline))

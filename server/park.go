@@ -152,12 +152,15 @@ type parkedPoll struct {
 	fd       int // the connection's, registered with pk.ready while watched
 	timer    *time.Timer
 	w        parkedWriter
-	// first: the poll parked before its first look (all slots were busy),
-	// which needs no new authentication. pipelined: net/http had already
+	// first: the poll parked before its admission and first look (all
+	// slots were busy), which needs no new authentication once admitted. pipelined: net/http had already
 	// read bytes of the agent's next request, which a handed-back
 	// connection would lose: the poll answers at once (after its first
 	// look, if still to come) and closes its connection.
 	first, pipelined bool
+	// early: parked before admission (park_early.go); the looker admits
+	// it, starts its poll and looks.
+	early bool
 
 	mu       sync.Mutex
 	watched  bool // registered with pk.ready
@@ -191,36 +194,36 @@ func (p *parkedPoll) onReadable() { p.report(func() { p.readable = true }) }
 // keeps its connection, no body, nothing answered yet, on a platform whose
 // waiter runs.
 func (s *Server) parkable(c *call, pl *heldPoll) bool {
+	return pl.Wait > 0 && s.connParkable(c)
+}
+
+// connParkable: the request's connection can be taken out of net/http.
+func (s *Server) connParkable(c *call) bool {
 	pk, r := s.parker, c.r
-	return pk != nil && pk.ready != nil && pl.Wait > 0 && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && !r.Close && r.TLS == nil &&
+	return pk != nil && pk.ready != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && !r.Close && r.TLS == nil &&
 		r.ContentLength == 0 && len(r.TransferEncoding) == 0 && !c.rec.wrote
 }
 
-// firstLook runs a parkable poll's first look in net/http when a look slot
-// is free (answered reports whether it answered), or parks the poll before
-// it (parked).
-func (s *Server) firstLook(c *call, pl *heldPoll, deadline time.Time) (parked, answered bool, err error) {
-	if !s.parkable(c, pl) {
-		answered, err = s.lookForJobs(c, pl)
-		return false, answered, err
-	}
-	if !s.parker.tryLook() {
-		if s.park(c, pl, deadline, true) {
-			return true, false, nil
-		}
-		answered, err = s.lookForJobs(c, pl) // cannot park: look unbounded, as an unparkable poll does
-		return false, answered, err
-	}
-	defer s.parker.lookDone()
-	answered, err = s.lookForJobs(c, pl)
-	return false, answered, err
+// firstLook runs a poll's first look, under the look slot the call took
+// before its admission, if any (park_early.go).
+func (s *Server) firstLook(c *call, pl *heldPoll) (answered bool, err error) {
+	defer s.giveBackLookSlot(c)
+	return s.lookForJobs(c, pl)
 }
 
-// park takes a held poll out of net/http, when it can: it reports whether
-// the poll is parked, in which case the handler returns at once and the
-// parked poll answers, logs and ends the request later. first: the poll
-// has not looked yet.
-func (s *Server) park(c *call, pl *heldPoll, deadline time.Time, first bool) bool {
+// giveBackLookSlot gives back the call's look slot, if it holds one.
+func (s *Server) giveBackLookSlot(c *call) {
+	if c.lookSlot {
+		c.lookSlot = false
+		s.parker.lookDone()
+	}
+}
+
+// park takes a held poll whose look found nothing out of net/http, when it
+// can: it reports whether the poll is parked, in which case the handler
+// returns at once and the parked poll answers, logs and ends the request
+// later.
+func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 	pk := s.parker
 	if !s.parkable(c, pl) {
 		return false
@@ -228,7 +231,7 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time, first bool) boo
 	r := c.r
 	// queued until it is set up: what reports before then is noted, and
 	// acted on once it is.
-	p := &parkedPoll{pk: pk, c: c, pl: pl, deadline: deadline, first: first, queued: true}
+	p := &parkedPoll{pk: pk, c: c, pl: pl, deadline: deadline, queued: true}
 	pk.mu.Lock()
 	if pk.closed {
 		pk.mu.Unlock()
@@ -269,7 +272,7 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time, first bool) boo
 	// that came before is in the channel.
 	unsub, subErr := s.reg.SubscribeJobsFunc(pl.Cluster, p.wake)
 	pl.unsubscribe()
-	woken := first
+	woken := false
 	select {
 	case <-pl.wake:
 		woken = true

@@ -15,7 +15,7 @@ func (p *parkedPoll) step() {
 		p.mu.Lock()
 		readable, woken, expired := p.readable, p.woken, p.expired
 		p.readable, p.woken = false, false
-		if !readable && !woken && !expired && !p.pipelined && !s.isDraining() {
+		if !readable && !woken && !expired && !p.pipelined && !p.early && !s.isDraining() {
 			p.queued = false
 			p.mu.Unlock()
 			return
@@ -50,6 +50,9 @@ func (p *parkedPoll) act(readable, woken, expired bool) bool {
 			p.finish(false) // nobody reads an answer
 			return true
 		case waitData:
+			if p.early && p.admit() {
+				return true // refused
+			}
 			// Pipelined: answer now (empty), and let net/http read what came.
 			_ = s.writeJobs(c, nil)
 			p.finish(true)
@@ -67,6 +70,12 @@ func (p *parkedPoll) act(readable, woken, expired bool) bool {
 			}
 		}
 		p.mu.Unlock()
+	}
+	if p.early {
+		if p.admit() {
+			return true // refused
+		}
+		woken = true // its first look
 	}
 	if s.isDraining() {
 		_ = s.writeJobs(c, nil)
@@ -152,7 +161,9 @@ func (p *parkedPoll) end(keep bool) {
 		p.timer.Stop()
 	}
 	p.mu.Unlock()
-	p.pk.s.stopPoll(p.pl)
+	if p.pl != nil { // nil: parked before admission, and never admitted
+		p.pk.s.stopPoll(p.pl)
+	}
 	if len(p.w.body) > largeAnswer {
 		go p.deliver(keep)
 	} else {

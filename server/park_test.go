@@ -337,10 +337,11 @@ func TestParkedPollsLoseNoWakeUp(t *testing.T) {
 }
 
 // A fleet reconnecting at once does not queue inside net/http: when every
-// look slot is busy a poll parks before its first look and looks when its
+// look slot is busy a poll parks before its admission (authentication
+// included) and its first look, and a looker admits it and looks when its
 // turn comes. A poll whose job was already queued gets it then, the others
 // wait parked for theirs, and each connection serves its agent's next poll.
-func TestPollsParkBeforeTheirFirstLookWhenLooksAreBusy(t *testing.T) {
+func TestPollsParkBeforeAdmissionWhenLooksAreBusy(t *testing.T) {
 	defer server.SetLookSlots(1)()
 	e := newEnv(t)
 	addr := strings.TrimPrefix(e.url, "http://")
@@ -427,4 +428,31 @@ func TestPollParkedBeforeItsFirstLookWithAPipelinedRequest(t *testing.T) {
 		t.Fatalf("answered %v (close %v), want [%s] and the connection closed", ids, resp.Close, job)
 	}
 	eventually(t, "the poll to end", func() bool { return e.srv.ParkedPolls() == 0 && e.reg.Waiting() == 0 })
+}
+
+// A poll parked before its admission is refused as it would have been in
+// net/http (same status and code), and its connection serves the next
+// request.
+func TestPollParkedBeforeAdmissionIsRefusedAsUsual(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	br := bufio.NewReader(conn)
+	forged := &agent{clusterID: a.clusterID, token: a.token + "x"}
+	rawPoll(t, conn, forged, 300)
+	waitParked(t, e, 1)
+	release()
+	resp, body := readAnswer(t, conn, br)
+	var ans struct{ Error string }
+	_ = json.Unmarshal(body, &ans)
+	if resp.StatusCode != http.StatusUnauthorized || ans.Error != "unauthorized" || resp.Close ||
+		!strings.HasPrefix(resp.Header.Get("X-Request-Id"), "rq-") {
+		t.Fatalf("a forged credential parked before admission: %d %s (close %v)", resp.StatusCode, body, resp.Close)
+	}
+	rawPoll(t, conn, a, 0)
+	if resp, body := readAnswer(t, conn, br); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the next poll on the connection: %d %s", resp.StatusCode, body)
+	}
 }
