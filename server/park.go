@@ -153,10 +153,11 @@ type parkedPoll struct {
 	timer    *time.Timer
 	w        parkedWriter
 	// first: the poll parked before its admission and first look (all
-	// slots were busy), which needs no new authentication once admitted. pipelined: net/http had already
-	// read bytes of the agent's next request, which a handed-back
-	// connection would lose: the poll answers at once (after its first
-	// look, if still to come) and closes its connection.
+	// slots were busy), which needs no new authentication once admitted.
+	// pipelined: net/http had already read bytes of the agent's next
+	// request, which a handed-back connection would lose: the poll answers
+	// at once (after its first look, if still to come) and closes its
+	// connection.
 	first, pipelined bool
 	// early: parked before admission (park_early.go); the looker admits
 	// it, starts its poll and looks.
