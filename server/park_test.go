@@ -3,12 +3,15 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"slices"
 	"strings"
@@ -454,5 +457,69 @@ func TestPollParkedBeforeAdmissionIsRefusedAsUsual(t *testing.T) {
 	rawPoll(t, conn, a, 0)
 	if resp, body := readAnswer(t, conn, br); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the next poll on the connection: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Polls over TLS, HTTP/2 or HTTP/1.1, stay held inside net/http (a
+// parked connection is a plain socket, read by hand): each waits there and
+// gets its job when it is queued.
+func TestPollsOverTLSWaitInsideNetHTTP(t *testing.T) {
+	e := newEnv(t)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	tlsConfig, h2 := ts.TLS.Clone(), ts.Client()
+	ts.Close()
+	h1 := &http.Client{Transport: h2.Transport.(*http.Transport).Clone()}
+	h1.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	h1.Transport.(*http.Transport).TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	h1.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"http/1.1"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(e.reg, server.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1})
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, tls.NewListener(ln, tlsConfig)) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	for proto, client := range map[int]*http.Client{2: h2, 1: h1} {
+		a := e.newAgent(fmt.Sprintf("tls-h%d", proto))
+		type answer struct {
+			resp *http.Response
+			body []byte
+		}
+		answered := make(chan answer, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://%s/api/agent/jobs?cluster=%s&wait=300", ln.Addr(), a.clusterID), nil)
+			req.Header.Set("Accept", mediaV1)
+			req.Header.Set("Authorization", "Bearer "+a.token)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("HTTP/%d poll: %v", proto, err)
+				answered <- answer{}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answered <- answer{resp, body}
+		}()
+		eventually(t, fmt.Sprintf("the HTTP/%d poll to wait", proto), func() bool { return e.reg.Waiting() == 1 })
+		if n := srv.ParkedPolls(); n != 0 {
+			t.Fatalf("HTTP/%d over TLS: %d polls parked, want them held in net/http", proto, n)
+		}
+		job := e.submit(a.clusterID)
+		got := <-answered
+		if got.resp == nil {
+			t.FailNow()
+		}
+		if ids := answerJobIDs(t, got.resp, got.body); !slices.Equal(ids, []string{job}) || got.resp.ProtoMajor != proto {
+			t.Fatalf("HTTP/%d poll answered %v over HTTP/%d, want [%s]", proto, ids, got.resp.ProtoMajor, job)
+		}
 	}
 }
