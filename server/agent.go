@@ -90,8 +90,9 @@ func credentialJSON(ic *registry.IssuedCredential) credentialResponse {
 // handlePoll is the long-poll. It subscribes to the cluster's wake-ups before
 // looking, so a job queued in between is not missed; then it waits on the
 // subscription, its deadline, the client and shutdown. A poll over plain
-// HTTP/1.1 waits parked, outside net/http (park.go): a small goroutine and
-// the connection, no buffers. Otherwise an idle waiter costs this request's
+// HTTP/1.1 waits parked, outside net/http (park.go): the connection, a
+// timer and its subscription, no goroutine and no buffers; when every look
+// slot is busy it parks before its admission (park_early.go). Otherwise an idle waiter costs this request's
 // goroutine (and net/http's reader), one channel and one runtime timer: no
 // database work until a wake-up. Its frame is what stays on the stack while
 // it waits: the setup and each look run in calls that return (see
@@ -104,8 +105,9 @@ func (s *Server) handlePoll(c *call) error {
 	defer s.endPoll(pl)
 	deadline := time.Now().Add(pl.Wait)
 	var expired <-chan time.Time
+	answered, err := s.firstLook(c, pl)
 	for {
-		if answered, err := s.lookForJobs(c, pl); answered || err != nil {
+		if answered || err != nil {
 			return err
 		}
 		if s.park(c, pl, deadline) {
@@ -123,6 +125,7 @@ func (s *Server) handlePoll(c *call) error {
 			if err := s.reauthenticate(c); err != nil {
 				return err
 			}
+			answered, err = s.lookForJobs(c, pl)
 		case <-expired:
 			return s.writeJobs(c, nil)
 		case <-s.draining:

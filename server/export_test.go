@@ -43,3 +43,41 @@ func (s *Server) ParkedPolls() int {
 	defer s.parker.mu.Unlock()
 	return len(s.parker.polls)
 }
+
+// SetLookSlots sets how many looks run at once in servers that start
+// serving from now on (0: the default); restore puts it back.
+func SetLookSlots(n int) (restore func()) {
+	old := lookSlots
+	lookSlots = n
+	return func() { lookSlots = old }
+}
+
+// HoldLookSlots takes every look slot, as that many looks running would:
+// polls park before their first look and wait their turn until release.
+func (s *Server) HoldLookSlots() (release func()) {
+	n := cap(s.parker.slots)
+	for range n {
+		s.parker.slots <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-s.parker.slots
+		}
+	}
+}
+
+// ParkedPollsReadable is how many parked polls have their connection
+// reported readable (the client left or sent more) and not yet acted on.
+func (s *Server) ParkedPollsReadable() int {
+	s.parker.mu.Lock()
+	defer s.parker.mu.Unlock()
+	n := 0
+	for p := range s.parker.polls {
+		p.mu.Lock()
+		if p.readable {
+			n++
+		}
+		p.mu.Unlock()
+	}
+	return n
+}

@@ -2,11 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,76 +21,218 @@ import (
 // background reader (a second goroutine), the connection's 4 KiB read and
 // write buffers, the response's 2 KiB buffer, and the request: about
 // 25 KiB of live memory, twice that resident once the collector's headroom
-// is counted. A poll over plain HTTP/1.1 whose look found nothing is instead
-// taken out of net/http (hijacked) and parked: one small goroutine waits in
-// the runtime's network poller for the connection to become readable (the
-// client left, or sent something), with the poll's wait as the connection's
-// read deadline; a wake-up (a callback subscription in the registry's hub,
-// no channel) or shutdown moves that deadline to the past. The woken poll
-// looks as a held one does, writes its answer by hand, and hands the
-// connection back to net/http through a listener of its own (handback), so
-// that the agent's next request on it is served at once: not behind the
-// accept loop of the real listener, which is what made an earlier attempt
-// deliver jobs seconds late. HTTP/2, TLS, and a request that asks to close
-// its connection stay held inside net/http.
+// is counted. A poll over plain HTTP/1.1 is instead taken out of net/http
+// (hijacked) and parked: it keeps its connection, a trimmed request, its
+// subscription and a timer, and no goroutine. One goroutine per server
+// waits for all parked connections at once (park_linux.go: an epoll
+// instance of its own, itself waited on in the runtime's network poller)
+// and reports the ones that became readable (the client left, or sent
+// something); a wake-up (a callback subscription in the registry's hub), the
+// poll's timer or shutdown report theirs. What a report calls for (a look,
+// an answer) runs on one of a few lookers, never more than cap(slots) at
+// once, so that a fleet reconnecting at once (a restart, a network blip)
+// costs parked polls waiting their turn, not ten thousand requests inside
+// net/http with their buffers and stacks.
+//
+// A poll's first look runs inside net/http when a look slot is free, so
+// that a poll that finds work is answered without leaving it; when none is
+// free the poll parks before it, and looks when its turn comes. An answered
+// parked poll writes its answer by hand and hands the connection back to
+// net/http through a listener of its own (handback), so that the agent's
+// next request on it is served at once: not behind the accept loop of the
+// real listener, which is what made an earlier attempt deliver jobs seconds
+// late. HTTP/2, TLS, a request that asks to close its connection, and
+// platforms without the readiness waiter stay held inside net/http.
+
+// lookSlots, when above 0, is how many looks may run at once (tests);
+// otherwise defaultLookSlots.
+var lookSlots int
+
+// defaultLookSlots: a look is a short store read; a few per core keep the
+// cores and the store busy, more only hold memory while they queue.
+func defaultLookSlots() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
 
 // parker tracks the parked polls of a Server while Serve runs.
 type parker struct {
 	s     *Server
 	limit *connLimit // nil: connections are not capped per address
 	back  *handback
+	ready *readiness // nil: nothing parks (platform, or the waiter could not start)
 
 	mu     sync.Mutex
 	closed bool // shutting down: nothing parks any more
 	polls  map[*parkedPoll]struct{}
 	wg     sync.WaitGroup
+
+	// slots bounds the looks that run at once: first looks inside net/http
+	// and the lookers' work.
+	slots   chan struct{}
+	qmu     sync.Mutex
+	queue   []*parkedPoll // polls with something to act on, in order
+	head    int
+	lookers int
 }
 
 func newParker(s *Server, limit *connLimit, back *handback) *parker {
-	return &parker{s: s, limit: limit, back: back, polls: map[*parkedPoll]struct{}{}}
+	n := lookSlots
+	if n <= 0 {
+		n = defaultLookSlots()
+	}
+	pk := &parker{s: s, limit: limit, back: back, polls: map[*parkedPoll]struct{}{}, slots: make(chan struct{}, n)}
+	if parkSupported {
+		if r, err := newReadiness(); err == nil {
+			pk.ready = r
+		} else {
+			s.log.Warn("long-polls wait inside net/http: cannot start the parked connections' waiter", "err", err)
+		}
+	}
+	return pk
+}
+
+// stop ends the readiness waiter, once no poll is parked.
+func (pk *parker) stop() {
+	if pk.ready != nil {
+		pk.ready.close()
+	}
+}
+
+// tryLook takes a look slot if one is free; lookDone gives it back.
+func (pk *parker) tryLook() bool {
+	select {
+	case pk.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (pk *parker) lookDone() { <-pk.slots }
+
+// enqueue hands p to a looker, starting one if fewer than the slots run.
+// Called with p.mu held.
+func (pk *parker) enqueue(p *parkedPoll) {
+	pk.qmu.Lock()
+	defer pk.qmu.Unlock()
+	pk.queue = append(pk.queue, p)
+	if pk.lookers < cap(pk.slots) {
+		pk.lookers++
+		go pk.looker()
+	}
+}
+
+// looker acts on queued polls, one at a time, each under a look slot,
+// until the queue is empty.
+func (pk *parker) looker() {
+	for {
+		pk.qmu.Lock()
+		if pk.head == len(pk.queue) {
+			pk.queue, pk.head = pk.queue[:0], 0
+			pk.lookers--
+			pk.qmu.Unlock()
+			return
+		}
+		p := pk.queue[pk.head]
+		pk.queue[pk.head] = nil
+		pk.head++
+		pk.qmu.Unlock()
+		pk.slots <- struct{}{}
+		p.step()
+		<-pk.slots
+	}
 }
 
 // parkedPoll is a poll that waits outside net/http.
 type parkedPoll struct {
+	pk       *parker
 	c        *call
 	pl       *heldPoll
 	deadline time.Time
 	conn     net.Conn
 	raw      syscall.RawConn
-	unsub    func()
+	fd       int // the connection's, registered with pk.ready while watched
+	timer    *time.Timer
 	w        parkedWriter
+	// first: the poll parked before its admission and first look (all
+	// slots were busy), which needs no new authentication once admitted.
+	// pipelined: net/http had already read bytes of the agent's next
+	// request, which a handed-back connection would lose: the poll answers
+	// at once (after its first look, if still to come) and closes its
+	// connection.
+	first, pipelined bool
+	// early: parked before admission (park_early.go); the looker admits
+	// it, starts its poll and looks.
+	early bool
 
-	mu    sync.Mutex
-	woken bool // a wake-up came and was not yet looked at
-	over  bool // answered or closed: wake-ups leave the connection alone
+	mu       sync.Mutex
+	watched  bool // registered with pk.ready
+	queued   bool // in the lookers' queue, or in a looker's hands
+	woken    bool // a wake-up came and was not yet looked at
+	readable bool // the connection became readable
+	expired  bool // the poll's wait is over
+	over     bool // answered or closed: reports leave it alone
 }
 
-// aLongTimeAgo is a read deadline that has passed: it makes a parked
-// poll's wait return at once.
-var aLongTimeAgo = time.Unix(1, 0)
+// report notes what happened (set by note, with p.mu held) and hands the
+// poll to a looker unless one has it already.
+func (p *parkedPoll) report(note func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	note()
+	if p.over || p.queued {
+		return
+	}
+	p.queued = true
+	p.pk.enqueue(p)
+}
 
 // wake is the poll's hub subscription (called with the hub's lock held)
 // and how shutdown ends the wait.
-func (p *parkedPoll) wake() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.woken = true
-	if p.conn != nil && !p.over {
-		_ = p.conn.SetReadDeadline(aLongTimeAgo)
+func (p *parkedPoll) wake()       { p.report(func() { p.woken = true }) }
+func (p *parkedPoll) expire()     { p.report(func() { p.expired = true }) }
+func (p *parkedPoll) onReadable() { p.report(func() { p.readable = true }) }
+
+// parkable reports whether a poll can wait parked: plain HTTP/1.1 that
+// keeps its connection, no body, nothing answered yet, on a platform whose
+// waiter runs.
+func (s *Server) parkable(c *call, pl *heldPoll) bool {
+	return pl.Wait > 0 && s.connParkable(c)
+}
+
+// connParkable: the request's connection can be taken out of net/http.
+func (s *Server) connParkable(c *call) bool {
+	pk, r := s.parker, c.r
+	return pk != nil && pk.ready != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && !r.Close && r.TLS == nil &&
+		r.ContentLength == 0 && len(r.TransferEncoding) == 0 && !c.rec.wrote
+}
+
+// firstLook runs a poll's first look, under the look slot the call took
+// before its admission, if any (park_early.go).
+func (s *Server) firstLook(c *call, pl *heldPoll) (answered bool, err error) {
+	defer s.giveBackLookSlot(c)
+	return s.lookForJobs(c, pl)
+}
+
+// giveBackLookSlot gives back the call's look slot, if it holds one.
+func (s *Server) giveBackLookSlot(c *call) {
+	if c.lookSlot {
+		c.lookSlot = false
+		s.parker.lookDone()
 	}
 }
 
-// park takes a held poll out of net/http, when it can: it reports whether
-// the poll is parked, in which case the handler returns at once and the
-// parked poll answers, logs and ends the request later.
+// park takes a held poll whose look found nothing out of net/http, when it
+// can: it reports whether the poll is parked, in which case the handler
+// returns at once and the parked poll answers, logs and ends the request
+// later.
 func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 	pk := s.parker
-	r := c.r
-	if pk == nil || !parkSupported || r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.Close || r.TLS != nil ||
-		r.ContentLength != 0 || len(r.TransferEncoding) > 0 || c.rec.wrote {
+	if !s.parkable(c, pl) {
 		return false
 	}
-	p := &parkedPoll{c: c, pl: pl, deadline: deadline}
+	r := c.r
+	// queued until it is set up: what reports before then is noted, and
+	// acted on once it is.
+	p := &parkedPoll{pk: pk, c: c, pl: pl, deadline: deadline, queued: true}
 	pk.mu.Lock()
 	if pk.closed {
 		pk.mu.Unlock()
@@ -124,37 +265,57 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 		ctx = trace.ContextWithSpan(ctx, c.span)
 	}
 	c.ctx = ctx
+	p.mu.Lock()
+	p.conn = conn
+	p.pipelined = brw.Reader.Buffered() > 0
+	p.mu.Unlock()
 	// The poll's subscription moves from its channel to p.wake: a wake-up
 	// that came before is in the channel.
 	unsub, subErr := s.reg.SubscribeJobsFunc(pl.Cluster, p.wake)
 	pl.unsubscribe()
+	woken := false
 	select {
 	case <-pl.wake:
-		p.wake()
+		woken = true
 	default:
 	}
 	pl.wake, pl.unsubscribe = nil, func() {}
 	pl.Cluster = strings.Clone(pl.Cluster) // not a slice of the request's query
-	if subErr == nil {
-		pl.unsubscribe = unsub
+	if subErr != nil {
+		go p.answerNow(subErr)
+		return true
 	}
-	canWait := subErr == nil && brw.Reader.Buffered() == 0
-	if sc, ok := conn.(syscall.Conn); ok && canWait {
+	pl.unsubscribe = unsub
+	if sc, ok := conn.(syscall.Conn); ok {
 		p.raw, err = sc.SyscallConn()
-		canWait = err == nil
 	} else {
-		canWait = false
+		err = errNotWatchable
+	}
+	if err == nil && !p.pipelined {
+		err = p.raw.Control(func(fd uintptr) { p.fd = int(fd) })
 	}
 	p.mu.Lock()
-	p.conn = conn
-	p.mu.Unlock()
-	if canWait {
-		go p.watch(s)
-	} else {
-		go p.answerNow(s, subErr)
+	defer p.mu.Unlock()
+	if err == nil && !p.pipelined {
+		err = pk.ready.watch(p)
+		p.watched = err == nil
+	}
+	if err != nil {
+		go p.answerNow(nil)
+		return true
+	}
+	p.timer = time.AfterFunc(time.Until(deadline), p.expire)
+	p.woken = p.woken || woken
+	p.queued = false
+	if p.woken || p.readable || p.expired || p.pipelined {
+		p.queued = true
+		pk.enqueue(p)
 	}
 	return true
 }
+
+// errNotWatchable: a hijacked connection without a file descriptor.
+var errNotWatchable = &net.OpError{Op: "park", Err: syscall.ENOTSOCK}
 
 // parkedRequest keeps of a request what the rest of the poll needs (the
 // credential, the client's address, what the access log names), so that
@@ -206,6 +367,7 @@ func (pk *parker) wait(ctx context.Context) error {
 	pk.mu.Lock()
 	for p := range pk.polls {
 		p.mu.Lock()
+		p.unwatch()
 		if p.conn != nil {
 			_ = p.conn.Close()
 		}
@@ -216,154 +378,11 @@ func (pk *parker) wait(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// What ended a parked poll's wait.
-type waitEnd int
-
-const (
-	waitDeadline waitEnd = iota // the read deadline: the poll's, or moved by a wake-up
-	waitGone                    // the client closed its side, or the connection failed
-	waitData                    // the client sent something while its poll was held
-)
-
-// watch is the parked poll's goroutine while it waits: it blocks until the
-// client or a wake-up moves, and hands what happened to act, on a goroutine
-// of its own. It does nothing else, so that its stack stays small (a
-// goroutine keeps the largest stack it grew to until the collector shrinks
-// it, and one that looked in the store grew a deep one): the collector
-// shrinks it to the 2 KiB minimum.
-func (p *parkedPoll) watch(s *Server) {
-	for {
-		p.mu.Lock()
-		woken := p.woken
-		p.woken = false
-		if !woken {
-			_ = p.conn.SetReadDeadline(p.deadline)
-		}
-		p.mu.Unlock()
-		end := waitDeadline
-		if !woken {
-			if end = p.block(); end == waitDeadline {
-				p.mu.Lock()
-				woken = p.woken
-				p.woken = false
-				p.mu.Unlock()
-				if !woken && !s.isDraining() && time.Now().Before(p.deadline) {
-					continue
-				}
-			}
-		}
-		go p.act(s, end, woken)
-		return
+// unwatch takes the connection off the readiness waiter. Called with p.mu
+// held, before the connection is closed or handed back.
+func (p *parkedPoll) unwatch() {
+	if p.watched {
+		p.pk.ready.unwatch(p)
+		p.watched = false
 	}
-}
-
-// act answers the parked poll, or looks after a wake-up and, finding
-// nothing, parks it again. The connection goes back to net/http after an
-// answer, unless the client left or the server is shutting down.
-func (p *parkedPoll) act(s *Server, end waitEnd, woken bool) {
-	c := p.c
-	keep, again := true, false
-	defer func() {
-		if !again {
-			p.end(s, keep)
-			s.parker.wg.Done()
-		}
-	}()
-	defer func() {
-		if !again {
-			s.doneParked(c) // recovers a panic, logs the request
-		}
-	}()
-	switch {
-	case end == waitGone:
-		keep = false // nobody reads an answer
-	case end == waitData:
-		// Pipelined: answer now (empty), and let net/http read what came.
-		_ = s.writeJobs(c, nil)
-	case s.isDraining():
-		keep = false
-		_ = s.writeJobs(c, nil)
-	case woken:
-		if err := s.reauthenticate(c); err != nil {
-			s.answerError(c, err)
-		} else if answered, err := s.lookForJobs(c, p.pl); err != nil {
-			s.answerError(c, err)
-		} else if !answered {
-			if !time.Now().Before(p.deadline) {
-				_ = s.writeJobs(c, nil)
-				return
-			}
-			again = true
-			go p.watch(s)
-		}
-	default: // the poll's wait is over
-		_ = s.writeJobs(c, nil)
-	}
-}
-
-// answerNow answers a poll that was hijacked but cannot wait parked, and
-// closes its connection: its subscription failed (subErr, the registry is
-// closing), or the connection cannot be watched.
-func (p *parkedPoll) answerNow(s *Server, subErr error) {
-	defer s.parker.wg.Done()
-	defer p.end(s, false)
-	defer s.doneParked(p.c)
-	if subErr != nil {
-		s.answerError(p.c, subErr)
-		return
-	}
-	_ = s.writeJobs(p.c, nil)
-}
-
-// block waits in the network poller until the connection is readable or
-// its read deadline passes. It reads nothing: a byte that came stays for
-// net/http.
-func (p *parkedPoll) block() waitEnd {
-	end := waitDeadline
-	err := p.raw.Read(func(fd uintptr) bool {
-		switch n, err := peek(fd); {
-		case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EINTR):
-			return false // not readable: wait
-		case err != nil || n == 0:
-			end = waitGone
-		default:
-			end = waitData
-		}
-		return true
-	})
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return waitDeadline
-	case err != nil:
-		return waitGone
-	}
-	return end
-}
-
-// end finishes a parked poll: it stops its wake-ups, gives back its slot,
-// writes its answer and hands the connection back to net/http (keep), or
-// closes it.
-func (p *parkedPoll) end(s *Server, keep bool) {
-	p.mu.Lock()
-	p.over = true
-	p.mu.Unlock()
-	s.stopPoll(p.pl)
-	pk := s.parker
-	answered := p.w.status != 0
-	if answered {
-		if err := p.w.writeTo(p.conn, !keep); err != nil {
-			keep = false
-		}
-	}
-	if keep && answered {
-		_ = p.conn.SetReadDeadline(time.Time{})
-		keep = pk.back.give(p.conn)
-	}
-	if !keep || !answered {
-		if pk.limit != nil {
-			pk.limit.release(p.conn)
-		}
-		_ = p.conn.Close()
-	}
-	pk.forget(p)
 }

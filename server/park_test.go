@@ -3,12 +3,15 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"slices"
 	"strings"
@@ -334,4 +337,189 @@ func TestParkedPollsLoseNoWakeUp(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs to %d agents, worst delivery %s", jobs, agents, worst)
+}
+
+// A fleet reconnecting at once does not queue inside net/http: when every
+// look slot is busy a poll parks before its admission (authentication
+// included) and its first look, and a looker admits it and looks when its
+// turn comes. A poll whose job was already queued gets it then, the others
+// wait parked for theirs, and each connection serves its agent's next poll.
+func TestPollsParkBeforeAdmissionWhenLooksAreBusy(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	addr := strings.TrimPrefix(e.url, "http://")
+	var as []*agent
+	for i := range 3 {
+		as = append(as, e.newAgent(fmt.Sprintf("c%d", i)))
+	}
+	early := e.submit(as[0].clusterID)
+	release := e.srv.HoldLookSlots()
+	type held struct {
+		conn net.Conn
+		br   *bufio.Reader
+	}
+	var polls []held
+	for _, a := range as {
+		conn := dialConn(t, addr)
+		rawPoll(t, conn, a, 300)
+		polls = append(polls, held{conn, bufio.NewReader(conn)})
+	}
+	waitParked(t, e, 3) // the one with a job waiting too: it has not looked
+	release()
+	resp, body := readAnswer(t, polls[0].conn, polls[0].br)
+	if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{early}) || resp.Close {
+		t.Fatalf("the poll parked before its first look answered %v (close %v), want [%s]", ids, resp.Close, early)
+	}
+	waitParked(t, e, 2)
+	for i, a := range as[1:] {
+		job := e.submit(a.clusterID)
+		p := polls[i+1]
+		resp, body := readAnswer(t, p.conn, p.br)
+		if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{job}) {
+			t.Fatalf("agent %d answered %v, want [%s]", i+1, ids, job)
+		}
+	}
+	// The connections are net/http's again, and the next polls park.
+	for i, p := range polls {
+		rawPoll(t, p.conn, as[i], 300)
+	}
+	waitParked(t, e, 3)
+}
+
+// A client that leaves while its poll waits for its first look ends the
+// poll without a look: the job queued for its cluster goes to the agent's
+// next poll, not to the connection that left.
+func TestPollWaitingForItsFirstLookNoticesTheClientLeaving(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	job := e.submit(a.clusterID)
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	rawPoll(t, conn, a, 300)
+	waitParked(t, e, 1)
+	conn.Close()
+	eventually(t, "the client leaving to be noticed", func() bool { return e.srv.ParkedPollsReadable() == 1 })
+	release()
+	eventually(t, "the poll to end", func() bool { return e.srv.ParkedPolls() == 0 && e.reg.Waiting() == 0 })
+	if ids := a.poll(0).jobIDs(t); !slices.Equal(ids, []string{job}) {
+		t.Fatalf("the next poll got %v, want [%s]", ids, job)
+	}
+}
+
+// A poll that parks before its first look with the agent's next request
+// already read behind it (pipelining) looks once, answers, and closes the
+// connection: the request net/http had read would be lost on a connection
+// handed back, and an HTTP/1.1 client sends it again on a new one.
+func TestPollParkedBeforeItsFirstLookWithAPipelinedRequest(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	job := e.submit(a.clusterID)
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	br := bufio.NewReader(conn)
+	_, err := fmt.Fprintf(conn, "GET /api/agent/jobs?cluster=%s&wait=300 HTTP/1.1\r\nHost: tether\r\nAccept: %s\r\nAuthorization: Bearer %s\r\n\r\nGET /healthz HTTP/1.1\r\nHost: tether\r\n\r\n",
+		a.clusterID, mediaV1, a.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitParked(t, e, 1)
+	release()
+	resp, body := readAnswer(t, conn, br)
+	if ids := answerJobIDs(t, resp, body); !slices.Equal(ids, []string{job}) || !resp.Close {
+		t.Fatalf("answered %v (close %v), want [%s] and the connection closed", ids, resp.Close, job)
+	}
+	eventually(t, "the poll to end", func() bool { return e.srv.ParkedPolls() == 0 && e.reg.Waiting() == 0 })
+}
+
+// A poll parked before its admission is refused as it would have been in
+// net/http (same status and code), and its connection serves the next
+// request.
+func TestPollParkedBeforeAdmissionIsRefusedAsUsual(t *testing.T) {
+	defer server.SetLookSlots(1)()
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	release := e.srv.HoldLookSlots()
+	conn := dialConn(t, strings.TrimPrefix(e.url, "http://"))
+	br := bufio.NewReader(conn)
+	forged := &agent{clusterID: a.clusterID, token: a.token + "x"}
+	rawPoll(t, conn, forged, 300)
+	waitParked(t, e, 1)
+	release()
+	resp, body := readAnswer(t, conn, br)
+	var ans struct{ Error string }
+	_ = json.Unmarshal(body, &ans)
+	if resp.StatusCode != http.StatusUnauthorized || ans.Error != "unauthorized" || resp.Close ||
+		!strings.HasPrefix(resp.Header.Get("X-Request-Id"), "rq-") {
+		t.Fatalf("a forged credential parked before admission: %d %s (close %v)", resp.StatusCode, body, resp.Close)
+	}
+	rawPoll(t, conn, a, 0)
+	if resp, body := readAnswer(t, conn, br); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the next poll on the connection: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Polls over TLS, HTTP/2 or HTTP/1.1, stay held inside net/http (a
+// parked connection is a plain socket, read by hand): each waits there and
+// gets its job when it is queued.
+func TestPollsOverTLSWaitInsideNetHTTP(t *testing.T) {
+	e := newEnv(t)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	tlsConfig, h2 := ts.TLS.Clone(), ts.Client()
+	ts.Close()
+	h1 := &http.Client{Transport: h2.Transport.(*http.Transport).Clone()}
+	h1.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	h1.Transport.(*http.Transport).TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	h1.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"http/1.1"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(e.reg, server.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1})
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, tls.NewListener(ln, tlsConfig)) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	for proto, client := range map[int]*http.Client{2: h2, 1: h1} {
+		a := e.newAgent(fmt.Sprintf("tls-h%d", proto))
+		type answer struct {
+			resp *http.Response
+			body []byte
+		}
+		answered := make(chan answer, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://%s/api/agent/jobs?cluster=%s&wait=300", ln.Addr(), a.clusterID), nil)
+			req.Header.Set("Accept", mediaV1)
+			req.Header.Set("Authorization", "Bearer "+a.token)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("HTTP/%d poll: %v", proto, err)
+				answered <- answer{}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answered <- answer{resp, body}
+		}()
+		eventually(t, fmt.Sprintf("the HTTP/%d poll to wait", proto), func() bool { return e.reg.Waiting() == 1 })
+		if n := srv.ParkedPolls(); n != 0 {
+			t.Fatalf("HTTP/%d over TLS: %d polls parked, want them held in net/http", proto, n)
+		}
+		job := e.submit(a.clusterID)
+		got := <-answered
+		if got.resp == nil {
+			t.FailNow()
+		}
+		if ids := answerJobIDs(t, got.resp, got.body); !slices.Equal(ids, []string{job}) || got.resp.ProtoMajor != proto {
+			t.Fatalf("HTTP/%d poll answered %v over HTTP/%d, want [%s]", proto, ids, got.resp.ProtoMajor, job)
+		}
+	}
 }

@@ -59,6 +59,9 @@ type call struct {
 	// parked: the handler handed the request to a parked poll (park.go),
 	// which answers and finishes it; net/http's goroutine leaves it alone.
 	parked bool
+	// lookSlot: the call holds one of the parker's look slots, taken before
+	// admission, given back after its first look (park_early.go).
+	lookSlot bool
 }
 
 // log returns the request's logger, with its request id and (once known) its
@@ -84,6 +87,9 @@ func newRequestID() string { return "rq-" + strings.ToLower(ulid.Make().String()
 // offStack). Every 8 KiB stack is 4 KiB per held poll.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	c := s.newCall(w, r)
+	if s.parkBeforeAdmit(c) {
+		return // a looker admits and serves it
+	}
 	defer s.done(c)
 	if s.admit(c) {
 		s.serve(c)
@@ -107,6 +113,7 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
 // done is serveHTTP's deferred call: it answers a handler's panic with a
 // 500, then counts and logs the request.
 func (s *Server) done(c *call) {
+	s.giveBackLookSlot(c)
 	if c.parked {
 		return // set by the handler as it returned: no panic to recover
 	}

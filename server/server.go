@@ -217,8 +217,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
-		s.drain()
+		s.drain() // parked polls answer and close their connections
 		_ = back.Close()
+		s.parker.stop()
 		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
@@ -230,6 +231,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		select {
 		case err := <-errc:
 			s.drain()
+			s.parker.stop()
 			return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 		case <-time.After(d):
 		}
@@ -243,6 +245,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if perr := s.parker.wait(sctx); err == nil {
 		err = perr
 	}
+	s.parker.stop()
 	if err != nil {
 		_ = hs.Close()
 		return fmt.Errorf("shutdown: requests still in flight after %s were cut off: %w", s.cfg.ShutdownTimeout, err)
