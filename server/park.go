@@ -134,6 +134,13 @@ func (pk *parker) looker() {
 		p := pk.queue[pk.head]
 		pk.queue[pk.head] = nil
 		pk.head++
+		if pk.head >= 1024 && pk.head*2 >= len(pk.queue) {
+			// A queue that never empties (a sustained backlog) would
+			// otherwise keep every slot it ever had: move the rest down.
+			n := copy(pk.queue, pk.queue[pk.head:])
+			clear(pk.queue[n:])
+			pk.queue, pk.head = pk.queue[:n], 0
+		}
 		pk.qmu.Unlock()
 		pk.slots <- struct{}{}
 		p.step()
