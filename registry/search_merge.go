@@ -7,8 +7,8 @@ import (
 
 // SearchMerger defaults. A step writes at most DefaultSearchMergePages
 // pages of index (about 4 KB each on SQLite), and a run at most
-// DefaultSearchMergeSteps steps, each in a write of its own: a run holds the
-// writer for a few milliseconds at a time, never for the whole merge. See
+// DefaultSearchMergeSteps steps, each a write request of its own: a run holds
+// the writer a step at a time, never for the whole merge. See
 // docs/performance.md for the figures behind them.
 const (
 	DefaultSearchMergeInterval = 10 * time.Second

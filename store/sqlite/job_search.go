@@ -140,18 +140,21 @@ func (t *txn) indexSearchOf(ids ...string) error {
 //
 // Each batch that inserts jobs adds a segment to the index. FTS5 merged
 // them as they came (automerge, 4 segments a level), inside the batch that
-// wrote the fourth: over a million jobs that merging was a fifth of the
-// writer's time in the agents' lifecycle. Migration 0031 turned it off;
+// wrote the fourth: over a million jobs that merging was about a sixth of the
+// process's CPU in the agents' lifecycle. Migration 0031 turned it off;
 // registry.SearchMerger merges in the background instead, a bounded step at
 // a time. Should it fall behind, FTS5 still merges a level once it holds 16
 // segments (crisismerge), in the batch that wrote the 16th: the index never
 // grows past a few dozen segments whatever the merger does.
 
-// SearchIndexMerge runs FTS5's merge command in a write of its own: it
-// writes up to about pages leaf pages of merged segments, from a level of 4
-// or more (usermerge), and does nothing when no level holds that many. FTS5
-// reports no figure for it; the command changed 2 or more rows when it did
-// some work (the FTS5 documentation's own test).
+// SearchIndexMerge runs FTS5's merge command as a write request of its own
+// (the writer may commit it in one batch with others): it writes about
+// pages leaf pages of merged segments, from a level of 4 or more segments
+// (usermerge), and does nothing when no level holds that many. It stops
+// only between two trigrams' entries, and a trigram of a million jobs has
+// an entry of megabytes: a step may write more. FTS5 reports no figure for
+// it; the command changed 2 or more rows when it did some work (the FTS5
+// documentation's own test).
 func (s *Store) SearchIndexMerge(ctx context.Context, pages int) (bool, error) {
 	var merged bool
 	err := s.write(ctx, func(t *txn) error {

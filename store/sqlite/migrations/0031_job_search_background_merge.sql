@@ -1,7 +1,7 @@
 -- Every writer batch that inserts jobs adds a segment to the search index
 -- (0029), and FTS5 merged the segments as they came ('automerge', 4 a
 -- level) inside the batch that wrote them: over a million jobs that merging
--- took about a fifth of the writer's time in the agents' lifecycle, and grew
+-- took about a sixth of the process's CPU in the agents' lifecycle, and grew
 -- with the index. Automatic merging is now off; tether serve merges the
 -- index in the background, in bounded steps ('merge', registry.SearchMerger).
 -- FTS5 still merges a level in the writer once it holds 16 segments
