@@ -36,6 +36,7 @@ type Store interface {
 	SSHHostKeyStore
 	ResealStore
 	RetentionStore
+	SearchIndexStore
 	RolloutStore
 	QueueStatsStore
 

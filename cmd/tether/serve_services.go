@@ -58,6 +58,13 @@ func serveServices(e serveEnv) []maintenance.Service {
 				}
 			})
 		}),
+		maintenance.Loop("search-merge", func(ctx context.Context) {
+			registry.NewSearchMerger(a.reg, registry.SearchMergerConfig{}).Run(ctx, func(_ registry.SearchMergeReport, err error) {
+				if err != nil {
+					log.Warn("merging the job search index failed; retrying at the next run", "err", registry.ErrorMessage(err))
+				}
+			})
+		}),
 		maintenance.Loop("rollouts", func(ctx context.Context) {
 			registry.NewRolloutService(a.reg, 0).Run(ctx, func(_ int, err error) {
 				if err != nil {

@@ -205,7 +205,7 @@ func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
 	})
 	// Every background service runs under the maintainer, which reports it.
 	_, metrics := httpGet(t, base+"/metrics")
-	for _, svc := range []string{"reaper", "pruner", "retention", "rollouts", "signature-audit", "webhook-sender", "sighup-reload"} {
+	for _, svc := range []string{"reaper", "pruner", "retention", "search-merge", "rollouts", "signature-audit", "webhook-sender", "sighup-reload"} {
 		for _, want := range []string{`tether_service_up{service="` + svc + `"} 1`, `tether_service_failures_total{service="` + svc + `"} 0`} {
 			if !strings.Contains(string(metrics), want) {
 				t.Errorf("metrics lack %s", want)

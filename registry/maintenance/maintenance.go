@@ -1,9 +1,10 @@
 // Package maintenance runs a process's background services: it starts them
 // together, restarts one that fails, stops them together, and says what each
 // is doing. tether serve runs the registry's services (reaper, pruner,
-// retention, rollouts), the webhook sender, the signature audit, the
-// certificate and key reloaders and the diagnostics listener under one
-// Maintainer, as River runs its queue maintenance services.
+// retention, search index merging, rollouts), the webhook sender, the
+// signature audit, the certificate and key reloaders and the diagnostics
+// listener under one Maintainer, as River runs its queue maintenance
+// services.
 //
 // A service is restarted the way systemd's Restart=on-failure restarts a
 // unit, with the backoff a supervisor tree (Erlang's, suture's) gives it:

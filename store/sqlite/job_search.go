@@ -135,3 +135,41 @@ func (t *txn) indexSearchOf(ids ...string) error {
 	}
 	return nil
 }
+
+// --- merging the index ---
+//
+// Each batch that inserts jobs adds a segment to the index. FTS5 merged
+// them as they came (automerge, 4 segments a level), inside the batch that
+// wrote the fourth: over a million jobs that merging was about a sixth of the
+// process's CPU in the agents' lifecycle. Migration 0031 turned it off;
+// registry.SearchMerger merges in the background instead, a bounded step at
+// a time. Should it fall behind, FTS5 still merges a level once it holds 16
+// segments (crisismerge), in the batch that wrote the 16th: the index never
+// grows past a few dozen segments whatever the merger does.
+
+// SearchIndexMerge runs FTS5's merge command as a write request of its own
+// (the writer may commit it in one batch with others): it writes about
+// pages leaf pages of merged segments, from a level of 4 or more segments
+// (usermerge), and does nothing when no level holds that many. It stops
+// only between two trigrams' entries, and a trigram of a million jobs has
+// an entry of megabytes: a step may write more. FTS5 reports no figure for
+// it; the command changed 2 or more rows when it did some work (the FTS5
+// documentation's own test).
+func (s *Store) SearchIndexMerge(ctx context.Context, pages int) (bool, error) {
+	var merged bool
+	err := s.write(ctx, func(t *txn) error {
+		var before, after int64
+		if err := t.selectRow(`SELECT total_changes()`).Scan(&before); err != nil {
+			return s.wrap(err, "count changes")
+		}
+		if _, err := t.exec(`INSERT INTO job_search (job_search, rank) VALUES ('merge', ?)`, max(1, pages)); err != nil {
+			return err
+		}
+		if err := t.selectRow(`SELECT total_changes()`).Scan(&after); err != nil {
+			return s.wrap(err, "count changes")
+		}
+		merged = after-before >= 2
+		return nil
+	})
+	return merged, err
+}

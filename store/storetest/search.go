@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -108,4 +109,72 @@ func asciiLower(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// testSearchIndexMerge: the word filter finds each rare word of jobs
+// submitted one by one (on SQLite, one index segment each, which the
+// writes no longer merge: migration 0031), before and after the background
+// merger (registry.SearchMerger) merged them, and also once a job's error
+// changed after the merge. The merger's runs end once there is nothing
+// left to merge (at once on PostgreSQL, whose index keeps itself).
+func testSearchIndexMerge(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a, _ := e.agent("merge-zone")
+	const n = 40
+	ids := make([]string, n)
+	for i := range n {
+		payload := strings.Replace(applyPayload, `"name":"nc"`, fmt.Sprintf(`"name":"rare%03dword"`, i), 1)
+		ids[i] = e.submit(a.Cluster.ID, func(js *registry.JobSubmission) { js.Payload = json.RawMessage(payload) }).ID
+	}
+	find := func(when string) {
+		t.Helper()
+		for i, id := range ids {
+			found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: fmt.Sprintf("RARE%03dWORD", i), Limit: 10})
+			wantNoErr(t, err)
+			if got := jobIDs(found); !slices.Equal(got, []string{id}) {
+				t.Fatalf("%s: search rare%03dword found %v, want [%s]", when, i, got, id)
+			}
+		}
+		found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: "rare0", Limit: 1000})
+		wantNoErr(t, err)
+		if len(found) != n {
+			t.Fatalf("%s: search rare0 found %d jobs, want %d", when, len(found), n)
+		}
+	}
+	find("before merging")
+
+	m := registry.NewSearchMerger(e.reg, registry.SearchMergerConfig{Pages: 2, Steps: 3})
+	runs := 0
+	for ; runs < 100; runs++ {
+		rep, err := m.RunOnce(e.ctx)
+		wantNoErr(t, err)
+		if rep.Steps > 3 {
+			t.Fatalf("a run took %d steps, more than the 3 it may", rep.Steps)
+		}
+		if rep.Steps < 3 {
+			break // nothing left to merge
+		}
+	}
+	if runs == 100 {
+		t.Fatal("the merger found something to merge after 100 runs")
+	}
+	find("after merging")
+
+	// A job changed after the merge: found by its new error, not by the
+	// old name's job alone.
+	claim, err := e.reg.AckJob(e.ctx, a, ids[7])
+	wantNoErr(t, err)
+	wantNoErr(t, errOf(e.reg.ReportResult(e.ctx, a, ids[7], claim.ClaimID,
+		registry.ResultReport{Outcome: registry.OutcomeFailed, Error: "quokkaFailure"})))
+	rep, err := m.RunOnce(e.ctx)
+	wantNoErr(t, err)
+	if rep.Steps > 3 {
+		t.Fatalf("a run took %d steps", rep.Steps)
+	}
+	find("after a change")
+	found, err := e.reg.ListJobs(e.ctx, registry.JobListParams{Search: "quokka", Limit: 10})
+	wantNoErr(t, err)
+	if got := jobIDs(found); !slices.Equal(got, []string{ids[7]}) {
+		t.Fatalf("search quokka found %v, want [%s]", got, ids[7])
+	}
 }

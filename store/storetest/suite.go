@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newStore) })
 	t.Run("SearchIndex", func(t *testing.T) { testSearchIndex(t, newStore) })
+	t.Run("SearchIndexMerge", func(t *testing.T) { testSearchIndexMerge(t, newStore) })
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, newStore) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, newStore) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore) })
