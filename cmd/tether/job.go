@@ -141,7 +141,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 	f.StringVar(&cluster, "cluster", "", "only jobs of this cluster (id or name)")
 	f.StringSliceVar(&states, "state", nil, "only jobs in these states (comma-separated): queued, in_progress, succeeded, failed, noop, conflict, canceled, expired")
 	f.StringVar(&kind, "kind", "", "only jobs of this kind: apply, delete or intent")
-	f.StringVar(&search, "search", "", "only jobs whose id, idempotency key, target namespace or name, error, kind or cluster name (with --stuck, or the reason it is stuck: silent, disabled) contains each of these words")
+	f.StringVar(&search, "search", "", "only jobs whose id, idempotency key, target namespace or name, error, kind or cluster name (with --stuck, or the reason it is stuck: silent, disabled, pending) contains each of these words")
 	f.IntVar(&limit, "limit", 100, "at most this many jobs")
 	f.BoolVar(&stuck, "stuck", false, "only stuck jobs, as the console's stuck tab: lease run out, no lease and silent 10 minutes, failed lease_expired on the last attempt, or waiting on a silent or disabled cluster")
 	return cmd
