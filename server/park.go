@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -240,32 +241,15 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 	// queued until it is set up: what reports before then is noted, and
 	// acted on once it is.
 	p := &parkedPoll{pk: pk, c: c, pl: pl, deadline: deadline, queued: true}
-	pk.mu.Lock()
-	if pk.closed {
-		pk.mu.Unlock()
-		return false
-	}
-	pk.polls[p] = struct{}{}
-	pk.wg.Add(1)
-	pk.mu.Unlock()
 	p.w.header = c.raw.Header().Clone() // what prepare set (X-Credential-Rotate-After), usually nothing
 	if len(p.w.header) == 0 {
 		p.w.header = nil
 	}
-	conn, brw, err := http.NewResponseController(c.raw).Hijack()
-	if err != nil {
-		pk.forget(p)
-		pk.wg.Done()
+	conn, brw, ok := pk.take(p)
+	if !ok {
 		return false
 	}
-	// From here on the request is the parked poll's: net/http forgets the
-	// connection when the handler returns.
-	if pk.limit != nil {
-		pk.limit.adopt(conn)
-	}
-	c.parked, pl.parked = true, true
-	c.raw = &p.w
-	c.rec.ResponseWriter = &p.w
+	pl.parked = true
 	c.r = parkedRequest(r)
 	ctx := registry.WithActor(context.Background(), c.agent.Actor())
 	if c.span != nil {
@@ -293,13 +277,9 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 		return true
 	}
 	pl.unsubscribe = unsub
-	if sc, ok := conn.(syscall.Conn); ok {
-		p.raw, err = sc.SyscallConn()
-	} else {
-		err = errNotWatchable
-	}
-	if err == nil && !p.pipelined {
-		err = p.raw.Control(func(fd uintptr) { p.fd = int(fd) })
+	var err error
+	if !p.pipelined {
+		err = p.descriptor(conn)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -319,6 +299,51 @@ func (s *Server) park(c *call, pl *heldPoll, deadline time.Time) bool {
 		pk.enqueue(p)
 	}
 	return true
+}
+
+// take registers p and takes its call's connection out of net/http. It
+// reports false, p forgotten, when the server is shutting down or the
+// connection would not hijack; the poll is then served in net/http.
+func (pk *parker) take(p *parkedPoll) (net.Conn, *bufio.ReadWriter, bool) {
+	pk.mu.Lock()
+	if pk.closed {
+		pk.mu.Unlock()
+		return nil, nil, false
+	}
+	pk.polls[p] = struct{}{}
+	pk.wg.Add(1)
+	pk.mu.Unlock()
+	c := p.c
+	conn, brw, err := http.NewResponseController(c.raw).Hijack()
+	if err != nil {
+		pk.forget(p)
+		pk.wg.Done()
+		return nil, nil, false
+	}
+	// From here on the request is the parked poll's: net/http forgets the
+	// connection when the handler returns.
+	if pk.limit != nil {
+		pk.limit.adopt(conn)
+	}
+	c.parked = true
+	c.raw = &p.w
+	c.rec.ResponseWriter = &p.w
+	return conn, brw, true
+}
+
+// descriptor notes the file descriptor of p's connection (p.raw, p.fd),
+// which the readiness waiter watches.
+func (p *parkedPoll) descriptor(conn net.Conn) error {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return errNotWatchable
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	p.raw = raw
+	return raw.Control(func(fd uintptr) { p.fd = int(fd) })
 }
 
 // errNotWatchable: a hijacked connection without a file descriptor.

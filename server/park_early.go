@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -50,26 +49,10 @@ const agentPollPath = "/api/agent/jobs"
 func (s *Server) parkEarly(c *call) bool {
 	pk := s.parker
 	p := &parkedPoll{pk: pk, c: c, early: true, first: true, queued: true}
-	pk.mu.Lock()
-	if pk.closed {
-		pk.mu.Unlock()
+	conn, brw, ok := pk.take(p)
+	if !ok {
 		return false
 	}
-	pk.polls[p] = struct{}{}
-	pk.wg.Add(1)
-	pk.mu.Unlock()
-	conn, brw, err := http.NewResponseController(c.raw).Hijack()
-	if err != nil {
-		pk.forget(p)
-		pk.wg.Done()
-		return false
-	}
-	if pk.limit != nil {
-		pk.limit.adopt(conn)
-	}
-	c.parked = true
-	c.raw = &p.w
-	c.rec.ResponseWriter = &p.w
 	// net/http cancels the request's context when the handler returns: the
 	// poll runs on a context of its own.
 	c.r = c.r.WithContext(context.Background())
@@ -78,13 +61,9 @@ func (s *Server) parkEarly(c *call) bool {
 	defer p.mu.Unlock()
 	p.conn = conn
 	p.pipelined = brw.Reader.Buffered() > 0
-	if sc, ok := conn.(syscall.Conn); ok {
-		p.raw, err = sc.SyscallConn()
-	} else {
-		err = errNotWatchable
-	}
-	if err == nil && !p.pipelined {
-		if err = p.raw.Control(func(fd uintptr) { p.fd = int(fd) }); err == nil {
+	var err error
+	if !p.pipelined {
+		if err = p.descriptor(conn); err == nil {
 			err = pk.ready.watch(p)
 			p.watched = err == nil
 		}
