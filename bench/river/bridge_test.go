@@ -34,6 +34,15 @@ import (
 //     completed (its completer batches those writes, as River does by
 //     default).
 //
+// So the bridge answers an ack, a status and a result before anything of
+// them is on disk: only a submit is durable when answered. tether answers
+// each of the five requests once its write committed. The durable bridge is
+// the same bridge keeping tether's promise, as a user who needs it would
+// build it with River's API: an ack and a status are each written to the
+// job's output (Client.JobUpdate) before the answer, and the worker
+// completes the job in a transaction of its own (JobCompleteTx), committed
+// before the result is answered.
+//
 // Credentials are bearer tokens looked up in memory; requests are not
 // signed, which is less work than tether's agents do (they sign each POST).
 
@@ -54,6 +63,9 @@ type handoff struct {
 	claim   string
 	status  json.RawMessage
 	done    chan struct{}
+	// finish, on the durable bridge: the result's answer waits for the
+	// worker to complete the job and commit (nil: the commit's error).
+	finish chan chan error
 }
 
 type bridge struct {
@@ -62,6 +74,16 @@ type bridge struct {
 	mu       sync.Mutex
 	inflight map[string]*handoff // handed to a poll, not yet finished
 	claims   atomic.Int64
+	// record, on the durable bridge, writes an ack's or a status's output to
+	// the job's row before it is answered; nil on the bridge that keeps
+	// them in memory.
+	record func(ctx context.Context, id int64, output any) error
+}
+
+// bridgeOutput is what the durable bridge records of an ack and a status.
+type bridgeOutput struct {
+	Claim  string          `json:"claim"`
+	Status json.RawMessage `json:"status,omitempty"`
 }
 
 func newBridge(clusters int) *bridge {
@@ -80,6 +102,10 @@ func bridgeToken(i int) string { return "bridge-token-" + strconv.Itoa(i) }
 type worker struct {
 	river.WorkerDefaults[bridgeArgs]
 	br *bridge
+	// complete, on the durable bridge, completes the job in a transaction
+	// of its own and commits it; nil: Work returns and River's completer
+	// marks the job completed later.
+	complete func(ctx context.Context, job *river.Job[bridgeArgs]) error
 }
 
 func (w *worker) Work(ctx context.Context, job *river.Job[bridgeArgs]) error {
@@ -88,6 +114,9 @@ func (w *worker) Work(ctx context.Context, job *river.Job[bridgeArgs]) error {
 		return river.JobCancel(errors.New("no such cluster"))
 	}
 	h := &handoff{id: strconv.FormatInt(job.ID, 10), payload: a.Payload, created: job.CreatedAt, cluster: a.Cluster, done: make(chan struct{})}
+	if w.complete != nil {
+		h.finish = make(chan chan error, 1)
+	}
 	select {
 	case w.br.clusters[a.Cluster] <- h:
 	case <-ctx.Done():
@@ -96,6 +125,10 @@ func (w *worker) Work(ctx context.Context, job *river.Job[bridgeArgs]) error {
 	select {
 	case <-h.done:
 		return nil
+	case reply := <-h.finish:
+		err := w.complete(ctx, job)
+		reply <- err
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -180,10 +213,18 @@ func (br *bridge) handler() http.Handler {
 				writeError(w, http.StatusConflict, "already_claimed", "the job is claimed")
 				return
 			}
-			h.claim = "claim-" + strconv.FormatInt(br.claims.Add(1), 10)
-			w.Header().Set("X-Claim-Id", h.claim)
-			w.Header().Set("X-Lease-Expires-At", time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+			claim := "claim-" + strconv.FormatInt(br.claims.Add(1), 10)
+			h.claim = claim
 			br.mu.Unlock()
+			if err := br.persist(r.Context(), h, bridgeOutput{Claim: claim}); err != nil {
+				br.mu.Lock()
+				h.claim = ""
+				br.mu.Unlock()
+				writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+				return
+			}
+			w.Header().Set("X-Claim-Id", claim)
+			w.Header().Set("X-Lease-Expires-At", time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -192,31 +233,72 @@ func (br *bridge) handler() http.Handler {
 			writeError(w, http.StatusConflict, "stale_claim", "not the job's claim")
 			return
 		}
+		var err error
 		switch action {
 		case "status":
 			h.status = body
+			out := bridgeOutput{Claim: h.claim, Status: body}
+			br.mu.Unlock()
+			err = br.persist(r.Context(), h, out)
 		case "result":
 			delete(br.inflight, h.id)
-			close(h.done) // the worker returns: River completes the job
+			br.mu.Unlock()
+			if h.finish == nil {
+				close(h.done) // the worker returns: River completes the job
+				break
+			}
+			reply := make(chan error, 1)
+			h.finish <- reply
+			err = <-reply
 		default:
 			br.mu.Unlock()
 			writeError(w, http.StatusNotFound, "not_found", "no such action")
 			return
 		}
-		br.mu.Unlock()
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
 }
 
+// persist writes out to h's job on the durable bridge; on the other it
+// keeps nothing more than the handler already did.
+func (br *bridge) persist(ctx context.Context, h *handoff, out bridgeOutput) error {
+	if br.record == nil {
+		return nil
+	}
+	id, err := strconv.ParseInt(h.id, 10, 64)
+	if err != nil {
+		return err
+	}
+	return br.record(ctx, id, out)
+}
+
 // runBridge starts River on driver (schema "" for the default) and the
-// bridge in front of it, drives agents through n lifecycles and returns
-// the rate.
-func runBridge[TTx any](b *testing.B, driver riverdriver.Driver[TTx], agents, n int, window benchlife.Window) float64 {
+// bridge in front of it (the durable bridge if durable), drives agents
+// through n lifecycles and returns the rate.
+func runBridge[D riverdriver.Driver[TTx], TTx any](b *testing.B, driver D, durable bool, agents, n int, window benchlife.Window) float64 {
 	ctx := context.Background()
 	br := newBridge(agents)
+	wk := &worker{br: br}
+	if durable {
+		wk.complete = func(ctx context.Context, job *river.Job[bridgeArgs]) error {
+			tx, err := driver.GetExecutor().Begin(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := river.JobCompleteTx[D](ctx, driver.UnwrapTx(tx), job); err != nil {
+				tx.Rollback(ctx)
+				return err
+			}
+			return tx.Commit(ctx)
+		}
+	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker{br: br})
+	river.AddWorker(workers, wk)
 	client, err := river.NewClient(driver, &river.Config{
 		Logger:        slog.New(slog.DiscardHandler), // the run's end cancels the workers still waiting for a poll
 		FetchCooldown: 5 * time.Millisecond,
@@ -225,6 +307,12 @@ func runBridge[TTx any](b *testing.B, driver riverdriver.Driver[TTx], agents, n 
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if durable {
+		br.record = func(ctx context.Context, id int64, output any) error {
+			_, err := client.JobUpdate(ctx, id, &river.JobUpdateParams{Output: output})
+			return err
+		}
 	}
 	if err := client.Start(ctx); err != nil {
 		b.Fatal(err)

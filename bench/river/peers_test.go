@@ -24,17 +24,20 @@ import (
 // two jobs queued per cluster) against: the trivial handler, tether on
 // SQLite, River bridged on SQLite (riversqlite, modernc.org/sqlite), tether
 // on PostgreSQL and River bridged on PostgreSQL (riverpgxv5), each on a
-// database of its own. Its ratios are of figures measured in the same run.
+// database of its own; then the durable bridge (bridge_test.go: an ack, a
+// status and a result are durable when answered, as tether's are) on each.
+// Its ratios are of figures measured in the same run.
 // On PostgreSQL it also reads the commits (pg_stat_database) and the CPU of
 // the database's backends (/proc) over each run's lifecycles. Without
 // TETHER_TEST_POSTGRES_DSN only the SQLite runs are made.
 func BenchmarkPeers(b *testing.B) {
 	const agents = benchlife.Agents
 	n := b.N
-	var cpu [5]float64 // this process's CPU seconds in each run's window
+	var cpu [7]float64 // this process's CPU seconds in each run's window
 	baseline := benchlife.RunBaseline(b, agents, n, cpuWindow(nil, &cpu[0]))
 	tetherSQLite, _, _ := benchlife.RunTether(b, []registry.Store{benchlife.OpenSQLite(b)}, agents, n, cpuWindow(nil, &cpu[1]))
-	bridgeSQLite := runBridge(b, sqliteDriver(b), agents, n, cpuWindow(nil, &cpu[2]))
+	bridgeSQLite := runBridge(b, sqliteDriver(b), false, agents, n, cpuWindow(nil, &cpu[2]))
+	durableSQLite := runBridge(b, sqliteDriver(b), true, agents, n, cpuWindow(nil, &cpu[5]))
 
 	N := float64(n)
 	perLifecycle := func(s float64) float64 { return 1000 * s / N }
@@ -50,10 +53,13 @@ func BenchmarkPeers(b *testing.B) {
 	report(perLifecycle(cpu[0]), "baseline-cpu-ms/lifecycle")
 	report(perLifecycle(cpu[1]), "sqlite-cpu-ms/lifecycle")
 	report(perLifecycle(cpu[2]), "bridge-sqlite-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[5]), "durable-sqlite-cpu-ms/lifecycle")
 	report(baseline, "baseline-lifecycles/s")
 	report(tetherSQLite, "sqlite-lifecycles/s")
 	report(bridgeSQLite, "bridge-sqlite-lifecycles/s")
+	report(durableSQLite, "durable-sqlite-lifecycles/s")
 	report(tetherSQLite/bridgeSQLite, "sqlite-bridge-sqlite-ratio")
+	report(tetherSQLite/durableSQLite, "sqlite-durable-sqlite-ratio")
 	report(tetherSQLite/baseline, "sqlite-baseline-ratio")
 	if os.Getenv(benchlife.DSNEnv) == "" {
 		b.Logf("%s is not set: the PostgreSQL runs are skipped", benchlife.DSNEnv)
@@ -66,14 +72,26 @@ func BenchmarkPeers(b *testing.B) {
 	tetherPG, _, _ := benchlife.RunTether(b, []registry.Store{openPostgres(b, tdsn)}, agents, n, cpuWindow(meterWindow(b, tmeter, &tu), &cpu[3]))
 	rdsn, rmeter := benchlife.Database(b, "river_peer")
 	var ru benchlife.Usage
-	bridgePG := runBridge(b, pgDriver(b, rdsn), agents, n, cpuWindow(meterWindow(b, rmeter, &ru), &cpu[4]))
+	bridgePG := runBridge(b, pgDriver(b, rdsn), false, agents, n, cpuWindow(meterWindow(b, rmeter, &ru), &cpu[4]))
+	ddsn, dmeter := benchlife.Database(b, "river_durable_peer")
+	var du benchlife.Usage
+	durablePG := runBridge(b, pgDriver(b, ddsn), true, agents, n, cpuWindow(meterWindow(b, dmeter, &du), &cpu[6]))
 	report(perLifecycle(cpu[3]), "pg-go-cpu-ms/lifecycle")
 	report(perLifecycle(cpu[4]), "bridge-pg-go-cpu-ms/lifecycle")
+	report(perLifecycle(cpu[6]), "durable-pg-go-cpu-ms/lifecycle")
 
 	report(tetherPG, "pg-lifecycles/s")
 	report(bridgePG, "bridge-pg-lifecycles/s")
 	report(tetherSQLite/max(bridgeSQLite, bridgePG), "sqlite-bridge-ratio")
 	report(tetherPG/bridgePG, "pg-bridge-ratio")
+	report(durablePG, "durable-pg-lifecycles/s")
+	report(tetherSQLite/max(durableSQLite, durablePG), "sqlite-durable-ratio")
+	report(tetherPG/durablePG, "pg-durable-ratio")
+	report(float64(du.Commits)/N, "durable-pg-commits/lifecycle")
+	report(1000*du.BackendCPU/N, "durable-pg-cpu-ms/lifecycle")
+	if du.BackendCPU > 0 {
+		report(tu.BackendCPU/du.BackendCPU, "pg-durable-cpu-ratio")
+	}
 	report(float64(tu.Commits)/N, "pg-commits/lifecycle")
 	report(float64(ru.Commits)/N, "bridge-pg-commits/lifecycle")
 	report(1000*tu.BackendCPU/N, "pg-cpu-ms/lifecycle")
