@@ -243,19 +243,23 @@ func showConsole(ctx context.Context, g *globals, a *app, choice themes.Choice, 
 	return runProgram(ctx, g, model, choice)
 }
 
-// runProgram runs the console until the person quits or ctx ends.
+// runProgram runs the console until the person quits, ctx ends or the
+// terminal goes away.
 func runProgram(ctx context.Context, g *globals, model *tui.Model, choice themes.Choice) error {
-	// ctx ends on SIGINT and SIGTERM (main); Bubble Tea must not catch them
-	// too: when the program saw ctx end first, its own signal handler was
-	// left sending a quit message nobody read, and the program waited for
-	// it until SIGKILL.
+	ctx, stop := untilTerminalGone(ctx, g.stdout)
+	defer stop()
+	// ctx ends on SIGINT and SIGTERM (main), and on SIGHUP or a hung-up
+	// terminal (untilTerminalGone); Bubble Tea must not catch signals too:
+	// when the program saw ctx end first, its own signal handler was left
+	// sending a quit message nobody read, and the program waited for it
+	// until SIGKILL.
 	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithoutSignalHandler()}
 	if choice.NoColor {
 		progOpts = append(progOpts, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	_, err := tea.NewProgram(model, progOpts...).Run()
 	if ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
-		return nil // SIGINT or SIGTERM from outside: a normal way out
+		return nil // SIGINT, SIGTERM or the terminal gone: a normal way out
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -335,19 +336,95 @@ func TestConsoleInATerminal(t *testing.T) {
 // TestConsoleQuitsWhenItsTerminalCloses: a console serving the agent API
 // quits when its terminal goes away (SIGHUP), with the API it serves,
 // rather than serve on with nobody at the keyboard. (serve itself takes
-// SIGHUP as "reload", like a daemon.)
+// SIGHUP as "reload", like a daemon.) It quits as after q: the port is
+// free and the database closed, not killed by the signal halfway.
 func TestConsoleQuitsWhenItsTerminalCloses(t *testing.T) {
 	db := newDB(t)
 	s := startTmux(t, 100, 30, fmt.Sprintf("%s --db %s console --serve --listen 127.0.0.1:0", binPath, db))
-	s.waitFor("the console to serve the agent API", func(sc string) bool { return servingRe.MatchString(sc) })
+	screen := s.waitFor("the console to serve the agent API", func(sc string) bool { return servingRe.MatchString(sc) })
+	addr := servingRe.FindStringSubmatch(screen)[1]
 	pid, err := strconv.Atoi(strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_pid}")))
 	if err != nil {
 		t.Fatalf("the console's pid: %v", err)
 	}
 	s.run("kill-session", "-t", s.name) // the terminal closes: SIGHUP
-	eventually(t, "the console to quit after its terminal closed", func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
+	waitQuitAfterHangup(t, pid, addr, db)
+}
+
+// TestConsoleQuitsWhenItsTerminalClosesUnderMake: started by `make run`,
+// the console is not the terminal's session leader, make is; the kernel
+// sends SIGHUP to make alone, and make catches it and waits for its child.
+// The console must notice by itself that its terminal is gone, or it
+// serves on for ever and the next `make run` cannot listen. A shell that
+// traps SIGHUP stands for make here (the trap is a handler, as make's is:
+// the child does not inherit it, unlike an ignored signal).
+func TestConsoleQuitsWhenItsTerminalClosesUnderMake(t *testing.T) {
+	db := newDB(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	s := startTmux(t, 100, 30, fmt.Sprintf(
+		"trap : HUP; sh -c 'echo $$ > %s && exec %s --db %s console --serve --listen 127.0.0.1:0'", pidFile, binPath, db))
+	screen := s.waitFor("the console to serve the agent API", func(sc string) bool { return servingRe.MatchString(sc) })
+	addr := servingRe.FindStringSubmatch(screen)[1]
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("the console's pid: %v", err)
+	}
+	leader, err := strconv.Atoi(strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_pid}")))
+	if err != nil || leader == pid {
+		t.Fatalf("the shell should lead the session, not the console: pane %d (%v), console %d", leader, err, pid)
+	}
+	t.Cleanup(func() {
+		// Left running by a failure: it would hold its port for ever.
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "tether" {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	})
+	// The terminal closes: SIGHUP to the shell only.
+	s.run("kill-session", "-t", s.name)
+	waitQuitAfterHangup(t, pid, addr, db)
+}
+
+// waitQuitAfterHangup waits for the console (pid) to exit after its
+// terminal closed, and checks that it left as after q: the address it
+// served is free to listen on again, and the database was closed (SQLite
+// removes its write-ahead log when the last connection closes; a process
+// killed halfway leaves it).
+func waitQuitAfterHangup(t *testing.T, pid int, addr, db string) {
+	t.Helper()
+	eventually(t, "the console to quit after its terminal closed", func() bool { return exited(pid) })
+	eventually(t, "the agent API's address "+addr+" to be free", func() bool {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return false
+		}
+		ln.Close()
+		return true
+	})
+	if _, err := os.Stat(db + "-wal"); err == nil {
+		t.Errorf("the console left %s-wal: it did not close the database", db)
+	}
+	if log, err := os.ReadFile(db + ".serve.log"); err != nil || !strings.Contains(string(log), "shut down") {
+		t.Errorf("the agent API did not shut down (%v):\n%s", err, log)
+	}
+}
+
+// exited: no process pid, or only its exit status left for a parent that
+// does not collect it (a zombie).
+func exited(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
 // TestConsoleQuitsOnSIGTERM: `kill PID` ends the console at once, every
