@@ -106,6 +106,19 @@ var rows = []row{
 	{"peer: tether on PostgreSQL", "BenchmarkPeers", "pg-lifecycles/s", "", nil, true},
 	{"peer: River bridged on PostgreSQL (riverpgxv5, fetch cooldown 5 ms)", "BenchmarkPeers", "bridge-pg-lifecycles/s", "", nil, true},
 	{"peer: trivial handler", "BenchmarkPeers", "baseline-lifecycles/s", "", nil, false},
+	// The durable bridge answers each request once it is on disk, as tether
+	// does (bench/river/bridge_test.go); the rows above are against the
+	// bridge that answers an ack, a status and a result from memory.
+	{"peer, durable bridge: tether on SQLite / the faster durable bridge", "BenchmarkPeers", "sqlite-durable-ratio", "", nil, true},
+	{"peer, durable bridge: tether on PostgreSQL / the durable bridge on PostgreSQL", "BenchmarkPeers", "pg-durable-ratio", "", nil, true},
+	{"peer, durable bridge: tether on SQLite / the durable bridge on SQLite", "BenchmarkPeers", "sqlite-durable-sqlite-ratio", "", nil, false},
+	{"peer, durable bridge: PostgreSQL backends' CPU per lifecycle, tether / durable bridge", "BenchmarkPeers", "pg-durable-cpu-ratio", "", nil, true},
+	{"peer, durable bridge: PostgreSQL commits per lifecycle", "BenchmarkPeers", "durable-pg-commits/lifecycle", "", nil, true},
+	{"peer, durable bridge: PostgreSQL backends' CPU per lifecycle", "BenchmarkPeers", "durable-pg-cpu-ms/lifecycle", "", nil, true},
+	{"peer, durable bridge: CPU per lifecycle on SQLite (one process, as above)", "BenchmarkPeers", "durable-sqlite-cpu-ms/lifecycle", "", nil, false},
+	{"peer, durable bridge: Go side's CPU per lifecycle on PostgreSQL", "BenchmarkPeers", "durable-pg-go-cpu-ms/lifecycle", "", nil, true},
+	{"peer, durable bridge on SQLite", "BenchmarkPeers", "durable-sqlite-lifecycles/s", "", nil, false},
+	{"peer, durable bridge on PostgreSQL", "BenchmarkPeers", "durable-pg-lifecycles/s", "", nil, true},
 	{"lifecycle: tether / trivial handler", "BenchmarkLifecycle", "ratio", "", nil, false},
 	{"lifecycle: tether", "BenchmarkLifecycle", "lifecycles/s", "", nil, false},
 	{"lifecycle: trivial handler", "BenchmarkLifecycle", "baseline-lifecycles/s", "", nil, false},
