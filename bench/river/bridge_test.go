@@ -248,8 +248,12 @@ func (br *bridge) handler() http.Handler {
 				break
 			}
 			reply := make(chan error, 1)
-			h.finish <- reply
-			err = <-reply
+			h.finish <- reply // buffered: the worker may have given up (its timeout)
+			select {
+			case err = <-reply:
+			case <-r.Context().Done():
+				err = r.Context().Err()
+			}
 		default:
 			br.mu.Unlock()
 			writeError(w, http.StatusNotFound, "not_found", "no such action")
