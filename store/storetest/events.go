@@ -130,9 +130,9 @@ func testEvents(t *testing.T, newStore NewStore) {
 		// get the cluster as for any upsert). A change of the record still
 		// feeds an upsert.
 		e := newEnv(t, newStore)
-		a, _ := e.agent("prod")
 		from, _, err := e.store.ChangesLatest(e.ctx)
 		wantNoErr(t, err)
+		a, _ := e.agent("prod")
 		ops := func() []registry.ChangeOp {
 			t.Helper()
 			_, _, err := e.store.ChangesLatest(e.ctx) // every committed change positioned
@@ -147,6 +147,11 @@ func testEvents(t *testing.T, newStore NewStore) {
 				from = c.Seq
 			}
 			return out
+		}
+		// Registering sets the cluster's capabilities: a change of the
+		// record, whoever wrote it.
+		if got := ops(); len(got) == 0 || slices.Contains(got, registry.OpStatus) {
+			t.Fatalf("creating and registering a cluster fed its changes %v, want upserts only", got)
 		}
 		stored, err := e.reg.AppendEvents(e.ctx, a, "", []registry.Event{{Kind: "Progress", Message: "one"},
 			{Kind: registry.EventClusterHeartbeat, Conditions: []registry.Condition{{Type: "Ready", Status: "True"}}}, {Kind: "Progress", Message: "two"}})

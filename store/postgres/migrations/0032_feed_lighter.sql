@@ -103,13 +103,10 @@ $$;
 -- 'status', anything else 'upsert'.
 CREATE OR REPLACE FUNCTION cluster_status_feed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.capabilities IS NOT DISTINCT FROM NEW.capabilities THEN
-        INSERT INTO changes (kind, entity_id, cluster_id, op, job_state, at)
-            VALUES ('cluster', NEW.cluster_id, COALESCE(NEW.cluster_id, ''), 'status', '', COALESCE(NEW.updated_at, 0));
-    ELSE
-        INSERT INTO changes (kind, entity_id, cluster_id, op, job_state, at)
-            VALUES ('cluster', NEW.cluster_id, COALESCE(NEW.cluster_id, ''), 'upsert', '', COALESCE(NEW.updated_at, 0));
-    END IF;
+    INSERT INTO changes (kind, entity_id, cluster_id, op, job_state, at)
+        VALUES ('cluster', NEW.cluster_id, COALESCE(NEW.cluster_id, ''),
+            CASE WHEN TG_OP = 'UPDATE' AND OLD.capabilities IS NOT DISTINCT FROM NEW.capabilities THEN 'status' ELSE 'upsert' END,
+            '', COALESCE(NEW.updated_at, 0));
     RETURN NEW;
 END
 $$;
