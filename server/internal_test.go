@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -127,5 +131,40 @@ func TestHeldPollsCount(t *testing.T) {
 	}
 	if def := newHeldPolls(0, 0); def.perCredential != DefaultMaxPollsPerCredential || def.perAddress != DefaultMaxPollsPerAddress {
 		t.Fatalf("zero caps took %d/%d, want the defaults", def.perCredential, def.perAddress)
+	}
+}
+
+// A parked poll answered once shutdown has begun (its look was running when
+// the drain started, and found nothing or found jobs) says that its
+// connection closes, and closes it: the handback takes no connection any
+// more. Without the check the answer promised a kept connection that the
+// agent then saw cut.
+func TestParkedAnswerDuringShutdownClosesItsConnection(t *testing.T) {
+	s := &Server{draining: make(chan struct{})}
+	close(s.draining)
+	back := newHandback(nil)
+	_ = back.Close()
+	pk := &parker{s: s, back: back, polls: map[*parkedPoll]struct{}{}}
+	server, client := net.Pipe()
+	defer client.Close()
+	p := &parkedPoll{pk: pk, conn: server}
+	pk.polls[p] = struct{}{}
+	pk.wg.Add(1)
+	_, _ = p.w.Write([]byte(`{"jobs":[]}`))
+	go p.deliver(true) // a look that answered asks to keep the connection
+	resp, err := http.ReadResponse(bufio.NewReader(client), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !resp.Close || string(body) != `{"jobs":[]}` {
+		t.Errorf("answer during shutdown: close %v, body %q; want Connection: close and the body", resp.Close, body)
+	}
+	pk.wg.Wait()
+	if _, err := client.Read(make([]byte, 1)); err == nil {
+		t.Error("the connection stayed open after the answer")
+	}
+	if len(pk.polls) != 0 {
+		t.Error("the answered poll is still counted as parked")
 	}
 }

@@ -178,6 +178,12 @@ const largeAnswer = 16 << 10
 func (p *parkedPoll) deliver(keep bool) {
 	pk := p.pk
 	answered := p.w.status != 0
+	if pk.s.isDraining() {
+		// Shutting down: the handback no longer takes connections, so the
+		// answer says that this one closes. A look that was running when
+		// the drain began answers here, after act's own check.
+		keep = false
+	}
 	if answered {
 		if err := p.w.writeTo(p.conn, !keep); err != nil {
 			keep = false
