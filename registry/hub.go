@@ -231,6 +231,14 @@ func (h *hub) dispatch(changes []Change) {
 			// held polls too: let them look again (a heartbeat does not).
 			h.wakeLocked(c.ClusterID)
 		}
+		if c.Kind == EntityCredential {
+			// A credential revoked, superseded or cut short: its held polls
+			// check it again now (a woken poll re-authenticates), so that a
+			// revoked one is answered 401 at once rather than an empty 200
+			// at the end of its wait. Credentials change rarely (register,
+			// rotate, revoke), so the extra looks cost nothing.
+			h.wakeLocked(c.ClusterID)
+		}
 	}
 	h.last = changes[len(changes)-1].Seq
 	close(h.advanced)

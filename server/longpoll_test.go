@@ -242,3 +242,16 @@ func TestVisibilityWindowHandsAJobToOnePoll(t *testing.T) {
 	default:
 	}
 }
+
+// Revocation is the emergency stop: a poll the revoked credential holds
+// (parked, over plain HTTP/1.1) is answered 401 as soon as the revocation
+// is known, not with an empty 200 at the end of its wait.
+func TestLongPollEndsWhenItsCredentialIsRevoked(t *testing.T) {
+	e := newEnv(t)
+	a := e.newAgent("c1")
+	ch, _ := heldPoll(t, e, a, 300)
+	if _, err := e.reg.RevokeCredentials(adminCtx(), a.clusterID, "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswer(t, ch).wantError(t, http.StatusUnauthorized, "unauthorized")
+}
