@@ -331,3 +331,54 @@ func TestErrorTextIsEscaped(t *testing.T) {
 		t.Fatalf("the error hides the text instead of showing it escaped:\n%s", res.stderr)
 	}
 }
+
+// TestAgentTextInRawOutputs: an agent's text can neither break -o yaml
+// (DEL and C1 controls, which JSON leaves raw and YAML readers refuse,
+// made job get, job list and events -o yaml fail whole) nor reach a
+// terminal raw through --jq or -o jsonpath, which print values exactly only
+// into a pipe or a file, as jq -r and kubectl do.
+func TestAgentTextInRawOutputs(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	c := createCluster(t, db, "prod", "--namespaces", "apps")
+	job := submit(t, db, "prod", "apply", configMap("apps", "x"))
+	reg := openRegistry(t, db)
+	a, _ := registerAgent(t, reg, c.RegistrationToken, registry.CapabilityLease)
+	ctx := context.Background()
+	claim, err := reg.AckJob(ctx, a, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "red\x1b[31mALERT\x1b]0;title\x07 \u009b31m \u202eevil\u202c del\x7f\r\nnext"
+	if _, err := reg.ReportResult(ctx, a, job.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile}); err != nil {
+		t.Fatal(err)
+	}
+	appendEvent(t, reg, a, registry.Event{Kind: "Audit", Message: hostile})
+
+	for _, args := range [][]string{{"job", "get", job.ID, "-o", "yaml"}, {"job", "list", "-o", "yaml"}, {"events", "-o", "yaml"}} {
+		out := ok(t, db, args...).stdout
+		if !strings.Contains(out, `del\x7F\r\nnext`) {
+			t.Fatalf("tether %s does not show the agent's text:\n%s", strings.Join(args, " "), out)
+		}
+	}
+
+	raw := [][]string{{"job", "get", job.ID, "--jq", ".error"}, {"job", "get", job.ID, "-o", "jsonpath={.error}"}}
+	// Into a pipe: the value exactly.
+	for _, args := range raw {
+		if out := ok(t, db, args...).stdout; !strings.Contains(out, hostile) {
+			t.Fatalf("tether %s into a pipe = %q, want the value as it is", strings.Join(args, " "), out)
+		}
+	}
+	// Onto a terminal: escaped, line by line.
+	for _, args := range raw {
+		out := onTerminal(t, db, args...)
+		for _, bad := range []string{"\x1b", "\u009b", "\u202e", "\x7f", "\r", "\x07"} {
+			if strings.Contains(out, bad) {
+				t.Fatalf("tether %s prints %q raw onto a terminal:\n%q", strings.Join(args, " "), bad, out)
+			}
+		}
+		if !strings.Contains(out, `red\x1b[31mALERT`) || !strings.Contains(out, "\\r\nnext") {
+			t.Fatalf("tether %s onto a terminal = %q, want the text escaped, its lines kept", strings.Join(args, " "), out)
+		}
+	}
+}

@@ -7,11 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
+	"github.com/mattn/go-isatty"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/tetherhq/tether/internal/display"
 )
 
 // Output formats (-o), as kubectl and gh name them:
@@ -50,7 +55,8 @@ func setupOutput(g *globals) error {
 			return usagef("--jq %q: %v", g.jq, err)
 		}
 		g.output = "json"
-		return g.convertStdout(func(w io.Writer, doc []byte) error { return runJQ(w, code, doc) })
+		tty := stdoutIsTerminal(g.stdout)
+		return g.convertStdout(func(w io.Writer, doc []byte) error { return runJQ(w, code, doc, tty) })
 	case raw == "table" || raw == "json":
 		return nil
 	case raw == "wide":
@@ -75,6 +81,7 @@ func setupOutput(g *globals) error {
 			return usagef("-o jsonpath=%s: %v", arg, err)
 		}
 		g.output = "json"
+		tmpl.tty = stdoutIsTerminal(g.stdout)
 		return g.convertStdout(func(w io.Writer, doc []byte) error { return tmpl.execute(w, doc) })
 	}
 	return usagef("output format %q (--output) is not one of table, wide, json, yaml, jsonpath=TEMPLATE", raw)
@@ -150,7 +157,7 @@ func indentedJSON(doc []byte) []byte {
 // style).
 func writeYAML(w io.Writer, doc []byte) error {
 	var n yaml.Node
-	if err := yaml.Unmarshal(doc, &n); err != nil {
+	if err := yaml.Unmarshal(yamlReadable(doc), &n); err != nil {
 		return err
 	}
 	var block func(*yaml.Node)
@@ -169,9 +176,75 @@ func writeYAML(w io.Writer, doc []byte) error {
 	return enc.Close()
 }
 
+// yamlReadable escapes, as \uXXXX, the characters JSON leaves raw but a
+// YAML reader refuses ("control characters are not allowed"): DEL, the C1
+// controls other than NEL, U+FFFE and U+FFFF. JSON holds them only inside
+// strings, where the escape means the same character, so the document is
+// unchanged; without it one agent's error or condition holding such a
+// character made -o yaml of a whole listing fail.
+func yamlReadable(doc []byte) []byte {
+	refused := func(r rune) bool {
+		return r == 0x7f || (r >= 0x80 && r <= 0x9f && r != 0x85) || r == 0xfffe || r == 0xffff
+	}
+	if !bytes.ContainsFunc(doc, refused) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc)+16)
+	for _, r := range string(doc) {
+		if refused(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = utf8.AppendRune(out, r)
+		}
+	}
+	return out
+}
+
+// stdoutIsTerminal reports whether w, standard output, is a terminal. A
+// variable so that an in-process test can stand in for one.
+var stdoutIsTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// terminalText is a string that --jq or -o jsonpath prints raw, made safe
+// for a terminal: each line through display.Safe, so that escape
+// sequences, C1 controls and bidi overrides an agent wrote show as text
+// while a multi-line value still reads as lines. Only on a terminal: into
+// a pipe or a file these print values exactly (jq -r, kubectl).
+func terminalText(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = display.Safe(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// terminalStrings returns v, a decoded JSON document, with every string
+// (and object key) passed through terminalText.
+func terminalStrings(v any) any {
+	switch x := v.(type) {
+	case string:
+		return terminalText(x)
+	case []any:
+		for i := range x {
+			x[i] = terminalStrings(x[i])
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[terminalText(k)] = terminalStrings(e)
+		}
+		return out
+	}
+	return v
+}
+
 // runJQ writes each result of code over doc: strings as they are (like
-// jq -r), other values as indented JSON.
-func runJQ(w io.Writer, code *gojq.Code, doc []byte) error {
+// jq -r), other values as indented JSON. On a terminal (tty) strings are
+// escaped (terminalText).
+func runJQ(w io.Writer, code *gojq.Code, doc []byte, tty bool) error {
 	var v any
 	if err := json.Unmarshal(doc, &v); err != nil {
 		return err
@@ -188,6 +261,9 @@ func runJQ(w io.Writer, code *gojq.Code, doc []byte) error {
 				return nil
 			}
 			return fmt.Errorf("--jq: %v", err)
+		}
+		if s, ok := r.(string); ok && tty {
+			r = terminalText(s)
 		}
 		if err := writeValue(w, r, true); err != nil {
 			return err
@@ -224,7 +300,10 @@ func writeValue(w io.Writer, v any, indent bool) error {
 // implementation (k8s.io/client-go/util/jsonpath), so that a template that
 // works with kubectl -o jsonpath works here: {.field}, {[*].name},
 // {range ...}{end}, filters ?(@.x=="y"), recursive descent {..name}.
-type jsonPath struct{ jp *jsonpath.JSONPath }
+type jsonPath struct {
+	jp  *jsonpath.JSONPath
+	tty bool // standard output is a terminal: strings are escaped (terminalText)
+}
 
 func parseJSONPath(s string) (*jsonPath, error) {
 	if !strings.Contains(s, "{") {
@@ -281,6 +360,9 @@ func (t *jsonPath) execute(w io.Writer, doc []byte) error {
 	var v any
 	if err := json.Unmarshal(doc, &v); err != nil {
 		return err
+	}
+	if t.tty {
+		v = terminalStrings(v)
 	}
 	var out bytes.Buffer
 	if err := t.jp.Execute(&out, v); err != nil {
