@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
 
 // Where webhooks may go. A webhook is a request tether makes on behalf of
@@ -155,7 +157,14 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 // machine. Other names are checked when they are resolved, at each
 // connection.
 func (r *Registry) checkWebhookHost(u *url.URL) error {
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	host := u.Hostname()
+	if a, err := idna.Lookup.ToASCII(host); err == nil {
+		// What net/http dials: it maps a host that is not ASCII through
+		// IDNA first, so 127。0。0。1 (ideographic full stops) or
+		// ｌｏｃａｌｈｏｓｔ (full width) is 127.0.0.1 or localhost.
+		host = a
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if isLocalhostName(host) {
 		for _, loop := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()} {
 			if r.CheckWebhookDestination(loop) == nil {

@@ -42,6 +42,11 @@ func TestAdminAPIWebhookToAnInternalAddressRefused(t *testing.T) {
 		{"http://0177.0.0.1/hook", "write it as four decimal numbers (127.0.0.1)"},
 		{"http://0x0a.0.0.1/hook", "(10.0.0.1)"},
 		{"http://1.2.3.4.5/hook", "neither a host name nor an IPv4 address"},
+		// Hosts that are not ASCII, as net/http dials them (IDNA mapping).
+		{"http://127\u30020\u30020\u30021/hook", "loopback"},
+		{"http://169\uff0e254\uff0e169\uff0e254/latest/meta-data/", "link-local"},
+		{"http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/hook", "names this machine"},
+		{"http://\u2460\u2461\u2466.0.0.1/hook", "loopback"},
 		{"http://" + own.Host + "/api/admin/v1/admin-tokens", "loopback"}, // this tether's own admin API
 		// IPv6 forms that carry an IPv4 address reach it: NAT64, 6to4 and
 		// the old IPv4-compatible form.
