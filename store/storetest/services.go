@@ -294,6 +294,34 @@ func testWatch(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("CredentialChangesNameTheirCluster", func(t *testing.T) {
+		// The hub wakes a cluster's held polls on its credential's changes
+		// (a revoked credential's poll is answered 401 at once): the feed
+		// must say whose cluster a credential change is.
+		e := newEnv(t, newStore)
+		a, _ := e.agent("prod")
+		e.agent("other")
+		seq, err := e.reg.LatestSeq(e.ctx)
+		wantNoErr(t, err)
+		_, err = e.reg.RevokeCredentials(e.ctx, a.Cluster.ID, "test")
+		wantNoErr(t, err)
+		changes, err := e.store.ChangesSince(e.ctx, seq, 100)
+		wantNoErr(t, err)
+		found := false
+		for _, c := range changes {
+			if c.Kind != registry.EntityCredential {
+				continue
+			}
+			if c.ID != a.Credential.ID || c.ClusterID != a.Cluster.ID {
+				t.Fatalf("credential change %+v, want credential %s of cluster %s", c, a.Credential.ID, a.Cluster.ID)
+			}
+			found = true
+		}
+		if !found {
+			t.Fatalf("no credential change after revoking: %+v", changes)
+		}
+	})
+
 	t.Run("PruneOnlyAPrefix", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		a, _ := e.agent("prod")
