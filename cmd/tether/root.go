@@ -54,6 +54,10 @@ type globals struct {
 	// also work remotely (api.go).
 	server    string
 	tokenFile string
+	// viaContext names the context tether login saved when a command runs
+	// over it because neither --server nor --db said otherwise: an error
+	// reaching or entering that server then says where the command went.
+	viaContext string
 	// completionDBGiven: while completing, --db or $TETHER_DB named a
 	// database (completionGlobals).
 	completionDBGiven bool
@@ -120,7 +124,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(msg)))
 		return exitUsage
 	}
-	fmt.Fprintln(stderr, "tether: "+safeLines(sentence(registry.ErrorMessage(err))))
+	msg := registry.ErrorMessage(err)
+	switch registry.ErrorCode(err) {
+	case registry.CodeUnavailable, registry.CodeUnauthorized, registry.CodeForbidden:
+		if g.viaContext != "" {
+			// A newcomer who once ran tether login, back in a directory
+			// with a tether.db, would not guess that the command went to
+			// that server rather than to the database beside them.
+			msg = fmt.Sprintf("%s (this ran over the context %q that tether login saved, as every admin command does unless --db or $TETHER_DB names a database)",
+				strings.TrimSuffix(strings.TrimSpace(msg), "."), g.viaContext)
+		}
+	}
+	fmt.Fprintln(stderr, "tether: "+safeLines(sentence(msg)))
 	return exitError
 }
 
