@@ -201,7 +201,7 @@ func TestCLIOverServer(t *testing.T) {
 // directory holding a tether.db. When that server cannot be reached, or
 // refuses the token, the error says the command ran over the context and how
 // to reach a database instead; login itself says every admin command now
-// uses it.
+// uses it, and refuses a wrong token saying what to do.
 func TestSavedContextErrorsSayWhereTheyWent(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -213,6 +213,13 @@ func TestSavedContextErrorsSayWhereTheyWent(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(issued.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A token that is not one says what to do about it.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("tether_adm_01m8m46q80eg2sq7yhbns06jde_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cliWithEnv(t, "", env, "login", "http://"+addr, "--token-file", bad), exitError,
+		"http://"+addr, "admin token unknown, expired or revoked", "tether admin-token create")
 	res := cliWithEnv(t, "", env, "login", "http://"+addr, "--token-file", tokenFile, "--name", "lab")
 	if res.code != exitOK || !strings.Contains(res.stdout, "every admin command now run over it, unless --db (or $TETHER_DB) names a database") {
 		t.Fatalf("login must say that every admin command now runs over the context:\n%s", res)
