@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ce.code
 	case errors.As(err, &ue), isCobraUsageError(err):
-		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(withFlagSources(cmd, err.Error()))))
+		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(withSuggestion(cmd, withFlagSources(cmd, err.Error())))))
 		fmt.Fprintln(stderr, "Run 'tether --help' (or add --help to the command) for usage.")
 		return exitUsage
 	case errors.Is(err, context.Canceled):
