@@ -247,5 +247,12 @@ func TestSavedContextErrorsSayWhereTheyWent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "tether", "config.yaml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, cliWithEnv(t, "", env, "cluster", "list"), exitError, "http://"+gone, "cannot reach", hint)
+	wantError(t, cliWithEnv(t, "", env, "cluster", "list"), exitError, "http://"+gone, "cannot reach", "connection refused",
+		"check the server's address, and that tether serve is running there", hint)
+	// Over --server, the same, without the context's hint.
+	res = cliWithEnv(t, "", env, "cluster", "list", "--server", "http://"+gone, "--token-file", tokenFile)
+	wantError(t, res, exitError, "check the server's address, and that tether serve is running there")
+	if strings.Contains(res.stderr, "context") || strings.Contains(res.stderr, "Get \"") {
+		t.Errorf("got %q over --server, want the network's words without the request or the context", res.stderr)
+	}
 }
