@@ -140,11 +140,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // isCobraUsageError recognizes cobra's own errors for unknown commands and
-// flags and wrong argument counts, which it returns as plain errors.
+// flags and wrong argument counts, which it returns as plain errors. Each
+// starts its message with these words: a message that merely holds them
+// (a cluster named "accepts all" that does not exist, a PostgreSQL server's
+// words) is not a usage error.
 func isCobraUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, p) {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag", "bad flag syntax"} {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

@@ -72,6 +72,11 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 
+	// A plain error whose words look like cobra's (a name a user typed) is
+	// not a usage error: exit 1.
+	wantError(t, cli(t, db, "cluster", "get", "accepts all"), exitError, `no cluster has the id or name "accepts all"`)
+	wantError(t, cli(t, db, "job", "get", "invalid argument"), exitError, `no job has the id "invalid argument"`)
+
 	// Nothing changed: one cluster, one job, the cluster at version 1.
 	if list := okJSON[[]clusterDetail](t, db, "cluster", "list"); len(list) != 1 || list[0].Version != 1 {
 		t.Errorf("got %d clusters (first %+v), want only %s at version 1", len(list), list, c.ClusterID)
