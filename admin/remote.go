@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/tetherhq/tether/adminclient"
@@ -70,7 +71,13 @@ func apiError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return registry.Errorf(registry.CodeUnavailable, "cannot reach tether's admin API: %v", err)
+	// The request's method and URL (url.Error's own text) say nothing the
+	// caller did not know; the network's words say what went wrong.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return registry.Errorf(registry.CodeUnavailable, "cannot reach tether's admin API (%v): check the server's address, and that tether serve is running there", err)
 }
 
 // fail is apiError, said as a lost connection when the watch has lost it.

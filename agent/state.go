@@ -60,7 +60,7 @@ func LoadState(dir string) (State, error) {
 	path := filepath.Join(dir, stateFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return State{}, fmt.Errorf("no credential in %s: register first (tether agent register --server URL --token TOKEN --state-dir %s)", dir, dir)
+		return State{}, fmt.Errorf("no credential in %s: register first (tether agent register --server URL --token - --state-dir %s, with the one-time token on standard input)", dir, dir)
 	}
 	if err != nil {
 		return State{}, err

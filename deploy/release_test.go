@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -356,6 +357,88 @@ func TestPackageScripts(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join("packaging", "*.sh"))
 		if out, err := run(t, time.Minute, "shellcheck", files...); err != nil {
 			t.Errorf("shellcheck: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestShippedDocsLinksResolve: the README and the docs that the release
+// archives and the deb and rpm packages carry link only to what they carry
+// too: a reader of /usr/share/doc/tether/README.md, or of an unpacked
+// archive, can follow every relative link (the deployment guide, the
+// payloads' schemas, the OpenAPI document).
+func TestShippedDocsLinksResolve(t *testing.T) {
+	cfg := readGoreleaser(t)
+	if len(cfg.Archives) == 0 || len(cfg.Nfpms) != 1 {
+		t.Fatalf("%d archives and %d nfpms, want some and 1", len(cfg.Archives), len(cfg.Nfpms))
+	}
+	glob := func(pattern string) []string {
+		matches, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil || len(matches) == 0 {
+			t.Errorf("%s matches nothing (%v)", pattern, err)
+		}
+		return matches
+	}
+	// Each layout maps a shipped path (slash-separated, relative to where
+	// the docs are unpacked) to the repository file it comes from.
+	archive := map[string]string{}
+	for _, pattern := range cfg.Archives[0].Files {
+		for _, m := range glob(pattern) {
+			rel, _ := filepath.Rel(root, m)
+			archive[filepath.ToSlash(rel)] = m
+		}
+	}
+	const docDir = "/usr/share/doc/tether/"
+	pkg := map[string]string{}
+	for _, c := range cfg.Nfpms[0].Contents {
+		if c.Src == "" || !strings.HasPrefix(c.Dst, docDir) {
+			continue
+		}
+		dst := strings.TrimPrefix(c.Dst, docDir)
+		if !strings.Contains(c.Src, "*") {
+			pkg[dst] = filepath.Join(root, c.Src)
+			continue
+		}
+		for _, m := range glob(c.Src) {
+			pkg[dst+"/"+filepath.Base(m)] = m
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for name, layout := range map[string]map[string]string{"the archives": archive, "the packages": pkg} {
+		if _, ok := layout["README.md"]; !ok {
+			t.Errorf("%s carry no README.md", name)
+		}
+		shipped := func(p string) bool {
+			if _, ok := layout[p]; ok {
+				return true
+			}
+			for q := range layout {
+				if strings.HasPrefix(q, strings.TrimSuffix(p, "/")+"/") {
+					return true // a directory holding shipped files
+				}
+			}
+			return false
+		}
+		for doc, src := range layout {
+			if !strings.HasSuffix(doc, ".md") {
+				continue
+			}
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+				target, _, _ := strings.Cut(m[1], "#")
+				if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				p := path.Clean(path.Join(path.Dir(doc), target))
+				if name == "the packages" && p == "LICENSE" {
+					continue // where each distribution's policy puts it: copyright, /usr/share/licenses
+				}
+				if !shipped(p) {
+					t.Errorf("%s: %s links to %s, which %s do not carry", name, doc, m[1], name)
+				}
+			}
 		}
 	}
 }

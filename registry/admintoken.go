@@ -219,7 +219,7 @@ func (r *Registry) AuthenticateAdmin(ctx context.Context, bearer string) (Actor,
 	return t.Actor(), nil
 }
 
-var errAdminUnauthorized = Errorf(CodeUnauthorized, "admin token unknown, expired or revoked")
+var errAdminUnauthorized = Errorf(CodeUnauthorized, "admin token unknown, expired or revoked: check the token (a copy of what tether admin-token create printed), or have an admin issue a new one")
 
 // IsAdminToken reports whether a bearer string is shaped like an admin token
 // (the agent API refuses one with a message that says so).

@@ -52,8 +52,11 @@ itself and renews it at every credential rotation. --client-cert and
 		Example: `  tether agent register --server https://tether.example:7070 --token - --state-dir /var/lib/tether-agent < token.txt
   TETHER_REGISTRATION_TOKEN=... tether agent register --server http://127.0.0.1:7070 --state-dir ~/.local/state/tether-agent --keep-existing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if server == "" || stateDir == "" {
-				return usagef("--server and --state-dir are required")
+			if err := missingFlags(
+				missingFlag{server == "", "--server", "tether's URL, such as http://127.0.0.1:7070"},
+				missingFlag{stateDir == "", "--state-dir", "the directory to keep the credential in"},
+			); err != nil {
+				return err
 			}
 			if keepExisting {
 				if st, err := agent.LoadState(stateDir); err == nil {
@@ -152,8 +155,11 @@ certificate renewed by rotation or by your own tooling is used from the next
 connection on, without a restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cfg.StateDir == "" || cfg.Command == "" {
-				return usagef("--state-dir and --exec are required")
+			if err := missingFlags(
+				missingFlag{cfg.StateDir == "", "--state-dir", "the directory tether agent register wrote the credential to"},
+				missingFlag{cfg.Command == "", "--exec", "the command to run for each job, such as ./apply.sh"},
+			); err != nil {
+				return err
 			}
 			if cfg.Concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
@@ -226,4 +232,30 @@ func agentError(err error) error {
 		return failf("%s (request %s)", strings.TrimSuffix(apiErr.Message, "."), apiErr.RequestID)
 	}
 	return failf("%v", err)
+}
+
+// missingFlag is a required flag of the agent's commands: missing when
+// unset, what describes what it takes.
+type missingFlag struct {
+	unset bool
+	name  string
+	what  string
+}
+
+// missingFlags names each required flag left out and what it takes, so that
+// a newcomer who typed one of two learns which one is missing.
+func missingFlags(flags ...missingFlag) error {
+	var missing []string
+	for _, f := range flags {
+		if f.unset {
+			missing = append(missing, f.name+" ("+f.what+")")
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef("%s is required", missing[0])
+	}
+	return usagef("%s are required", strings.Join(missing, " and "))
 }

@@ -146,3 +146,23 @@ func TestAgentRegisterDefaultCapabilities(t *testing.T) {
 	res := cliIn(t, db, "x\n", "agent", "register", "--server", "http://"+addr, "--token", "-", "--state-dir", t.TempDir(), "--capabilities", "none,lease")
 	wantError(t, res, exitUsage, "none stands alone")
 }
+
+// TestAgentCommandsSayWhatIsMissing: a newcomer who leaves out one of the
+// agent's required flags learns which one and what it takes, and one who
+// runs the agent before registering it is told how to register, with the
+// token on standard input as the README does.
+func TestAgentCommandsSayWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	state := t.TempDir()
+	res := cli(t, db, "agent", "run", "--exec", "./apply.sh")
+	wantError(t, res, exitUsage, "--state-dir (the directory tether agent register wrote the credential to) is required")
+	if strings.Contains(res.stderr, "--exec (") {
+		t.Errorf("got %q, want only the missing --state-dir named", res.stderr)
+	}
+	wantError(t, cli(t, db, "agent", "run", "--state-dir", state), exitUsage, "--exec (the command to run for each job")
+	wantError(t, cli(t, db, "agent", "run"), exitUsage, "--state-dir (", "and --exec (", "are required")
+	wantError(t, cli(t, db, "agent", "register", "--token", "-", "--state-dir", state), exitUsage, "--server (tether's URL")
+	wantError(t, cli(t, db, "agent", "run", "--state-dir", state, "--exec", "true"), exitError,
+		"no credential in "+state, "tether agent register --server URL --token - --state-dir "+state)
+}

@@ -84,6 +84,7 @@ func remoteTargetOf(g *globals, dbGiven bool) (server, token string, err error) 
 		if cur == nil {
 			return "", "", nil
 		}
+		g.viaContext = cur.Name
 		return cur.Server, cur.Token, nil
 	case g.tokenFile != "":
 		token, err = readTokenFile(g, g.tokenFile)

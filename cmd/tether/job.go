@@ -256,11 +256,16 @@ func printJobDetail(w io.Writer, now time.Time, c *registry.Cluster, j *registry
 	kv.row("Expires:", stamp(now, j.ExpiresAt))
 	if j.ClaimID != "" {
 		kv.row("Claim:", j.ClaimID+" by credential "+orDash(j.ClaimedBy)+", "+ago(now, j.ClaimedAt))
-		lease := "none: never reclaimed automatically; requeue it if its agent is gone"
-		if j.Leased() {
-			lease = fmt.Sprintf("%ds, ends %s", j.LeaseSeconds, stamp(now, j.LeaseExpiresAt))
+		// A finished job holds no lease: the advice for an unleased claim
+		// (requeue it if its agent is gone) would send a reader of a
+		// succeeded job after an agent that did its work.
+		if !j.State.Terminal() {
+			lease := "none: never reclaimed automatically; requeue it if its agent is gone"
+			if j.Leased() {
+				lease = fmt.Sprintf("%ds, ends %s", j.LeaseSeconds, stamp(now, j.LeaseExpiresAt))
+			}
+			kv.row("Lease:", lease)
 		}
-		kv.row("Lease:", lease)
 		kv.row("Last activity:", stamp(now, j.LastActivityAt))
 	}
 	if j.State.Terminal() {

@@ -330,6 +330,11 @@ func TestJobLifecycle(t *testing.T) {
 			t.Errorf("got job get without %q\n%s", want, out)
 		}
 	}
+	// A finished job holds no lease: nothing may tell its reader to go
+	// and requeue it because its agent might be gone.
+	if strings.Contains(out, "Lease:") || strings.Contains(out, "requeue it") {
+		t.Errorf("got a lease line for a finished job, want none\n%s", out)
+	}
 	wantError(t, cli(t, db, "job", "cancel", j.ID), exitError, "already succeeded")
 	wantError(t, cli(t, db, "job", "get", "j-nope"), exitError, `no job has the id "j-nope"`)
 }

@@ -135,8 +135,9 @@ func newLoginCmd(g *globals) *cobra.Command {
 		Short: "Save a tether server and an admin token, so that the console and CLI reach it remotely",
 		Long: `Check an admin token against a tether server and save both as a context in
 ~/.config/tether/config.yaml (mode 0600), then make it the current one.
-tether console then runs over that server's admin API instead of a local
-database, unless --db (or $TETHER_DB) names one.
+tether console and every admin command (cluster, job, events, ...) then
+run over that server's admin API instead of a local database, unless --db
+(or $TETHER_DB) names one; a context stays current until another login.
 
 The token comes from a file, or from standard input with --token-file -,
 never from the command line. 'tether admin-token create' issues tokens.`,
@@ -189,7 +190,7 @@ never from the command line. 'tether admin-token create' issues tokens.`,
 			if remote.Org != "" {
 				scope = "organization " + remote.Org
 			}
-			fmt.Fprintf(g.stdout, "Logged in to %s as %s (role %s, %s).\nSaved as context %q in %s; tether console now uses it.\n",
+			fmt.Fprintf(g.stdout, "Logged in to %s as %s (role %s, %s).\nSaved as context %q in %s; tether console and every admin command now run over it, unless --db (or $TETHER_DB) names a database.\n",
 				server, remote.Actor, remote.Role, scope, name, path)
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,5 +193,66 @@ func TestCLIOverServer(t *testing.T) {
 	}
 	if res := cliWithEnv(t, "", env, "job", "list", "--server", "http://"+addr); res.code != exitUsage || !strings.Contains(res.stderr, "admin token is required") {
 		t.Errorf("--server without a token:\n%s", res)
+	}
+}
+
+// TestSavedContextErrorsSayWhereTheyWent: after tether login, an admin
+// command run without --db goes to the saved context's server, even from a
+// directory holding a tether.db. When that server cannot be reached, or
+// refuses the token, the error says the command ran over the context and how
+// to reach a database instead; login itself says every admin command now
+// uses it, and refuses a wrong token saying what to do.
+func TestSavedContextErrorsSayWhereTheyWent(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	issued := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "alice", "--role", "operator")
+	_, addr, _ := startServe(t, db)
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + home, "HOME=" + home}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(issued.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A token that is not one says what to do about it.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("tether_adm_01m8m46q80eg2sq7yhbns06jde_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cliWithEnv(t, "", env, "login", "http://"+addr, "--token-file", bad), exitError,
+		"http://"+addr, "admin token unknown, expired or revoked", "tether admin-token create")
+	res := cliWithEnv(t, "", env, "login", "http://"+addr, "--token-file", tokenFile, "--name", "lab")
+	if res.code != exitOK || !strings.Contains(res.stdout, "every admin command now run over it, unless --db (or $TETHER_DB) names a database") {
+		t.Fatalf("login must say that every admin command now runs over the context:\n%s", res)
+	}
+	const hint = `this ran over the context "lab" that tether login saved, as every admin command does unless --db or $TETHER_DB names a database`
+	// Forbidden: an operator may not create a cluster.
+	wantError(t, cliWithEnv(t, "", env, "cluster", "create", "--name", "x"), exitError, "operator role", hint)
+	// With --db the same command works on the database, and says nothing of the context.
+	if res := cliWithEnv(t, db, env, "cluster", "create", "--name", "x"); res.code != exitOK || strings.Contains(res.stdout+res.stderr, "context") {
+		t.Errorf("cluster create --db with a saved context:\n%s", res)
+	}
+	// A refusal that has nothing to do with where the command went carries no hint.
+	if res := cliWithEnv(t, "", env, "job", "get", "j-nope"); res.code != exitError || strings.Contains(res.stderr, "context") {
+		t.Errorf("job get of an unknown job over the context: got\n%s\nwant exit 1 without the hint", res)
+	}
+
+	// Unreachable: the saved server is gone.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	config := fmt.Sprintf("current-context: lab\ncontexts:\n    - name: lab\n      server: http://%s\n      token: %s\n", gone, issued.Token)
+	if err := os.WriteFile(filepath.Join(home, "tether", "config.yaml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, cliWithEnv(t, "", env, "cluster", "list"), exitError, "http://"+gone, "cannot reach", "connection refused",
+		"check the server's address, and that tether serve is running there", hint)
+	// Over --server, the same, without the context's hint.
+	res = cliWithEnv(t, "", env, "cluster", "list", "--server", "http://"+gone, "--token-file", tokenFile)
+	wantError(t, res, exitError, "check the server's address, and that tether serve is running there")
+	if strings.Contains(res.stderr, "context") || strings.Contains(res.stderr, "Get \"") {
+		t.Errorf("got %q over --server, want the network's words without the request or the context", res.stderr)
 	}
 }

@@ -54,6 +54,10 @@ type globals struct {
 	// also work remotely (api.go).
 	server    string
 	tokenFile string
+	// viaContext names the context tether login saved when a command runs
+	// over it because neither --server nor --db said otherwise: an error
+	// reaching or entering that server then says where the command went.
+	viaContext string
 	// completionDBGiven: while completing, --db or $TETHER_DB named a
 	// database (completionGlobals).
 	completionDBGiven bool
@@ -105,7 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ce.code
 	case errors.As(err, &ue), isCobraUsageError(err):
-		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(withFlagSources(cmd, err.Error()))))
+		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(withSuggestion(cmd, withFlagSources(cmd, err.Error())))))
 		fmt.Fprintln(stderr, "Run 'tether --help' (or add --help to the command) for usage.")
 		return exitUsage
 	case errors.Is(err, context.Canceled):
@@ -120,16 +124,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "tether: "+safeLines(sentence(msg)))
 		return exitUsage
 	}
-	fmt.Fprintln(stderr, "tether: "+safeLines(sentence(registry.ErrorMessage(err))))
+	msg := registry.ErrorMessage(err)
+	switch registry.ErrorCode(err) {
+	case registry.CodeUnavailable, registry.CodeUnauthorized, registry.CodeForbidden:
+		if g.viaContext != "" {
+			// A newcomer who once ran tether login, back in a directory
+			// with a tether.db, would not guess that the command went to
+			// that server rather than to the database beside them.
+			msg = fmt.Sprintf("%s (this ran over the context %q that tether login saved, as every admin command does unless --db or $TETHER_DB names a database)",
+				strings.TrimSuffix(strings.TrimSpace(msg), "."), g.viaContext)
+		}
+	}
+	fmt.Fprintln(stderr, "tether: "+safeLines(sentence(msg)))
 	return exitError
 }
 
 // isCobraUsageError recognizes cobra's own errors for unknown commands and
-// flags and wrong argument counts, which it returns as plain errors.
+// flags and wrong argument counts, which it returns as plain errors. Each
+// starts its message with these words: a message that merely holds them
+// (a cluster named "accepts all" that does not exist, a PostgreSQL server's
+// words) is not a usage error.
 func isCobraUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, p) {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag", "bad flag syntax"} {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

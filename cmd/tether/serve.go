@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -320,7 +322,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return "", nil, registry.Errorf(registry.CodeUnavailable, "cannot listen on %s: %v", listen, err)
+		return "", nil, listenError("--listen", listen, err)
 	}
 	scheme := "http"
 	if tlsConfig != nil {
@@ -332,7 +334,7 @@ func startAgentAPI(ctx context.Context, a *app, opts serveOptions) (addr string,
 	if opts.diagListen != "" {
 		if diagLn, err = net.Listen("tcp", opts.diagListen); err != nil {
 			ln.Close()
-			return "", nil, registry.Errorf(registry.CodeUnavailable, "cannot listen on %s (--diag-listen): %v", opts.diagListen, err)
+			return "", nil, listenError("--diag-listen", opts.diagListen, err)
 		}
 	}
 
@@ -476,4 +478,26 @@ func retentionConfig(opts serveOptions) (registry.RetentionConfig, error) {
 		cfg.ByState[state] = forever(d)
 	}
 	return cfg, nil
+}
+
+// listenError says why the address of flag could not be bound and what to
+// do about it: the two causes a newcomer meets (a second `make run`, a port
+// below 1024) get their remedy, and an address that is not host:port is a
+// usage error like any other bad flag value.
+func listenError(flag, addr string, err error) error {
+	env := "$TETHER_" + strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_"))
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return registry.Errorf(registry.CodeUnavailable,
+			"cannot listen on %s (%s): another process is listening there, perhaps another tether serve or console --serve (make run); stop it, or choose another address with %s (or %s)",
+			addr, flag, flag, env)
+	case errors.Is(err, syscall.EACCES):
+		return registry.Errorf(registry.CodeUnavailable,
+			"cannot listen on %s (%s): permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or above with %s (or %s)",
+			addr, flag, flag, env)
+	}
+	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+		return usagef("%s %q is not an address to listen on (%v): give host:port, such as 127.0.0.1:7070, or :7070 for every interface", flag, addr, serr)
+	}
+	return registry.Errorf(registry.CodeUnavailable, "cannot listen on %s (%s): %v", addr, flag, err)
 }

@@ -100,7 +100,7 @@ func listenSSH(ctx context.Context, a *app, o sshOptions, serverURL string, log 
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return nil, registry.Errorf(registry.CodeUnavailable, "cannot listen on %s (--ssh-listen): %v", o.listen, err)
+		return nil, listenError("--ssh-listen", o.listen, err)
 	}
 	log.Info("console listening over SSH", "addr", ln.Addr().String(), "host_key", gossh.FingerprintSHA256(key.PublicKey()),
 		"max_sessions", o.maxSessions, "idle_timeout", o.idleTimeout)

@@ -279,13 +279,19 @@ func TestServeUsageErrors(t *testing.T) {
 	} {
 		wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
 	}
-	// A port in use is a plain error, exit 1.
+	// An address that is not host:port is a bad flag value.
+	wantError(t, cli(t, db, "serve", "--listen", "127.0.0.1"), exitUsage, `--listen "127.0.0.1" is not an address to listen on`, "host:port")
+	// A port in use is a plain error, exit 1, that says what to do: the
+	// newcomer's second `make run` meets it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	wantError(t, cli(t, db, "serve", "--listen", ln.Addr().String()), exitError, "cannot listen on "+ln.Addr().String())
+	wantError(t, cli(t, db, "serve", "--listen", ln.Addr().String()), exitError, "cannot listen on "+ln.Addr().String(),
+		"another process is listening there", "choose another address with --listen (or $TETHER_LISTEN)")
+	wantError(t, cli(t, db, "serve", "--listen", "127.0.0.1:0", "--diag-listen", ln.Addr().String()), exitError,
+		"cannot listen on "+ln.Addr().String()+" (--diag-listen)", "with --diag-listen (or $TETHER_DIAG_LISTEN)")
 }
 
 // TestStartAgentAPI is the function the console and the demo embed: it binds

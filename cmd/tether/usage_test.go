@@ -21,6 +21,11 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown command", []string{"cluster", "frobnicate"}, `unknown command "frobnicate"`},
 		{"unknown top-level command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		// A slip gets what was probably meant, in the same sentence.
+		{"flag one letter short", []string{"cluster", "create", "--name", "m", "--namespace", "apps"}, "unknown flag: --namespace (did you mean --namespaces?)"},
+		{"misspelt flag", []string{"job", "list", "--sate", "queued"}, "unknown flag: --sate (did you mean --state?)"},
+		{"misspelt subcommand", []string{"job", "submt"}, `unknown command "submt" for "tether job" (did you mean submit?)`},
+		{"misspelt top-level command", []string{"clusters", "list"}, `unknown command "clusters" for "tether" (did you mean cluster?)`},
 		{"bad output format", []string{"cluster", "list", "-o", "xml"}, `output format "xml"`},
 		{"bad jsonpath", []string{"cluster", "list", "-o", "jsonpath={range [*]}{.id}"}, "{range} without {end}"},
 		{"bad jq", []string{"cluster", "list", "--jq", ".[] |"}, "--jq"},
@@ -57,9 +62,20 @@ func TestUsageErrors(t *testing.T) {
 		{"completion for an unknown shell", []string{"completion", "tcsh"}, `unknown command "tcsh" for "tether completion"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantError(t, cli(t, db, tc.args...), exitUsage, tc.fragment)
+			res := cli(t, db, tc.args...)
+			wantError(t, res, exitUsage, tc.fragment)
+			// cobra's suggestion block was a list of tab-indented lines,
+			// which the terminal-safe printer showed as a literal \t.
+			if strings.Contains(res.stderr, `\t`) || strings.Contains(res.stderr, "Did you mean this?") {
+				t.Errorf("got %q, want the suggestion in the sentence", res.stderr)
+			}
 		})
 	}
+
+	// A plain error whose words look like cobra's (a name a user typed) is
+	// not a usage error: exit 1.
+	wantError(t, cli(t, db, "cluster", "get", "accepts all"), exitError, `no cluster has the id or name "accepts all"`)
+	wantError(t, cli(t, db, "job", "get", "invalid argument"), exitError, `no job has the id "invalid argument"`)
 
 	// Nothing changed: one cluster, one job, the cluster at version 1.
 	if list := okJSON[[]clusterDetail](t, db, "cluster", "list"); len(list) != 1 || list[0].Version != 1 {

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,25 +217,38 @@ func describe(c *pgx.ConnConfig) string {
 
 func openError(desc string, err error) error {
 	if isConnError(err) {
-		return &registry.Error{Code: registry.CodeUnavailable, Message: fmt.Sprintf("cannot connect to PostgreSQL at %s: %s", desc, connErrorText(err)), Err: err}
+		msg := fmt.Sprintf("cannot connect to PostgreSQL at %s: %s", desc, connErrorText(err))
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) { // nobody answered: the server said nothing
+			msg += "; check the URL's host and port, and that PostgreSQL is running and listening there"
+		}
+		return &registry.Error{Code: registry.CodeUnavailable, Message: msg, Err: err}
 	}
 	return &registry.Error{Code: registry.CodeInternal, Message: fmt.Sprintf("cannot open database %s", desc), Err: err}
 }
 
 // connErrorText is the cause of a connection failure, without the
-// connection string pgx puts in front of it.
+// connection string pgx puts in front of it, on one line: pgx joins the
+// errors of each attempt (with sslmode=prefer, the default, one with TLS
+// and one without), which are often the same words twice.
 func connErrorText(err error) string {
+	text := err.Error()
 	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
 	if errors.As(err, &ce) {
 		if u := errors.Unwrap(ce); u != nil {
-			return u.Error()
+			text = u.Error()
+		}
+	} else if errors.As(err, &pe) {
+		text = pe.Message
+	}
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
 		}
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Message
-	}
-	return err.Error()
+	return strings.Join(lines, "; ")
 }
 
 // Close stops the change notifiers and closes the connections. Methods called
