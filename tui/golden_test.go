@@ -60,6 +60,8 @@ type consoleOpts struct {
 	serveAddr string
 	// role is the console's (admin when empty).
 	role registry.Role
+	// wrap, when set, stands between the console and its backend.
+	wrap func(Backend) Backend
 }
 
 func startConsole(t *testing.T, o consoleOpts) *harness {
@@ -81,8 +83,12 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 		o.seed(h)
 	}
 	h.ids = newStableIDs(e.backend())
+	var b Backend = h.ids
+	if o.wrap != nil {
+		b = o.wrap(b)
+	}
 	m := New(Options{
-		Backend: h.ids, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly, Role: o.role,
+		Backend: b, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly, Role: o.role,
 		ServerURL: "http://127.0.0.1:7070", Source: "tether.db", Start: o.start, ServeAddr: o.serveAddr,
 	})
 	h.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(o.width, o.height),
@@ -519,6 +525,26 @@ func TestGolden(t *testing.T) {
 			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs"})
 			h.keys("l", "l", "l")
 			h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabFailed && m.jobs.loaded && len(m.jobs.rows) > 0 })
+			h.golden()
+		})
+	}
+	// The database stopped answering: the header says so and how old the
+	// figures are, the live mark that they are not updating; at 80 columns
+	// the OFFLINE badge stays.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("database_offline_%dx%d", size[0], size[1]), func(t *testing.T) {
+			var db *downBackend
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "events",
+				wrap: func(b Backend) Backend { db = &downBackend{Backend: b}; return db }})
+			db.down.Store(true)
+			h.env.clock.Advance(5 * time.Second)
+			h.inspect(func(m *Model) {
+				m.update(tickMsg{now: h.env.clock.Now()})
+				m.update(queuesMsg{err: errDBDown})
+			})
+			h.env.clock.Advance(40 * time.Second)
+			h.inspect(func(m *Model) { m.update(tickMsg{now: h.env.clock.Now()}) })
+			h.waitIdle(func(m *Model) bool { return m.ctx.Offline })
 			h.golden()
 		})
 	}

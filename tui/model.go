@@ -110,6 +110,7 @@ type Model struct {
 	feed        *feed
 	watchErr    error
 	conn        admin.ConnState // the remote backend's connection, read each tick
+	storeHealth storeHealth     // whether the database answers (store_health.go)
 	countsDirty bool
 	countsBusy  bool
 	countsLast  time.Time
@@ -375,15 +376,17 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.ctx.Now = msg.now
 		m.expireStatus()
+		m.storeCheck()
 		cmds := []tea.Cmd{m.tick(), m.checkConn(), m.broadcast(msg)}
 		if m.ctx.Fleet.loaded && m.queues.due() { // first read when the list is in (watchStarted)
-			cmds = append(cmds, m.queues.load(m.ctx.Backend))
+			cmds = append(cmds, m.loadQueues())
 		}
 		return tea.Batch(cmds...)
 	case queuesMsg:
 		m.queues.busy = false
+		m.storeHealth.askedAt = time.Time{}
 		m.ctx.Fleet.setQueues(msg.list, msg.err)
-		return nil
+		return m.storeRead(msg.err)
 	case feedStartedMsg:
 		return m.feedStarted(msg)
 	case watchStartedMsg:
@@ -410,7 +413,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			m.ctx.Fleet.setCounts(msg.counts)
 			m.queues.dirty = true
 		}
-		cmds := []tea.Cmd{m.broadcast(msg)}
+		cmds := []tea.Cmd{m.broadcast(msg), m.storeRead(msg.err)}
 		if m.countsDirty {
 			m.countsDirty = false
 			cmds = append(cmds, m.countsLater())
@@ -486,7 +489,7 @@ func (m *Model) checkConn() tea.Cmd {
 		}
 		m.conn = r.Connection()
 	}
-	m.ctx.Offline = m.watchErr != nil || !m.conn.LostAt.IsZero()
+	m.ctx.Offline = m.offline()
 	return cmd
 }
 
