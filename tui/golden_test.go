@@ -548,6 +548,38 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	// A finished job of a lease agent: its lease line says the lease ended
+	// with the claim (it said "none: the agent does not use leases"), a
+	// long target goes on under its label rather than losing its end, and
+	// a timeline entry's message goes on below its row; the agent's error,
+	// escapes and wide characters included, is shown escaped.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("job_detail_finished_%dx%d", size[0], size[1]), func(t *testing.T) {
+			var id string
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "jobs", seed: func(h *harness) {
+				e, a := h.env, h.fx.euAgent
+				j := e.submit(t, h.fx.euID, "payments", "nextcloud-team-a-payments-ledger-primary-01")
+				must(e.reg.AckJob(context.Background(), a, j.ID))
+				res := registry.ResultReport{Outcome: registry.OutcomeFailed,
+					Error: "apply failed:\n\x1b[31mERROR\x1b[0m \x1b]0;pwned\x07 \u202eevil\u202c 全角文字 🔥\n  at line 3: IMPORTANT-TAIL quota exceeded"}
+				if _, err := e.reg.ReportResult(context.Background(), a, j.ID, "", res); err != nil {
+					t.Fatal(err)
+				}
+				id = j.ID
+			}})
+			h.keys(":")
+			h.typeText("job " + h.id(id))
+			h.keys("enter")
+			h.waitIdle(func(m *Model) bool { d, ok := m.top().(*jobDetail); return ok && d.history != nil })
+			h.golden()
+			if size[1] == 24 {
+				h.keys("G")
+				h.waitIdle(func(m *Model) bool { return true })
+				frame := h.frame()
+				t.Run("bottom", func(t *testing.T) { golden.RequireEqual(t, []byte(frame)) })
+			}
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")

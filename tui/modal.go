@@ -45,6 +45,14 @@ func frame(ctx *Context, title, body string, width int, danger bool) string {
 // than a line is cut.
 func wrap(text string, width int) string {
 	width = max(1, width)
+	return lipgloss.NewStyle().Width(width).Render(strings.Join(wrapLines(text, width, ""), "\n"))
+}
+
+// wrapLines cuts text into lines of at most width cells at its spaces
+// only; a word longer than a line is cut after the last of cuts (a
+// target's "/") that fits, or else at the width.
+func wrapLines(text string, width int, cuts string) []string {
+	width = max(1, width)
 	var lines []string
 	for _, para := range strings.Split(text, "\n") {
 		cur, started := "", false
@@ -59,13 +67,17 @@ func wrap(text string, width int) string {
 				cur = word
 			}
 			for ansi.StringWidth(cur) > width {
-				lines = append(lines, ansi.Truncate(cur, width, ""))
-				cur = ansi.TruncateLeft(cur, width, "")
+				head := ansi.Truncate(cur, width, "")
+				if i := strings.LastIndexAny(head, cuts); cuts != "" && i > 0 {
+					head = head[:i+1]
+				}
+				lines = append(lines, head)
+				cur = cur[len(head):]
 			}
 		}
 		lines = append(lines, cur)
 	}
-	return lipgloss.NewStyle().Width(width).Render(strings.Join(lines, "\n"))
+	return lines
 }
 
 // hints renders a modal's key hints.
