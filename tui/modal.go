@@ -107,6 +107,9 @@ type confirm struct {
 	danger bool
 	onYes  tea.Cmd
 	alt    *confirmAlt // another way to say yes, when there is one
+	// jobs, when set, are the jobs it acts on as it showed them: a change
+	// to one closes it (watchJobs).
+	jobs map[string]jobSeen
 }
 
 // confirmAlt is a confirmation's second yes: e, such as "requeue with the
@@ -129,6 +132,11 @@ func (c *confirm) withAlt(alt *confirmAlt) *confirm {
 }
 
 func (c *confirm) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if f, ok := msg.(feedMsg); ok && c.jobs != nil {
+		if why := c.jobChanged(&f.batch); why != "" {
+			return nil, failed(why)
+		}
+	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(k, keyYes):
