@@ -85,6 +85,7 @@ func (m *Model) finishAction(msg actionDoneMsg) tea.Cmd {
 	} else if msg.ok != "" {
 		m.setStatus(statusOK, msg.ok)
 	}
+	m.statusOutcome = msg.err != nil || msg.ok != ""
 	var cmds []tea.Cmd
 	for _, then := range msg.then {
 		cmds = append(cmds, m.update(then))

@@ -106,6 +106,8 @@ type Model struct {
 	statusKind statusKind
 	statusAt   time.Time
 	statusSeq  uint64 // of the status shown (statusMsg.seq)
+	// statusOutcome: the status is an action's outcome (outcomeShown).
+	statusOutcome bool
 
 	feed        *feed
 	watchErr    error
@@ -287,7 +289,12 @@ func (m *Model) expireStatus() {
 // for one shown long ago and vanish after a second or two.
 func (m *Model) setStatus(k statusKind, text string) {
 	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Backend.Now()
+	m.statusOutcome = false
 }
+
+// outcomeShown: the status line shows an action's outcome, which a
+// background read's failure does not replace (bgFailed).
+func (m *Model) outcomeShown() bool { return m.statusOutcome && m.status != "" }
 
 func (m *Model) startSpinner() tea.Cmd {
 	if m.spinning {
@@ -408,7 +415,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case countsMsg:
 		m.countsBusy = false
 		if msg.err != nil {
-			m.setStatus(statusErr, "could not read job counts: "+errText(msg.err))
+			if !m.outcomeShown() {
+				m.setStatus(statusErr, "could not read job counts: "+errText(msg.err))
+			}
 		} else {
 			m.ctx.Fleet.setCounts(msg.counts)
 			m.queues.dirty = true
@@ -437,6 +446,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return nil // a newer message is already shown
 		}
 		m.statusSeq = msg.seq
+		if msg.background && m.outcomeShown() {
+			return nil
+		}
 		m.setStatus(msg.kind, msg.text)
 		return nil
 	case spinner.TickMsg:

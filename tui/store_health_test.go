@@ -127,3 +127,25 @@ func TestActionTimeoutSaysItMayHaveBeenDone(t *testing.T) {
 		t.Errorf("a timed-out action's outcome:\n%s", view)
 	}
 }
+
+// With the server gone, the counters' read fails every few seconds: its
+// error replaced the outcome of what the person had just done ("cancel …
+// failed: the server is unreachable") within 3s, before it could be read.
+// An action's outcome now stays while it is shown; the repeated failure
+// shows once it has gone.
+func TestBackgroundErrorKeepsActionOutcome(t *testing.T) {
+	e := newEnv(t)
+	m := newModel(t, e, false)
+	m.Update(actionDoneMsg{id: 1, label: "cancel j-1", outcome: outcome{err: errDBDown}})
+	pump(m, bgFailed("could not count jobs: the database cannot be reached; try again"))
+	m.Update(countsMsg{err: errDBDown})
+	if !strings.HasPrefix(m.status, "cancel j-1 failed") {
+		t.Fatalf("the action's outcome was replaced by %q", m.status)
+	}
+	e.at(time.Hour) // past its showing
+	m.Update(tickMsg{now: e.clock.Now()})
+	pump(m, bgFailed("could not count jobs: the database cannot be reached; try again"))
+	if !strings.HasPrefix(m.status, "could not count jobs") {
+		t.Errorf("once the outcome is gone the failure does not show: %q", m.status)
+	}
+}
