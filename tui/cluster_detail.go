@@ -407,7 +407,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	}
 	for i := range d.events {
 		e := &d.events[i]
-		line("  " + st.Render(themes.Muted, clock(e.ReceivedAt)) + "  " + joinCell(st, eventSummary(e)))
+		line("  " + st.Render(themes.Muted, eventTime(now, e.ReceivedAt)) + "  " + joinCell(st, eventSummary(e)))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

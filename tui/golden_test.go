@@ -580,6 +580,22 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+	// Events of another day than today (UTC) show their day: the tail
+	// holds days of them, and "10:29:50" read as today's. Every time says
+	// it is UTC (Z): at 80 columns the header's clock is gone.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("events_days_%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], start: "events", seed: func(h *harness) {
+				h.env.at(24*time.Hour + 5*time.Minute)
+				must(h.env.reg.AppendEvents(context.Background(), h.fx.euAgent, "", []registry.Event{{
+					Kind: registry.EventClusterHeartbeat, ResourceRef: registry.ResourceRef{Kind: "Cluster", Name: h.fx.euID},
+					Conditions: []registry.Condition{{Type: "Ready", Status: "True", Reason: "AgentReady"}},
+				}}))
+				h.env.at(24*time.Hour + 6*time.Minute)
+			}})
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")
