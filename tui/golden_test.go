@@ -596,6 +596,14 @@ func TestGolden(t *testing.T) {
 			h.golden()
 		})
 	}
+	// An empty list's message is wrapped at 80 columns, not cut ("… a
+	// silent agent or a silent …").
+	t.Run("jobs_stuck_empty_80x24", func(t *testing.T) {
+		h := startConsole(t, consoleOpts{width: 80, height: 24, empty: true, start: "jobs"})
+		h.keys("l", "l")
+		h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabStuck && m.jobs.loaded })
+		h.golden()
+	})
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")
