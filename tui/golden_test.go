@@ -604,6 +604,35 @@ func TestGolden(t *testing.T) {
 		h.waitIdle(func(m *Model) bool { return m.jobs.tab == tabStuck && m.jobs.loaded })
 		h.golden()
 	})
+	// A silent cluster's False condition is from its last heartbeat: the
+	// overview says so ahead of the agent's words, which 80 columns cut.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("overview_silent_condition_%dx%d", size[0], size[1]), func(t *testing.T) {
+			var dr *registry.Cluster
+			h := startConsole(t, consoleOpts{width: size[0], height: size[1], seed: func(h *harness) {
+				e := h.env
+				c, tok := e.cluster(t, registry.ClusterSpec{Name: "dr-eu-1", AllowedNamespaces: []string{"default"}})
+				a := e.agent(t, tok)
+				at := e.clock.Now().Add(-2 * time.Minute)
+				e.heartbeat(t, a, registry.Condition{Type: "Ready", Status: "False", Reason: "APIServerUnreachable",
+					Message: "dial tcp 10.0.0.1:6443: i/o timeout while listing nodes in every namespace", LastTransitionTime: at})
+				dr = c
+				e.at(40 * time.Minute)
+			}})
+			for i := 0; size[1] == 24 && i < 30; i++ { // to dr-eu-1's condition, scrolled into sight
+				var there bool
+				h.inspect(func(m *Model) {
+					there = strings.HasPrefix(m.overview.sel, "condition:") && strings.Contains(m.overview.sel, h.id(dr.ID))
+				})
+				if there {
+					break
+				}
+				h.keys("]")
+				h.waitIdle(func(*Model) bool { return true })
+			}
+			h.golden()
+		})
+	}
 	t.Run("narrow_token_modal", func(t *testing.T) {
 		h := startConsole(t, consoleOpts{width: 80, height: 24, start: "clusters"})
 		h.keys("n")
