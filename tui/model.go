@@ -112,7 +112,7 @@ type Model struct {
 	feed        *feed
 	watchErr    error
 	conn        admin.ConnState // the remote backend's connection, read each tick
-	storeHealth storeHealth     // whether the database answers (store_health.go)
+	storeHealth storeHealth     // whether the database answers (model_store.go)
 	countsDirty bool
 	countsBusy  bool
 	countsLast  time.Time
