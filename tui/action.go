@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -74,11 +75,17 @@ func (m *Model) startAction(msg runActionMsg) tea.Cmd {
 func (m *Model) finishAction(msg actionDoneMsg) tea.Cmd {
 	delete(m.running, msg.id)
 	delete(m.progress, msg.id)
-	if msg.err != nil {
+	if errors.Is(msg.err, context.DeadlineExceeded) {
+		// A change that timed out may have been made all the same: the
+		// database may have committed it before the answer was lost.
+		m.setStatus(statusErr, msg.label+": no answer within "+humanDuration(actionTimeout)+
+			" (the database or the server is not answering); it may have been done all the same: look before trying again")
+	} else if msg.err != nil {
 		m.setStatus(statusErr, msg.label+" failed: "+errText(msg.err))
 	} else if msg.ok != "" {
 		m.setStatus(statusOK, msg.ok)
 	}
+	m.statusOutcome = msg.err != nil || msg.ok != ""
 	var cmds []tea.Cmd
 	for _, then := range msg.then {
 		cmds = append(cmds, m.update(then))

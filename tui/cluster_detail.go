@@ -202,8 +202,16 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	var b strings.Builder
 	line := func(s string) { b.WriteString(truncate(s, w) + "\n") }
 	section := func(s string) { b.WriteString("\n" + st.Section.Render(s) + "\n") }
+	// A value goes on under its label rather than being cut at the
+	// screen's edge: at 80 columns "last heartbeat" lost why it matters
+	// ("— silent: no heartbeat fo…") and "agent rotated" its warning.
 	field := func(label, value string, k themes.Kind) {
-		line("  " + st.Render(themes.Muted, pad(label, 21)) + st.Render(k, value))
+		for i, l := range wrapLines(value, max(20, w-2-21), "/") {
+			if i > 0 {
+				label = ""
+			}
+			line("  " + st.Render(themes.Muted, pad(label, 21)) + st.Render(k, l))
+		}
 	}
 
 	line(st.Render(themes.Muted, c.ID) + st.Render(themes.Muted, fmt.Sprintf(" · version %d · created %s", c.Version, stamp(c.CreatedAt))))
@@ -399,7 +407,7 @@ func (d *clusterDetail) render(c *registry.Cluster) string {
 	}
 	for i := range d.events {
 		e := &d.events[i]
-		line("  " + st.Render(themes.Muted, clock(e.ReceivedAt)) + "  " + joinCell(st, eventSummary(e)))
+		line("  " + st.Render(themes.Muted, eventTime(now, e.ReceivedAt)) + "  " + joinCell(st, eventSummary(e)))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -127,6 +127,9 @@ type statusMsg struct {
 	// command in its own goroutine, so two keys' messages may arrive in
 	// either order, and the older must not overwrite the newer.
 	seq uint64
+	// background: a read the console repeats by itself failed; it does
+	// not take the place of an action's outcome still shown.
+	background bool
 }
 
 // statusSeq numbers status messages as info and failed make them.
@@ -141,12 +144,21 @@ const (
 )
 
 func info(text string) tea.Cmd {
-	msg := statusMsg{text, statusInfo, statusSeq.Add(1)}
+	msg := statusMsg{text: text, kind: statusInfo, seq: statusSeq.Add(1)}
 	return func() tea.Msg { return msg }
 }
 
 func failed(text string) tea.Cmd {
-	msg := statusMsg{text, statusErr, statusSeq.Add(1)}
+	msg := statusMsg{text: text, kind: statusErr, seq: statusSeq.Add(1)}
+	return func() tea.Msg { return msg }
+}
+
+// bgFailed is failed for a read the console repeats by itself (the
+// counters): with the database or the server gone it fails every few
+// seconds, and it must not wipe the outcome of what the person just did
+// ("cancel … failed: the server is unreachable") before it is read.
+func bgFailed(text string) tea.Cmd {
+	msg := statusMsg{text: text, kind: statusErr, seq: statusSeq.Add(1), background: true}
 	return func() tea.Msg { return msg }
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -86,7 +87,7 @@ func (f *eventFilter) match(fl *fleet, e *registry.Event) bool {
 func newEventsView(ctx *Context) *eventsView {
 	v := &eventsView{}
 	v.liveList = newLiveList(ctx, []column{
-		{Title: "TIME", Width: 8},
+		{Title: "TIME", Width: 9, Min: 9, Fit: true, Max: 12},
 		{Title: "CLUSTER", Width: 14, Min: 8, Flex: 1, Fit: true, Domain: fleetNames(ctx)},
 		{Title: "KIND", Width: 19, Min: 10},
 		{Title: "RESOURCE", Width: 24, Min: 10, Flex: 1, Drop: 2, Fit: true, Path: true},
@@ -142,12 +143,24 @@ func (v *eventsView) rowCells(i int) []cell {
 		k = txt("⚠ "+e.Kind, themes.Warning)
 	}
 	return []cell{
-		txt(clock(e.ReceivedAt), themes.Muted),
+		txt(eventTime(v.ctx.Now, e.ReceivedAt), themes.Muted),
 		txt(v.ctx.Fleet.clusterName(e.ClusterID), themes.Plain),
 		k,
 		txt(eventResource(e), themes.Plain),
 		eventDetail(e),
 	}
+}
+
+// eventTime is when an event came, in UTC, said so (Z): the time of day
+// when it came the same UTC day as now, else the day and minute too. The
+// tail holds 5,000 events, days of them on a quiet fleet: "17:08:48" read
+// as today's heartbeat when it was yesterday's, and as local time at 3 a.m.
+func eventTime(now, t time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
+		return t.Format("15:04:05Z")
+	}
+	return t.Format("01-02 15:04Z")
 }
 
 // eventResource is what an event is about; a heartbeat names its own

@@ -299,7 +299,9 @@ type credentialsMsg struct {
 
 func loadCounts(b Backend) tea.Cmd {
 	return func() tea.Msg {
-		c, err := b.JobCounts(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), storeReadTimeout)
+		defer cancel()
+		c, err := b.JobCounts(ctx)
 		return countsMsg{counts: c, err: err}
 	}
 }

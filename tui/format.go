@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,6 +124,10 @@ func listOrNone(v []string) string {
 func errText(err error) string {
 	if err == nil {
 		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Not "internal error": at 3 a.m. the difference matters.
+		return "no answer in time: the database (or the server) is not answering"
 	}
 	return registry.ErrorMessage(err)
 }

@@ -60,6 +60,8 @@ type consoleOpts struct {
 	serveAddr string
 	// role is the console's (admin when empty).
 	role registry.Role
+	// wrap, when set, stands between the console and its backend.
+	wrap func(Backend) Backend
 }
 
 func startConsole(t *testing.T, o consoleOpts) *harness {
@@ -81,8 +83,12 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 		o.seed(h)
 	}
 	h.ids = newStableIDs(e.backend())
+	var b Backend = h.ids
+	if o.wrap != nil {
+		b = o.wrap(b)
+	}
 	m := New(Options{
-		Backend: h.ids, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly, Role: o.role,
+		Backend: b, Theme: themes.Choice{Theme: o.theme}, ReadOnly: o.readOnly, Role: o.role,
 		ServerURL: "http://127.0.0.1:7070", Source: "tether.db", Start: o.start, ServeAddr: o.serveAddr,
 	})
 	h.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(o.width, o.height),

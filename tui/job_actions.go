@@ -84,15 +84,23 @@ func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	if len(ids) > 1 {
 		label = fmt.Sprintf("requeue %d jobs", len(ids))
 	}
+	seen := seenJobs(ok)
 	run := func(extend time.Duration) tea.Cmd {
 		return runAction(label, func(cx context.Context) outcome {
-			return bulk(cx, ids, idsOf(skip), "requeued", func(cx context.Context, id string) error {
+			return bulk(cx, ids, idsOf(skip), "requeued", unchanged(b, seen, func(cx context.Context, id string) error {
 				_, err := b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: "requeued from the console", ExtendExpiry: extend})
 				return err
-			})
+			}))
 		})
 	}
-	return ctx.showModal(newConfirm(ctx, title, body, "requeue", true, run(0)).withAlt(extendChoice(expiring, run)))
+	c := newConfirm(ctx, title, body, "requeue", true, run(0)).withAlt(extendChoice(expiring, run))
+	if len(ok) == 1 {
+		// One job, named with its attempt and claim: a change closes the
+		// dialog. Many are each checked as they are requeued (unchanged),
+		// so that a busy queue does not close the dialog under the person.
+		c.watchJobs(ok)
+	}
+	return ctx.showModal(c)
 }
 
 // requeueExpiryExtension is how far from now the console's requeue moves the
@@ -279,4 +287,78 @@ func extendLease(ctx *Context, j *registry.Job) tea.Cmd {
 			return outcome{ok: "extended the lease of " + id + " to " + stamp(nj.LeaseExpiresAt)}
 		}), nil
 	}))
+}
+
+// jobSeen is a job as a confirmation showed it: what the person agreed to
+// act on. A requeue fences off whoever holds the job when it runs, so one
+// confirmed on attempt 1 must not run on attempt 2, claimed meanwhile by a
+// healthy agent (the reaper requeued the job, its agent took it again).
+type jobSeen struct {
+	state   registry.JobState
+	attempt int
+	claim   string
+}
+
+func seenJobs(jobs []registry.Job) map[string]jobSeen {
+	out := make(map[string]jobSeen, len(jobs))
+	for _, j := range jobs {
+		out[j.ID] = jobSeen{j.State, j.Attempt, j.ClaimID}
+	}
+	return out
+}
+
+// changed says how j moved on from what was seen ("" if it did not).
+func (s jobSeen) changed(j *registry.Job) string {
+	if j.State == s.state && j.Attempt == s.attempt && j.ClaimID == s.claim {
+		return ""
+	}
+	now := stateLabel(j.State) + ", attempt " + fmt.Sprint(j.Attempt)
+	if j.ClaimID != "" {
+		now += ", claim " + j.ClaimID
+	}
+	return now
+}
+
+// unchanged wraps a job action: it reads the job again first and leaves it
+// alone, saying why, if it is no longer as the confirmation showed it.
+func unchanged(b Backend, seen map[string]jobSeen, op func(context.Context, string) error) func(context.Context, string) error {
+	return func(cx context.Context, id string) error {
+		s, ok := seen[id]
+		if !ok {
+			return op(cx, id)
+		}
+		j, err := b.GetJob(cx, id)
+		if err != nil {
+			return err
+		}
+		if now := s.changed(j); now != "" {
+			return registry.Errorf(registry.CodeConflict, "job %s changed since you confirmed (now %s): nothing done; look again", id, now)
+		}
+		return op(cx, id)
+	}
+}
+
+// watchJobs makes a confirmation close, doing nothing, when one of its jobs
+// changes while it is open (the live feed says so).
+func (c *confirm) watchJobs(jobs []registry.Job) *confirm {
+	c.jobs = seenJobs(jobs)
+	return c
+}
+
+// jobChanged is the message a confirmation closes with when the feed
+// brings a change to one of its jobs ("" when none changed).
+func (c *confirm) jobChanged(b *feedBatch) string {
+	for _, j := range b.Jobs {
+		if s, ok := c.jobs[j.ID]; ok {
+			if now := s.changed(j); now != "" {
+				return "job " + j.ID + " changed while you were deciding (now " + now + "): nothing done; look again before acting"
+			}
+		}
+	}
+	for _, id := range b.DeletedJobs {
+		if _, ok := c.jobs[id]; ok {
+			return "job " + id + " was deleted while you were deciding: nothing done"
+		}
+	}
+	return ""
 }

@@ -309,8 +309,17 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 	var b strings.Builder
 	line := func(s string) { b.WriteString(truncate(s, w) + "\n") }
 	section := func(s string) { b.WriteString("\n" + st.Section.Render(s) + "\n") }
+	// A field's value (data, some the agent's) goes on under its label
+	// rather than being cut at the screen's edge: at 80 columns a long
+	// target lost the end that tells it from its neighbours
+	// (nextcloud-team-a-payments-ledger-01 read …-ledger…).
 	field := func(label, value string, k themes.Kind) {
-		line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, display.Safe(value))) // values are data, some the agent's
+		for i, l := range wrapLines(display.Safe(value), max(20, w-2-18), "/") {
+			if i > 0 {
+				label = ""
+			}
+			line("  " + st.Render(themes.Muted, pad(label, 18)) + st.Render(k, l))
+		}
 	}
 
 	if why.Reason != registry.NotStuck {
@@ -382,6 +391,10 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 			}
 			line("  " + st.Render(themes.Muted, pad("lease", 18)) + joinCell(st, leaseCell(st, j, now)) +
 				st.Render(k, fmt.Sprintf("  (%ds lease, ends %s)", j.LeaseSeconds, stamp(j.LeaseExpiresAt))))
+		} else if j.LeaseSeconds > 0 {
+			// The lease ends with the claim (a result, a cancel): the agent
+			// did use one, and a finished job says so, not "none".
+			field("lease", fmt.Sprintf("%ds lease, ended with the claim", j.LeaseSeconds), themes.Muted)
 		} else {
 			field("lease", "none: the agent does not use leases; never reclaimed automatically", themes.Muted)
 		}
@@ -440,9 +453,31 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 		if h.Phase != "" {
 			msg = "phase " + h.Phase + ": " + msg
 		}
-		line("  " + st.Render(themes.Muted, stamp(h.At)) + "  " + st.Render(themes.Accent, pad(string(h.Type), 15)) +
-			st.Render(themes.Muted, pad(fmt.Sprintf("#%d", h.Attempt), 4)) + st.Render(jobStateKind(h.State), pad(stateLabel(h.State), 12)) +
-			st.Render(themes.Plain, display.Safe(msg)) + st.Render(themes.Muted, "  by "+shortActor(d.ctx.Fleet, h.Actor)))
+		head := "  " + st.Render(themes.Muted, stamp(h.At)) + "  " + st.Render(themes.Accent, pad(string(h.Type), 15)) +
+			st.Render(themes.Muted, pad(fmt.Sprintf("#%d", h.Attempt), 4)) + st.Render(jobStateKind(h.State), pad(stateLabel(h.State), 12))
+		by := "  by " + shortActor(d.ctx.Fleet, h.Actor)
+		text := display.Safe(msg) + by
+		room := w - ansi.StringWidth(head)
+		if ansi.StringWidth(text) <= room || room < 10 {
+			line(head + st.Render(themes.Plain, display.Safe(msg)) + st.Render(themes.Muted, by))
+		} else {
+			// Too long for its row (80 columns leave the message some 20
+			// cells: "lease expired: back in t…"): it goes on below,
+			// on at most timelineLines lines.
+			first := ansi.Truncate(text, room, "")
+			if i := strings.LastIndexAny(first, " /"); i > 0 {
+				first = first[:i+1] // at a space or after a "/", not inside a word
+			}
+			line(head + st.Render(themes.Plain, first))
+			rest := wrapLines(strings.TrimLeft(text[len(first):], " "), max(20, w-6), "/")
+			if len(rest) > timelineLines {
+				rest = rest[:timelineLines]
+				rest[timelineLines-1] = ansi.Truncate(rest[timelineLines-1], max(20, w-6)-1, "") + "…"
+			}
+			for _, l := range rest {
+				line("      " + st.Render(themes.Plain, l))
+			}
+		}
 		for _, cond := range h.Conditions {
 			k := themes.Good
 			if cond.Status == "False" {
@@ -474,8 +509,11 @@ func (d *jobDetail) render(j *registry.Job, c *registry.Cluster, why Stuck) stri
 // A job's error is shown in its detail on about errorLines lines; a longer
 // one is cut, ending with errorCut.
 const (
-	errorLines = 12
-	errorCut   = " … (cut: tether job get shows it whole)"
+	// timelineLines: a timeline entry's message goes on below its row on
+	// at most this many lines (the result's error is whole under RESULT).
+	timelineLines = 3
+	errorLines    = 12
+	errorCut      = " … (cut: tether job get shows it whole)"
 )
 
 func prettyJSON(raw []byte) string {

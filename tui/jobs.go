@@ -334,7 +334,7 @@ func (v *jobsView) Update(msg tea.Msg) tea.Cmd {
 		}
 		v.counting = false
 		if msg.err != nil {
-			return failed("could not count jobs: " + errText(msg.err))
+			return bgFailed("could not count jobs: " + errText(msg.err))
 		}
 		v.stuck = msg.counts[tabStuck]
 		if v.fl.needsQueryCounts() {

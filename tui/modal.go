@@ -45,6 +45,14 @@ func frame(ctx *Context, title, body string, width int, danger bool) string {
 // than a line is cut.
 func wrap(text string, width int) string {
 	width = max(1, width)
+	return lipgloss.NewStyle().Width(width).Render(strings.Join(wrapLines(text, width, ""), "\n"))
+}
+
+// wrapLines cuts text into lines of at most width cells at its spaces
+// only; a word longer than a line is cut after the last of cuts (a
+// target's "/") that fits, or else at the width.
+func wrapLines(text string, width int, cuts string) []string {
+	width = max(1, width)
 	var lines []string
 	for _, para := range strings.Split(text, "\n") {
 		cur, started := "", false
@@ -59,13 +67,17 @@ func wrap(text string, width int) string {
 				cur = word
 			}
 			for ansi.StringWidth(cur) > width {
-				lines = append(lines, ansi.Truncate(cur, width, ""))
-				cur = ansi.TruncateLeft(cur, width, "")
+				head := ansi.Truncate(cur, width, "")
+				if i := strings.LastIndexAny(head, cuts); cuts != "" && i > 0 {
+					head = head[:i+1]
+				}
+				lines = append(lines, head)
+				cur = cur[len(head):]
 			}
 		}
 		lines = append(lines, cur)
 	}
-	return lipgloss.NewStyle().Width(width).Render(strings.Join(lines, "\n"))
+	return lines
 }
 
 // hints renders a modal's key hints.
@@ -95,6 +107,9 @@ type confirm struct {
 	danger bool
 	onYes  tea.Cmd
 	alt    *confirmAlt // another way to say yes, when there is one
+	// jobs, when set, are the jobs it acts on as it showed them: a change
+	// to one closes it (watchJobs).
+	jobs map[string]jobSeen
 }
 
 // confirmAlt is a confirmation's second yes: e, such as "requeue with the
@@ -117,6 +132,11 @@ func (c *confirm) withAlt(alt *confirmAlt) *confirm {
 }
 
 func (c *confirm) Update(msg tea.Msg) (modal, tea.Cmd) {
+	if f, ok := msg.(feedMsg); ok && c.jobs != nil {
+		if why := c.jobChanged(&f.batch); why != "" {
+			return nil, failed(why)
+		}
+	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(k, keyYes):

@@ -106,10 +106,13 @@ type Model struct {
 	statusKind statusKind
 	statusAt   time.Time
 	statusSeq  uint64 // of the status shown (statusMsg.seq)
+	// statusOutcome: the status is an action's outcome (outcomeShown).
+	statusOutcome bool
 
 	feed        *feed
 	watchErr    error
 	conn        admin.ConnState // the remote backend's connection, read each tick
+	storeHealth storeHealth     // whether the database answers (model_store.go)
 	countsDirty bool
 	countsBusy  bool
 	countsLast  time.Time
@@ -286,7 +289,12 @@ func (m *Model) expireStatus() {
 // for one shown long ago and vanish after a second or two.
 func (m *Model) setStatus(k statusKind, text string) {
 	m.status, m.statusKind, m.statusAt = text, k, m.ctx.Backend.Now()
+	m.statusOutcome = false
 }
+
+// outcomeShown: the status line shows an action's outcome, which a
+// background read's failure does not replace (bgFailed).
+func (m *Model) outcomeShown() bool { return m.statusOutcome && m.status != "" }
 
 func (m *Model) startSpinner() tea.Cmd {
 	if m.spinning {
@@ -375,15 +383,17 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.ctx.Now = msg.now
 		m.expireStatus()
+		m.storeCheck()
 		cmds := []tea.Cmd{m.tick(), m.checkConn(), m.broadcast(msg)}
 		if m.ctx.Fleet.loaded && m.queues.due() { // first read when the list is in (watchStarted)
-			cmds = append(cmds, m.queues.load(m.ctx.Backend))
+			cmds = append(cmds, m.loadQueues())
 		}
 		return tea.Batch(cmds...)
 	case queuesMsg:
 		m.queues.busy = false
+		m.storeHealth.askedAt = time.Time{}
 		m.ctx.Fleet.setQueues(msg.list, msg.err)
-		return nil
+		return m.storeRead(msg.err)
 	case feedStartedMsg:
 		return m.feedStarted(msg)
 	case watchStartedMsg:
@@ -405,12 +415,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case countsMsg:
 		m.countsBusy = false
 		if msg.err != nil {
-			m.setStatus(statusErr, "could not read job counts: "+errText(msg.err))
+			if !m.outcomeShown() {
+				m.setStatus(statusErr, "could not read job counts: "+errText(msg.err))
+			}
 		} else {
 			m.ctx.Fleet.setCounts(msg.counts)
 			m.queues.dirty = true
 		}
-		cmds := []tea.Cmd{m.broadcast(msg)}
+		cmds := []tea.Cmd{m.broadcast(msg), m.storeRead(msg.err)}
 		if m.countsDirty {
 			m.countsDirty = false
 			cmds = append(cmds, m.countsLater())
@@ -434,6 +446,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return nil // a newer message is already shown
 		}
 		m.statusSeq = msg.seq
+		if msg.background && m.outcomeShown() {
+			return nil
+		}
 		m.setStatus(msg.kind, msg.text)
 		return nil
 	case spinner.TickMsg:
@@ -486,7 +501,7 @@ func (m *Model) checkConn() tea.Cmd {
 		}
 		m.conn = r.Connection()
 	}
-	m.ctx.Offline = m.watchErr != nil || !m.conn.LostAt.IsZero()
+	m.ctx.Offline = m.offline()
 	return cmd
 }
 

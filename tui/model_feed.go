@@ -45,7 +45,7 @@ func (m *Model) watchStarted(msg watchStartedMsg) tea.Cmd {
 		// Queue health lists the fleet and reads every busy cluster's
 		// queue: its first read waits for the list, as the list waits for
 		// the first screen.
-		cmds = append(cmds, m.queues.load(m.ctx.Backend))
+		cmds = append(cmds, m.loadQueues())
 	}
 	return tea.Batch(cmds...)
 }

@@ -136,6 +136,12 @@ func (m *Model) header() string {
 		// else: the screen may be out of date.
 		badge := st.DangerBadge.Render(" OFFLINE ")
 		items = append(items, item{badge + " " + st.Render(themes.Danger, text), 5, badge, 7})
+	} else if text := m.storeHeader(); text != "" {
+		// The database does not answer: what the screen shows is as old as
+		// the last read that succeeded. As above, the badge stays at 80
+		// columns.
+		badge := st.DangerBadge.Render(" OFFLINE ")
+		items = append(items, item{badge + " " + st.Render(themes.Danger, text), 5, badge, 7})
 	} else if m.watchErr != nil {
 		items = append(items, item{text: st.DangerBadge.Render(" OFFLINE "), prio: 7})
 	}

@@ -210,12 +210,18 @@ func (o *overview) conditionsBlock() string {
 	nameW := o.namesWidth(names)
 	for _, fc := range conds {
 		c, cond := fc.cluster, fc.cond
+		// How old it is goes before the agent's words, which are cut at
+		// 80 columns: a silent cluster's condition is from its last
+		// heartbeat, and says so rather than passing for current.
 		since := ""
 		if !cond.LastTransitionTime.IsZero() {
-			since = " " + age(now, cond.LastTransitionTime)
+			since = st.Render(themes.Muted, " "+age(now, cond.LastTransitionTime))
+		}
+		if c.Silent(now) {
+			since += st.Render(themes.Warning, " (silent "+ago(now, c.LastSeen())+")")
 		}
 		lines = append(lines, o.mark(fc.key())+st.Render(themes.Plain, pad(c.Name, nameW)+" ")+st.Render(themes.Danger, display.Safe(cond.Type)+"=False")+
-			st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))+since))
+			since+st.Render(themes.Muted, " "+display.Safe(strings.TrimSpace(cond.Reason+" "+cond.Message))))
 	}
 	head := st.Section.Render("FALSE CONDITIONS") + st.Render(themes.Muted, "  from the last heartbeats")
 	if !o.ctx.Fleet.loaded {

@@ -43,7 +43,9 @@ type queueLoader struct {
 func (q *queueLoader) load(b Backend) tea.Cmd {
 	q.busy, q.dirty, q.last = true, false, time.Now()
 	return func() tea.Msg {
-		list, err := b.FleetQueueHealth(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), storeReadTimeout)
+		defer cancel()
+		list, err := b.FleetQueueHealth(ctx)
 		return queuesMsg{list: list, err: err}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // Everything else (views, modals, actions) asks the root with the typed
 // messages of requests.go.
 var rootFiles = map[string]bool{
-	"model.go": true, "model_input.go": true, "model_feed.go": true, "model_view.go": true, "nav.go": true, "action.go": true, "requests.go": true, "commands.go": true,
+	"model.go": true, "model_input.go": true, "model_feed.go": true, "model_store.go": true, "model_view.go": true, "nav.go": true, "action.go": true, "requests.go": true, "commands.go": true,
 }
 
 // TestViewsTalkToTheRootByMessages: no view, modal or action holds or

@@ -420,7 +420,11 @@ func (t *table) view(src tableSource, empty string) string {
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, t.header())
 	if n == 0 {
-		lines = append(lines, t.styles.Render(themes.Muted, pad("  "+empty, t.width)))
+		// Wrapped, not cut: at 80 columns "no stuck jobs: … a silent …"
+		// lost its end, and a filter's "no … match" its filter.
+		for _, l := range wrapLines(empty, max(1, t.width-2), "") {
+			lines = append(lines, t.styles.Render(themes.Muted, pad("  "+l, t.width)))
+		}
 	}
 	end := min(n, t.offset+t.height)
 	for i := t.offset; i < end; i++ {
