@@ -57,7 +57,8 @@ cluster is disabled or deleted, is a failure; past --max-failures the rollout
 halts. 'tether serve' advances rollouts; so does --wait while it waits.
 
 With --wait the command blocks until the rollout completes, halts or is
-aborted, and exits 0 if every target succeeded, 3 otherwise.`,
+aborted, and exits 0 if every target succeeded, 3 otherwise, and 4 when
+--timeout runs out first (the rollout carries on).`,
 		Example: `  tether rollout create --selector 'env=prod,!canary' --kind apply -f app.json --max-parallel 5 --max-failures 1
   tether rollout create --selector 'region in (eu,us)' --kind intent -f backup.json --order label=wave --pause-between 10m
   tether rollout create --selector env=staging --kind apply -f app.json --dry-run`,
@@ -129,8 +130,8 @@ aborted, and exits 0 if every target succeeded, 3 otherwise.`,
 	f.Var(newDuration(&pauseBetwen, 0), "pause-between", "wait this long after a wave ends before the next starts")
 	f.StringVar(&spec.Order, "order", registry.RolloutOrderName, "order of the targets: name, or label=KEY (by that label's value, then name)")
 	f.BoolVar(&spec.DryRun, "dry-run", false, "list the targets and refusals, create nothing")
-	f.BoolVar(&wait, "wait", false, "wait until the rollout completes, halts or is aborted; exit 0 if every target succeeded, 3 otherwise")
-	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (the rollout carries on)")
+	f.BoolVar(&wait, "wait", false, "wait until the rollout completes, halts or is aborted; exit 0 if every target succeeded, 3 otherwise, 4 if --timeout runs out first")
+	f.Var(newDuration(&timeout, 0), "timeout", "with --wait, give up waiting after this long (exit 4; the rollout carries on)")
 	return cmd
 }
 
@@ -151,7 +152,7 @@ func waitRollout(ctx context.Context, g *globals, reg admin.Service, ro *registr
 		case <-ctx.Done():
 			return failf("stopped waiting for rollout %s, which carries on; look at it with: tether rollout get %s", ro.Name, ro.Name)
 		case <-deadline:
-			return &exitCodeError{code: exitError, msg: sentence(fmt.Sprintf(
+			return &exitCodeError{code: exitWaitTimeout, msg: sentence(fmt.Sprintf(
 				"timed out after %s waiting for rollout %s, which is %s (%s) and carries on; look at it with: tether rollout get %s",
 				timeout, ro.Name, ro.State, ro.Summary(), ro.Name))}
 		case <-tick.C:

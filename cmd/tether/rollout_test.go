@@ -158,3 +158,20 @@ func TestTargetDurationReadsAsTheConsole(t *testing.T) {
 		t.Errorf("60h ago: %q, want 2d ago", got)
 	}
 }
+
+// rollout create --wait gives up at --timeout as job submit --wait does:
+// exit 4, saying that the rollout carries on, and it does.
+func TestRolloutWaitTimesOutWithExit4(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	createCluster(t, db, "quiet", "--label", "env=prod", "--namespaces", "apps") // no agent: its target never ends
+	res := cli(t, db, "rollout", "create", "--name", "slow", "--selector", "env=prod", "--kind", "apply",
+		"--payload", configMap("apps", "rolled"), "--wait", "--timeout", "1s")
+	if res.code != exitWaitTimeout || !strings.Contains(res.stderr, "timed out after 1s waiting for rollout slow") ||
+		!strings.Contains(res.stderr, "carries on") {
+		t.Fatalf("rollout create --wait --timeout: want exit 4 saying the rollout carries on\n%s", res)
+	}
+	if ro := okJSON[registry.Rollout](t, db, "rollout", "get", "slow"); ro.State != registry.RolloutRunning {
+		t.Fatalf("the rollout is %s after the wait gave up, want running", ro.State)
+	}
+}
