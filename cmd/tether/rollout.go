@@ -114,7 +114,7 @@ aborted, and exits 0 if every target succeeded, 3 otherwise, and 4 when
 				return printRollout(g.stdout, api.Now(), ro)
 			}
 			if g.output == "table" {
-				fmt.Fprintf(g.stderr, "Created rollout %s (%s) over %d clusters; waiting for it to end (Ctrl-C stops waiting, not the rollout).\n", ro.Name, ro.ID, len(ro.Targets))
+				fmt.Fprintf(g.stderr, "Created rollout %s (%s) over %s; waiting for it to end (Ctrl-C stops waiting, not the rollout).\n", ro.Name, ro.ID, count(len(ro.Targets), "cluster", "clusters"))
 			}
 			return waitRollout(ctx, g, api, ro, timeout)
 		},
