@@ -168,7 +168,7 @@ func TestRolloutWaitTimesOutWithExit4(t *testing.T) {
 	res := cli(t, db, "rollout", "create", "--name", "slow", "--selector", "env=prod", "--kind", "apply",
 		"--payload", configMap("apps", "rolled"), "--wait", "--timeout", "1s")
 	if res.code != exitWaitTimeout || !strings.Contains(res.stderr, "timed out after 1s waiting for rollout slow") ||
-		!strings.Contains(res.stderr, "carries on") {
+		!strings.Contains(res.stderr, "carries on") || !strings.Contains(res.stderr, "over 1 cluster;") {
 		t.Fatalf("rollout create --wait --timeout: want exit 4 saying the rollout carries on\n%s", res)
 	}
 	if ro := okJSON[registry.Rollout](t, db, "rollout", "get", "slow"); ro.State != registry.RolloutRunning {
