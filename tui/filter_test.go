@@ -111,6 +111,7 @@ func TestFiltersEverywhere(t *testing.T) {
 				t.Errorf("/!failed !succeeded cluster:prod-us shows %s (%s on %s)", j.ID, j.State, j.ClusterID)
 			}
 		}
+		settleCounts(m)
 		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) || m.jobs.tabCount(tabFailed) != 0 {
 			t.Errorf("/!failed !succeeded cluster:prod-us: %d rows, all %d, failed %d", len(m.jobs.rows), m.jobs.tabCount(tabAll), m.jobs.tabCount(tabFailed))
 		}
@@ -118,6 +119,7 @@ func TestFiltersEverywhere(t *testing.T) {
 		// job; only cluster:prod-us did), and with a word of the target.
 		filter(m, "prod-us")
 		pump(m, m.jobs.requery())
+		settleCounts(m)
 		if len(m.jobs.rows) == 0 || m.jobs.tabCount(tabAll) != len(m.jobs.rows) {
 			t.Errorf("/prod-us: %d rows, all %d", len(m.jobs.rows), m.jobs.tabCount(tabAll))
 		}
@@ -165,6 +167,7 @@ func TestStuckTabFiltersWhy(t *testing.T) {
 		} {
 			filter(m, c.filter)
 			pump(m, m.jobs.requery())
+			settleCounts(m)
 			var got []string
 			for i := range m.jobs.rows {
 				got = append(got, m.jobs.rows[i].ID)

@@ -114,6 +114,22 @@ func pump(m *Model, cmd tea.Cmd) {
 	}
 }
 
+// settleCounts waits for the jobs view's tab counts when pump gave up on
+// them: pump drops a command still running after 3 s (it cannot tell work
+// from a timer), and on a loaded machine a count over a fleet can take that
+// long, leaving the counts unknown (-1) for good. Counting is work, never a
+// timer, so it is run again here with a minute to answer.
+func settleCounts(m *Model) {
+	if !m.jobs.counting {
+		return
+	}
+	m.jobs.counting = false
+	for _, msg := range exec(m.jobs.countCmd(), time.Minute) {
+		_, cmd := m.Update(msg)
+		pump(m, cmd)
+	}
+}
+
 // do presses keys and pumps what they start.
 func do(m *Model, keys ...string) {
 	for _, k := range keys {
