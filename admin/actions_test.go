@@ -167,7 +167,15 @@ func TestRemoteActsAsLocal(t *testing.T) {
 	answers("a job canceled", cj, err, func() (any, error) { return local.GetJob(ctx, j.ID) })
 	rj, err := local.RetryJob(ctx, j.ID, "now")
 	answers("a job retried", rj, err, func() (any, error) { return remote.GetJob(ctx, rj.ID) })
-	qj, err := remote.RequeueJobWith(ctx, f.leased.ID, registry.RequeueOptions{Reason: "agent gone", ExtendExpiry: time.Hour})
+	held, err := local.GetJob(ctx, f.leased.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("a requeue of an attempt the job is not at", func(s admin.Service) error {
+		_, err := s.RequeueJobWith(ctx, f.leased.ID, registry.RequeueOptions{Attempt: held.Attempt + 1})
+		return err
+	})
+	qj, err := remote.RequeueJobWith(ctx, f.leased.ID, registry.RequeueOptions{Reason: "agent gone", ExtendExpiry: time.Hour, Attempt: held.Attempt})
 	answers("a job requeued", qj, err, func() (any, error) { return local.GetJob(ctx, f.leased.ID) })
 	refused("a queued job requeued", func(s admin.Service) error { _, err := s.RequeueJob(ctx, f.leased.ID, ""); return err })
 	before, _ := local.GetJob(ctx, f.canceled.ID)

@@ -203,7 +203,7 @@ func (r *Remote) RequeueJob(ctx context.Context, id, reason string) (*registry.J
 
 func (r *Remote) RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error) {
 	var j registry.Job
-	_, err := r.c.RequeueJobWith(ctx, id, o.Reason, o.ExtendExpiry, adminclient.Into(&j))
+	_, err := r.c.RequeueJobOpts(ctx, id, adminclient.RequeueOptions{Reason: o.Reason, ExtendExpiry: o.ExtendExpiry, Attempt: o.Attempt}, adminclient.Into(&j))
 	return one(r, &j, err)
 }
 

@@ -125,7 +125,8 @@ type Jobs interface {
 	JobHistory(ctx context.Context, id string) ([]registry.JobHistoryEntry, error)
 	RequeueJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	// RequeueJobWith is RequeueJob with its options: the expiry of a job
-	// that would expire at once extended with the requeue.
+	// that would expire at once extended with the requeue, and the attempt
+	// meant (a job at another attempt is left alone: CodeConflict).
 	RequeueJobWith(ctx context.Context, id string, o registry.RequeueOptions) (*registry.Job, error)
 	CancelJob(ctx context.Context, id, reason string) (*registry.Job, error)
 	// RetryJob submits a job that ended without doing its work again, as a

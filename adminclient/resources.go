@@ -371,15 +371,32 @@ func (c *Client) ShowJobPayload(ctx context.Context, id string, opts ...CallOpti
 // RequeueJobWith is RequeueJob with the expiry of a job that would expire
 // at once extended by extendExpiry (zero: not extended).
 func (c *Client) RequeueJobWith(ctx context.Context, id, why string, extendExpiry time.Duration, opts ...CallOption) (*Job, error) {
-	body := map[string]string{}
-	setBody := func(k, v string) {
-		if v != "" {
-			body[k] = v
-		}
+	return c.RequeueJobOpts(ctx, id, RequeueOptions{Reason: why, ExtendExpiry: extendExpiry}, opts...)
+}
+
+// RequeueOptions are a requeue's choices beyond the job.
+type RequeueOptions struct {
+	Reason string // for the job's timeline and the audit trail
+	// ExtendExpiry, when set, moves the expiry of a job that would expire
+	// at once to that long from now, with the requeue.
+	ExtendExpiry time.Duration
+	// Attempt, when > 0, is the attempt to requeue, as the caller saw the
+	// job: a job that has moved on to another attempt is left alone and the
+	// call fails with 409 conflict (saying which attempt and claim it is at).
+	Attempt int
+}
+
+// RequeueJobOpts is RequeueJob with all its options.
+func (c *Client) RequeueJobOpts(ctx context.Context, id string, o RequeueOptions, opts ...CallOption) (*Job, error) {
+	body := map[string]any{}
+	if o.Reason != "" {
+		body["reason"] = o.Reason
 	}
-	setBody("reason", why)
-	if extendExpiry > 0 {
-		setBody("extendExpiry", extendExpiry.String())
+	if o.ExtendExpiry > 0 {
+		body["extendExpiry"] = o.ExtendExpiry.String()
+	}
+	if o.Attempt != 0 {
+		body["attempt"] = o.Attempt
 	}
 	return c.jobAction(ctx, id, "requeue", body, opts...)
 }

@@ -300,6 +300,11 @@ type RequeueOptions struct {
 	// a job requeued past (or near) its expiry would otherwise expire again
 	// at once (Job.ExpiresOnRequeue). A job without an expiry keeps none.
 	ExtendExpiry time.Duration
+	// Attempt, when > 0, is the attempt the caller means to requeue (as it
+	// saw the job): if the job has moved on since (the reaper requeued it
+	// and an agent claimed it again), the requeue is refused (CodeConflict)
+	// rather than fencing off a holder the caller never saw.
+	Attempt int
 }
 
 // RequeueJob puts a job back in the queue as a new attempt: an in_progress
@@ -318,14 +323,28 @@ func (r *Registry) RequeueJobWith(ctx context.Context, id string, o RequeueOptio
 	if o.ExtendExpiry != 0 && (o.ExtendExpiry < MinJobExpiry || o.ExtendExpiry > MaxJobExpiry) {
 		return nil, Errorf(CodeInvalid, "expiry extension %s must be between 1s and 8760h (365 days)", o.ExtendExpiry)
 	}
+	if o.Attempt < 0 {
+		return nil, Errorf(CodeInvalid, "attempt %d must be positive (the attempt you mean to requeue, as job get shows it), or left out", o.Attempt)
+	}
 	j, err := r.getJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	if o.Attempt > 0 && j.Attempt != o.Attempt {
+		return nil, attemptMoved(j, o.Attempt)
+	}
 	if !j.Requeueable() {
 		return nil, Errorf(CodeConflict, "job %s is %s; only in_progress jobs and jobs that ran out of attempts can be requeued", j.ID, describeState(j))
 	}
-	p := JobUpdateParams{ID: j.ID, FromStates: []JobState{JobInProgress}, ClaimID: j.ClaimID}
+	// The update is conditioned on the job as read here, so that o.Attempt,
+	// checked above against that read, holds when the update applies: an
+	// in_progress job must still have the claim read (a claim belongs to one
+	// attempt: a later attempt has another), a failed one must still be out
+	// of attempts at the attempt read (a failed job requeued, claimed and
+	// failed again meanwhile is at a later attempt with the same state and
+	// error). Each condition is the update's own, so a read and a requeue of
+	// the next attempt cannot slip in between.
+	p := JobUpdateParams{ID: j.ID, FromStates: []JobState{JobInProgress}, ClaimID: j.ClaimID, Attempt: j.Attempt}
 	if j.State == JobFailed { // out of attempts (Requeueable)
 		p.FromStates, p.Error, p.ClaimID = []JobState{JobFailed}, ErrorLeaseExpired, ""
 	}
@@ -344,7 +363,25 @@ func (r *Registry) RequeueJobWith(ctx context.Context, id string, o RequeueOptio
 	}
 	p.History = &JobHistoryEntry{At: now, Type: HistoryRequeued, Actor: ActorFrom(ctx).String(), Message: msg}
 	p.Audit = ptr(r.auditEntry(ctx, AuditJobRequeue, j.ClusterID, "job", j.ID, msg))
-	return r.adminJobUpdate(ctx, p, "requeue")
+	done, err := r.adminJobUpdate(ctx, p, "requeue")
+	if ErrorCode(err) == CodeConflict && o.Attempt > 0 {
+		// The job changed between the read and the update: say so in the
+		// caller's terms when it moved to another attempt.
+		if cur, gerr := r.getJob(ctx, id); gerr == nil && cur.Attempt != o.Attempt {
+			return nil, attemptMoved(cur, o.Attempt)
+		}
+	}
+	return done, err
+}
+
+// attemptMoved is a requeue's refusal of a job that is no longer at the
+// attempt the caller asked to requeue.
+func attemptMoved(j *Job, asked int) error {
+	now := describeState(j)
+	if j.ClaimID != "" {
+		now = "claim " + j.ClaimID + ", " + now
+	}
+	return Errorf(CodeConflict, "job %s is at attempt %d now (%s), not attempt %d that you asked to requeue: look at it again before requeuing", j.ID, j.Attempt, now, asked)
 }
 
 // CancelJob ends a queued or in_progress job as canceled. Its holder's next

@@ -162,6 +162,7 @@ type JobUpdateParams struct {
 	NotExpiredAt time.Time  // expiresAt must be unset or after this
 	Leased       bool       // the job must have a lease
 	Error        string     // the job's error must be this
+	Attempt      int        // the job must be at this attempt (when > 0)
 	// Changes.
 	Set     JobSet
 	History *JobHistoryEntry // JobID, Attempt and State are filled in

@@ -428,12 +428,15 @@ func waitParam(q map[string][]string) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
-// adminRequeueJob takes {"reason", "extendExpiry"}: a duration such as
-// 1h moves the expiry of a job that would expire at once when requeued.
+// adminRequeueJob takes {"reason", "extendExpiry", "attempt"}: a duration
+// such as 1h moves the expiry of a job that would expire at once when
+// requeued; an attempt (as the caller saw the job) is refused with a 409
+// once the job is at another one.
 func (s *Server) adminRequeueJob(c *call) error {
 	var b struct {
 		Reason       string `json:"reason"`
 		ExtendExpiry string `json:"extendExpiry"`
+		Attempt      int    `json:"attempt"`
 	}
 	if err := decodeAdmin(c, &b, false); err != nil {
 		return err
@@ -442,7 +445,7 @@ func (s *Server) adminRequeueJob(c *call) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.reg.RequeueJobWith(c.ctx, c.params["id"], registry.RequeueOptions{Reason: b.Reason, ExtendExpiry: by})
+	j, err := s.reg.RequeueJobWith(c.ctx, c.params["id"], registry.RequeueOptions{Reason: b.Reason, ExtendExpiry: by, Attempt: b.Attempt})
 	if err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func driveJobLifecycle(t *testing.T, e *env, root string, a *agent) {
 	ack = a.ack(open.ID)
 	ack.wantNoContent(t)
 	e.api("POST", "/jobs/"+open.ID+"/extend-lease", root, map[string]any{"by": "10m"}).want(t, 200)
-	e.api("POST", "/jobs/"+open.ID+"/requeue", root, map[string]any{"reason": "agent stuck"}).want(t, 200)
+	e.api("POST", "/jobs/"+open.ID+"/requeue", root, map[string]any{"reason": "agent stuck", "attempt": 1}).want(t, 200)
 	e.api("POST", "/jobs/"+open.ID+"/cancel", root, nil).want(t, 200)
 }
 

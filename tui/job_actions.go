@@ -88,7 +88,9 @@ func requeueJobs(ctx *Context, jobs []registry.Job) tea.Cmd {
 	run := func(extend time.Duration) tea.Cmd {
 		return runAction(label, func(cx context.Context) outcome {
 			return bulk(cx, ids, idsOf(skip), "requeued", unchanged(b, seen, func(cx context.Context, id string) error {
-				_, err := b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: "requeued from the console", ExtendExpiry: extend})
+				// The attempt confirmed, for the registry to check against
+				// its own read: the job may move on after unchanged's.
+				_, err := b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: "requeued from the console", ExtendExpiry: extend, Attempt: seen[id].attempt})
 				return err
 			}))
 		})
@@ -260,8 +262,15 @@ func bulk(cx context.Context, ids, skipped []string, done string, op func(contex
 	case len(ids) == 1:
 		return outcome{err: firstErr, then: clearMarks}
 	}
-	return outcome{err: fmt.Errorf("%s %d of %d jobs; %s failed, first: %s: %s", done, len(ids)-len(failures), len(ids),
+	return outcome{err: bulkError(firstErr, "%s %d of %d jobs; %s failed, first: %s: %s", done, len(ids)-len(failures), len(ids),
 		plural(len(failures), "job", "jobs"), failures[0], errText(firstErr)), then: clearMarks}
+}
+
+// bulkError is the outcome of jobs acted on one by one of which some failed:
+// with the code of the first failure, so that the status line shows the
+// message (errText) rather than "internal error".
+func bulkError(first error, format string, args ...any) error {
+	return &registry.Error{Code: registry.ErrorCode(first), Message: fmt.Sprintf(format, args...)}
 }
 
 func extendLease(ctx *Context, j *registry.Job) tea.Cmd {
@@ -320,7 +329,9 @@ func (s jobSeen) changed(j *registry.Job) string {
 }
 
 // unchanged wraps a job action: it reads the job again first and leaves it
-// alone, saying why, if it is no longer as the confirmation showed it.
+// alone, saying why, if it is no longer as the confirmation showed it. What
+// changes after this read is the action's to catch (a requeue passes the
+// attempt confirmed, which the registry checks in its own update).
 func unchanged(b Backend, seen map[string]jobSeen, op func(context.Context, string) error) func(context.Context, string) error {
 	return func(cx context.Context, id string) error {
 		s, ok := seen[id]

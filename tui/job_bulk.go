@@ -316,13 +316,18 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan, e
 	for _, q := range s.queries {
 		queries = append(queries, action.Filters(q)...)
 	}
-	op := map[registry.JobAction]func(context.Context, string, string) (*registry.Job, error){
-		registry.ActionRequeue: b.RequeueJob, registry.ActionCancel: b.CancelJob,
-		registry.ActionRetry: b.RetryJob, registry.ActionDelete: b.DeleteJob,
+	byID := map[registry.JobAction]func(context.Context, string, string) (*registry.Job, error){
+		registry.ActionCancel: b.CancelJob, registry.ActionRetry: b.RetryJob, registry.ActionDelete: b.DeleteJob,
 	}[action]
+	op := func(cx context.Context, j *registry.Job, reason string) (*registry.Job, error) {
+		return byID(cx, j.ID, reason)
+	}
 	if action == registry.ActionRequeue {
-		op = func(cx context.Context, id, reason string) (*registry.Job, error) {
-			return b.RequeueJobWith(cx, id, registry.RequeueOptions{Reason: reason, ExtendExpiry: extend})
+		// Each job at the attempt it was listed at: one that moved on since
+		// (the reaper requeued it and an agent took it again) is refused by
+		// the registry, not its new holder fenced off.
+		op = func(cx context.Context, j *registry.Job, reason string) (*registry.Job, error) {
+			return b.RequeueJobWith(cx, j.ID, registry.RequeueOptions{Reason: reason, ExtendExpiry: extend, Attempt: j.Attempt})
 		}
 	}
 	reason := verb[1] + " from the console (bulk, " + s.what + ")"
@@ -338,7 +343,7 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan, e
 				}
 				one, cancel := context.WithTimeout(cx, actionTimeout)
 				defer cancel()
-				if _, err := op(one, j.ID, reason); err != nil {
+				if _, err := op(one, j, reason); err != nil {
 					progress.fail(j.ID, err)
 					return false, cx.Err() == nil
 				}
@@ -356,7 +361,7 @@ func runBulk(b Backend, action registry.JobAction, s bulkScope, plan bulkPlan, e
 			case err != nil:
 				return outcome{err: fmt.Errorf("%s %s, then stopped: %w", verb[1], plural(int(done), "job", "jobs"), err), then: clear}
 			case bad > 0:
-				return outcome{err: fmt.Errorf("%s %s; %s failed, first: %s: %s%s", verb[1], plural(int(done), "job", "jobs"),
+				return outcome{err: bulkError(progress.first, "%s %s; %s failed, first: %s: %s%s", verb[1], plural(int(done), "job", "jobs"),
 					thousands(bad), progress.firstID, errText(progress.first), stopped), then: clear}
 			}
 			return outcome{ok: fmt.Sprintf("%s %s in %s%s", verb[1], plural(int(done), "job", "jobs"), s.what, stopped), then: clear}

@@ -24,6 +24,7 @@ func printJob(g *globals, j *registry.Job, summary string) error {
 func newJobRequeueCmd(g *globals) *cobra.Command {
 	var reason string
 	var extend time.Duration
+	var attempt int
 	cmd := &cobra.Command{
 		Use:   "requeue JOB_ID",
 		Short: "Put an in-progress (or lease-exhausted) job back in the queue as a new attempt",
@@ -33,8 +34,15 @@ The old holder's claim is fenced off: its further reports are refused.
 
 A job past its expiry, or within a minute of it, would expire again at once
 once requeued: requeue refuses it and says so, unless --extend-expiry gives
-it time (its expiry moves to that long from now, with the requeue).`,
+it time (its expiry moves to that long from now, with the requeue).
+
+--attempt N requeues the job only if it is still at attempt N, as you saw it
+in tether job get: if meanwhile its lease ran out, it went back to the queue
+and an agent took it again, requeue refuses (and says which attempt and claim
+it is at now) rather than fence off an agent you never saw. Scripts that look
+at a job before requeuing it should pass the attempt they looked at.`,
 		Example: `  tether job requeue j-01hx... --reason "agent wedged"
+  tether job requeue j-01hx... --attempt 2 --reason "agent wedged"
   tether job requeue j-01hx... --extend-expiry 1h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +53,9 @@ it time (its expiry moves to that long from now, with the requeue).`,
 			}
 			defer done()
 			actx := adminContext(ctx)
+			if attempt < 0 {
+				return usagef("--attempt %d must be a positive attempt number (as tether job get shows it), or left out", attempt)
+			}
 			if extend == 0 {
 				// The registry's verdict, asked before acting: a requeue that
 				// only lets the job expire helps no one.
@@ -52,7 +63,9 @@ it time (its expiry moves to that long from now, with the requeue).`,
 				if err != nil {
 					return err
 				}
-				if now := api.Now(); cur.ExpiresOnRequeue(now) {
+				// A job at another attempt than asked is the registry's to
+				// refuse, saying so (the expiry is beside the point then).
+				if now := api.Now(); (attempt == 0 || cur.Attempt == attempt) && cur.ExpiresOnRequeue(now) {
 					when := "expires"
 					if !cur.ExpiresAt.After(now) {
 						when = "expired"
@@ -61,7 +74,7 @@ it time (its expiry moves to that long from now, with the requeue).`,
 						cur.ID, when, until(now, cur.ExpiresAt), rfc3339(cur.ExpiresAt))
 				}
 			}
-			j, err := api.RequeueJobWith(actx, args[0], registry.RequeueOptions{Reason: reason, ExtendExpiry: extend})
+			j, err := api.RequeueJobWith(actx, args[0], registry.RequeueOptions{Reason: reason, ExtendExpiry: extend, Attempt: attempt})
 			if err != nil {
 				return err
 			}
@@ -73,6 +86,7 @@ it time (its expiry moves to that long from now, with the requeue).`,
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's timeline and the audit trail")
+	cmd.Flags().IntVar(&attempt, "attempt", 0, "requeue only if the job is still at this attempt (as tether job get shows it); otherwise refuse and change nothing")
 	cmd.Flags().Var(newDuration(&extend, 0), "extend-expiry", "move the expiry of a job that has one to this long from now (1s to 8760h), with the requeue")
 	return cmd
 }

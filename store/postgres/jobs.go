@@ -363,6 +363,9 @@ func updateJobSQL(p registry.JobUpdateParams) (string, []any) {
 	if p.Error != "" {
 		where += " AND error = " + a.add(p.Error)
 	}
+	if p.Attempt > 0 {
+		where += " AND attempt = " + a.add(p.Attempt)
+	}
 	sql := "WITH u AS (UPDATE jobs SET " + set + where + " RETURNING " + jobRowCols + ")"
 	// The updated job's claim: as the statement wrote it (a data-modifying
 	// CTE's change is not part of the statement's snapshot, but its RETURNING

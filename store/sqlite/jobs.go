@@ -456,6 +456,10 @@ func (t *txn) updateJob(p registry.JobUpdateParams) (*registry.Job, bool, error)
 		where += " AND error = ?"
 		args = append(args, p.Error)
 	}
+	if p.Attempt > 0 {
+		where += " AND attempt = ?"
+		args = append(args, p.Attempt)
+	}
 	if err := t.indexSearchOf(p.ID); err != nil {
 		return nil, false, err
 	}

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("RetriedBy", func(t *testing.T) { testRetriedBy(t, newStore) })
 	t.Run("DeleteJob", func(t *testing.T) { testDeleteJob(t, newStore) })
 	t.Run("DeleteJobRaces", func(t *testing.T) { testDeleteJobRaces(t, newStore) })
+	t.Run("RequeueAttempt", func(t *testing.T) { testRequeueAttempt(t, newStore) })
 	t.Run("Signatures", func(t *testing.T) { testSignatures(t, newStore) })
 	t.Run("SealedSecrets", func(t *testing.T) { testSealedSecrets(t, newStore) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, newStore) })
