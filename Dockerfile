@@ -67,8 +67,8 @@ COPY --from=build --chown=65532:65532 /out/data /var/lib/tether
 # (docker run ... tether serve --listen 0.0.0.0:8080).
 ENV TETHER_DB=/var/lib/tether/tether.db
 VOLUME ["/var/lib/tether"]
-# 7070: the agent API, /healthz, /readyz and /metrics.
-# 9090: --diag-listen (metrics and pprof), when enabled.
+# 7070: the agent API, /healthz, /readyz, and /metrics to an admin token.
+# 9090: --diag-listen (metrics without a token, and pprof), when enabled.
 EXPOSE 7070 9090
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/tether"]

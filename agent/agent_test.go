@@ -43,6 +43,7 @@ type env struct {
 	srvDone chan error
 	dir     string
 	tracing trace.TracerProvider // the server's, when set before start
+	scraper string               // waitNoHeldPolls's admin token, once issued
 }
 
 func newEnv(t *testing.T) *env {
@@ -178,12 +179,25 @@ func (e *env) waitJob(id string, what string, ok func(*registry.Job) bool) *regi
 func terminal(j *registry.Job) bool { return j.State.Terminal() }
 
 // waitNoHeldPolls waits until the server holds no long-poll, as its metrics
-// say.
+// say (read with a viewer's admin token, as /metrics on the agent listener
+// takes).
 func (e *env) waitNoHeldPolls() {
 	e.t.Helper()
+	if e.scraper == "" {
+		issued, err := e.reg.CreateAdminToken(admin, "prometheus", registry.RoleViewer, "", 0)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.scraper = issued.Secret.Reveal()
+	}
+	req, err := http.NewRequest(http.MethodGet, e.url+"/metrics", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.scraper)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(e.url + "/metrics")
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()

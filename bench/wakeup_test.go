@@ -174,7 +174,8 @@ func rss(b *testing.B, pid int) int64 {
 	return 0
 }
 
-// heldPolls reads the server's held long-poll gauge.
+// heldPolls reads the server's held long-poll gauge from its --diag-listen
+// address (the agent listener's /metrics takes an admin token).
 func heldPolls(c *http.Client, base string) int {
 	resp, err := c.Get(base + "/metrics")
 	if err != nil {
@@ -204,17 +205,13 @@ func benchWakeup(b *testing.B, polls int) {
 	defer reg.Close()
 	agents := fleet(b, reg, polls)
 
-	// TETHER_BENCH_DIAG=<dir>: serve also listens for pprof, and the heap
-	// profile, goroutines and memory statistics with the polls held are
-	// written to dir (what a held poll costs, item by item).
+	// serve's metrics are read on --diag-listen. TETHER_BENCH_DIAG=<dir>:
+	// the heap profile, goroutines and memory statistics with the polls
+	// held are written to dir too (what a held poll costs, item by item).
 	diagDir := os.Getenv("TETHER_BENCH_DIAG")
-	var extra []string
-	diagAddr := ""
-	if diagDir != "" {
-		diagAddr = freeAddr(b)
-		extra = append(extra, "--diag-listen", diagAddr)
-	}
-	addr, server := startServe(b, db, extra...)
+	diagAddr := freeAddr(b)
+	addr, server := startServe(b, db, "--diag-listen", diagAddr)
+	diagBase := "http://" + diagAddr
 	base := "http://" + addr
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: polls + 100, MaxIdleConnsPerHost: polls + 100, IdleConnTimeout: time.Minute}}
 	for range 5 {
@@ -279,9 +276,9 @@ func benchWakeup(b *testing.B, polls int) {
 		}()
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for heldPolls(hc, base) < polls {
+	for heldPolls(hc, diagBase) < polls {
 		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d polls held after 2 minutes", heldPolls(hc, base), polls)
+			b.Fatalf("only %d of %d polls held after 2 minutes", heldPolls(hc, diagBase), polls)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -293,7 +290,7 @@ func benchWakeup(b *testing.B, polls int) {
 			"goroutine.txt": "/debug/pprof/goroutine?debug=1",
 			"metrics.txt":   "/metrics",
 		} {
-			saveDiag(b, hc, "http://"+diagAddr+path, filepath.Join(diagDir, fmt.Sprintf("polls%d-%s", polls, name)))
+			saveDiag(b, hc, diagBase+path, filepath.Join(diagDir, fmt.Sprintf("polls%d-%s", polls, name)))
 		}
 		b.Logf("polls=%d: %.1f KiB/poll resident; profiles in %s", polls, perPoll/1024, diagDir)
 		time.Sleep(15 * time.Second)

@@ -203,7 +203,8 @@ func TestHelmChartResources(t *testing.T) {
 // CA, for a name; never insecureSkipVerify.
 func TestHelmChartServiceMonitorTLS(t *testing.T) {
 	helm := findHelm(t)
-	https := []string{chartValues("postgres-values.yaml"), "--set", "server.diagnostics.enabled=false"}
+	https := []string{chartValues("postgres-values.yaml"), "--set", "server.diagnostics.enabled=false",
+		"--set", "metrics.serviceMonitor.authorization.secretName=tether-metrics-token"}
 	for _, tc := range []struct {
 		set        []string
 		serverName string
@@ -242,6 +243,66 @@ func TestHelmChartServiceMonitorTLS(t *testing.T) {
 		"--set", "metrics.serviceMonitor.tlsConfig.ca.secret.name=b", "--set", "metrics.serviceMonitor.tlsConfig.ca.secret.key=k")...)
 	if objs != nil {
 		t.Errorf("a CA from both a Secret and a ConfigMap is accepted:\n%.400s", out)
+	}
+}
+
+// The agent port's /metrics takes an admin token (its series name every
+// organization's clusters): the ServiceMonitor scrapes the diagnostics
+// port, on by default and behind a ClusterIP Service of its own whatever
+// service.type, or sends a token from a Secret; never the agent port bare.
+func TestHelmChartServiceMonitorAuthorization(t *testing.T) {
+	helm := findHelm(t)
+	objs, out := render(t, helm, "--set", "metrics.serviceMonitor.enabled=true", "--set", "service.type=LoadBalancer")
+	if objs == nil {
+		t.Fatalf("helm template with a ServiceMonitor and the defaults failed:\n%s", out)
+	}
+	if args := strings.Join(toStrings(container(t, objs["Deployment/t-tether"], "containers", "tether")["args"]), " "); !strings.Contains(args, "--diag-listen=0.0.0.0:9090") {
+		t.Errorf("serve args %q: the diagnostics listener is not on by default", args)
+	}
+	diag := objs["Service/t-tether-diag"]
+	if diag == nil || diag.get("spec", "type") != "ClusterIP" || diag.get("spec", "ports", 0, "name") != "diag" ||
+		diag.get("metadata", "labels", "app.kubernetes.io/component") != "diagnostics" {
+		t.Errorf("diagnostics Service %v, want ClusterIP with the diag port, labelled component=diagnostics", diag)
+	}
+	for _, p := range objs["Service/t-tether"].get("spec", "ports").([]any) {
+		if p.(map[string]any)["name"] != "http" {
+			t.Errorf("the agents' Service (a LoadBalancer here) exposes %v", p)
+		}
+	}
+	sm := objs["ServiceMonitor/t-tether"]
+	if sm.get("spec", "selector", "matchLabels", "app.kubernetes.io/component") != "diagnostics" ||
+		sm.get("spec", "endpoints", 0, "port") != "diag" || sm.get("spec", "endpoints", 0, "authorization") != nil {
+		t.Errorf("ServiceMonitor spec %v, want the diag port of the diagnostics Service, without a token", sm.get("spec"))
+	}
+
+	// Without diagnostics the agent port needs a token: refused without one,
+	// saying what to set.
+	off := []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "server.diagnostics.enabled=false"}
+	objs, out = render(t, helm, off...)
+	if objs != nil || !strings.Contains(out, "metrics.serviceMonitor.authorization.secretName") || !strings.Contains(out, "tether admin-token create") ||
+		!strings.Contains(out, "server.diagnostics") {
+		t.Errorf("a ServiceMonitor on the agent port without a token: want a refusal naming the value and the command, got:\n%.600s", out)
+	}
+	objs, out = render(t, helm, append(off, "--set", "metrics.serviceMonitor.authorization.secretName=tether-metrics-token")...)
+	if objs == nil {
+		t.Fatalf("helm template with the token's Secret failed:\n%s", out)
+	}
+	if objs["Service/t-tether-diag"] != nil {
+		t.Error("a diagnostics Service though server.diagnostics.enabled=false")
+	}
+	sm = objs["ServiceMonitor/t-tether"]
+	ep := manifest(sm.get("spec", "endpoints", 0).(map[string]any))
+	if sm.get("spec", "selector", "matchLabels", "app.kubernetes.io/component") != "server" || ep.get("port") != "http" ||
+		ep.get("authorization", "type") != "Bearer" || ep.get("authorization", "credentials", "name") != "tether-metrics-token" ||
+		ep.get("authorization", "credentials", "key") != "token" {
+		t.Errorf("ServiceMonitor spec %v, want the http port with the bearer token of Secret tether-metrics-token, key token", sm.get("spec"))
+	}
+	// Off without a ServiceMonitor is a choice, not an error.
+	if objs, out := render(t, helm, "--set", "server.diagnostics.enabled=false"); objs == nil {
+		t.Errorf("server.diagnostics.enabled=false without a ServiceMonitor is refused:\n%s", out)
+	}
+	if out, err := run(t, 2*time.Minute, helm, "lint", "--strict", filepath.Join("helm", "tether"), "--set", "metrics.serviceMonitor.authorization.scret=x"); err == nil {
+		t.Errorf("helm lint --strict passes a misspelt authorization value:\n%s", out)
 	}
 }
 

@@ -32,13 +32,18 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	defer st.Close()
 	reg := registry.New(st, registry.Config{Keyring: registry.NewKeyFile(registry.KeyFilePath(db))})
 	defer reg.Close()
-	srv := httptest.NewServer(server.New(reg, server.Config{}).Handler())
+	s := server.New(reg, server.Config{})
+	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
+	// Scraped where the chart's ServiceMonitor scrapes by default: the
+	// --diag-listen port, which needs no token.
+	diag := httptest.NewServer(s.DiagHandler())
+	defer diag.Close()
 	// A refused registration: counters with labels appear once used.
 	if resp, err := http.Post(srv.URL+"/api/agent/register", "application/vnd.vworkspace.agent.v1+json", strings.NewReader(`{"registrationToken":"nope"}`)); err == nil {
 		resp.Body.Close()
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
+	resp, err := http.Get(diag.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

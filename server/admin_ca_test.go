@@ -101,7 +101,7 @@ func TestCAProbeIsNoRegistrationFailure(t *testing.T) {
 		e.register(tok)
 	}
 	e.do("POST", "/api/agent/register", withJSON(map[string]string{"registrationToken": "garbage"})).want(t, 401)
-	metrics := string(e.do("GET", "/metrics").body)
+	metrics := string(e.getMetrics().body)
 	var failures []string
 	for _, line := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(line, "tether_registration_failures_total{") {

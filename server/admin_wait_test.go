@@ -91,7 +91,7 @@ func adminWaitAnsweredSoonAfterRevocation(t *testing.T, e *env, openOther func()
 			}()
 			// Held: past its authentication, waiting for the job.
 			eventually(t, "the request to wait", func() bool {
-				return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), "tether_admin_waits_held 1")
+				return strings.Contains(string(e.getMetrics().body), "tether_admin_waits_held 1")
 			})
 			tc.end(name)
 			select {
@@ -101,7 +101,7 @@ func adminWaitAnsweredSoonAfterRevocation(t *testing.T, e *env, openOther func()
 				t.Fatalf("still waiting %s after the token stopped working", revocationNoticed)
 			}
 			eventually(t, "the wait to be released", func() bool {
-				return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), "tether_admin_waits_held 0")
+				return strings.Contains(string(e.getMetrics().body), "tether_admin_waits_held 0")
 			})
 		})
 	}
@@ -111,7 +111,7 @@ func adminWaitAnsweredSoonAfterRevocation(t *testing.T, e *env, openOther func()
 	done := make(chan *response, 1)
 	go func() { done <- e.api("GET", "/jobs/"+job.ID+"?wait=60", live, nil) }()
 	eventually(t, "the request to wait", func() bool {
-		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), "tether_admin_waits_held 1")
+		return strings.Contains(string(e.getMetrics().body), "tether_admin_waits_held 1")
 	})
 	e.api("POST", "/jobs/"+job.ID+"/cancel", root, nil).want(t, http.StatusOK)
 	if r := <-done; r.status != http.StatusOK || !strings.Contains(string(r.body), `"canceled"`) {
@@ -171,7 +171,7 @@ func TestAdminWaitsPerTokenAreCapped(t *testing.T) {
 		go func() { done <- e.api("GET", "/jobs/"+job.ID+"?wait=60", viewer, nil) }()
 	}
 	eventually(t, "the requests to wait", func() bool {
-		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), fmt.Sprintf("tether_admin_waits_held %d", server.MaxWaitsPerAdminToken))
+		return strings.Contains(string(e.getMetrics().body), fmt.Sprintf("tether_admin_waits_held %d", server.MaxWaitsPerAdminToken))
 	})
 	r := e.api("GET", "/jobs/"+job.ID+"?wait=60", viewer, nil)
 	wantAPIError(t, r, http.StatusTooManyRequests, "too_many_polls")
@@ -188,7 +188,7 @@ func TestAdminWaitsPerTokenAreCapped(t *testing.T) {
 		go func() { done <- e.api("GET", "/jobs/"+job.ID+"?wait=60", operator, nil) }()
 	}
 	eventually(t, "the operator's requests to wait", func() bool {
-		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), fmt.Sprintf("tether_admin_waits_held %d", 2*server.MaxWaitsPerAdminToken))
+		return strings.Contains(string(e.getMetrics().body), fmt.Sprintf("tether_admin_waits_held %d", 2*server.MaxWaitsPerAdminToken))
 	})
 	sub = e.api("POST", "/jobs?wait=60", operator, map[string]any{"cluster": "prod", "kind": "apply",
 		"payload": json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"more","namespace":"apps"}}`)})

@@ -373,11 +373,6 @@ func (s *Server) handleReady(c *call) error {
 	return writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) handleMetrics(c *call) error {
-	s.promh.ServeHTTP(c.w, c.r)
-	return nil
-}
-
 // writeJSON answers with v in the protocol's media type.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	body, err := json.Marshal(v)

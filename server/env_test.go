@@ -41,6 +41,9 @@ type env struct {
 	url    string
 	client *http.Client
 	logs   *syncBuffer
+	// scraper is the admin token getMetrics scrapes with (issued on first
+	// use).
+	scraper string
 
 	cancel context.CancelFunc
 	served chan error
@@ -265,6 +268,20 @@ func (e *env) do(method, path string, opts ...reqOption) *response {
 		o(req)
 	}
 	return e.send(req)
+}
+
+// getMetrics GETs the agent listener's /metrics as a Prometheus configured
+// for it does: with a viewer's admin token that no organization confines.
+func (e *env) getMetrics(opts ...reqOption) *response {
+	e.t.Helper()
+	if e.scraper == "" {
+		issued, err := e.reg.CreateAdminToken(adminCtx(), "prometheus", registry.RoleViewer, "", 0)
+		if err != nil {
+			e.t.Fatalf("create the scraper's admin token: %v", err)
+		}
+		e.scraper = issued.Secret.Reveal()
+	}
+	return e.do(http.MethodGet, "/metrics", append([]reqOption{withBearer(e.scraper)}, opts...)...)
 }
 
 func (e *env) send(req *http.Request) *response {

@@ -20,7 +20,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if r := e.do(http.MethodGet, "/metrics", withHeader("Accept", "text/plain")); r.status != http.StatusOK {
+		if r := e.getMetrics(withHeader("Accept", "text/plain")); r.status != http.StatusOK {
 			b.Fatalf("/metrics: %d", r.status)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // scrape fetches /metrics and parses it with Prometheus' own text parser.
 func scrape(t *testing.T, e *env) map[string]*dto.MetricFamily {
 	t.Helper()
-	r := e.do(http.MethodGet, "/metrics", withHeader("Accept", "text/plain"))
+	r := e.getMetrics(withHeader("Accept", "text/plain"))
 	r.want(t, http.StatusOK)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(r.body))

@@ -20,7 +20,7 @@ import (
 // scrape reads /metrics over HTTP.
 func (e *env) scrape() string {
 	e.t.Helper()
-	r := e.do(http.MethodGet, "/metrics")
+	r := e.getMetrics()
 	r.want(e.t, http.StatusOK)
 	return string(r.body)
 }

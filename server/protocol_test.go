@@ -47,7 +47,7 @@ func TestEveryAnswerHasARequestID(t *testing.T) {
 	e := newEnv(t)
 	a := e.newAgent("c1")
 	seen := map[string]bool{}
-	for _, r := range []*response{a.poll(0), e.do(http.MethodGet, "/healthz"), e.do(http.MethodGet, "/metrics"), a.do(http.MethodGet, "/x")} {
+	for _, r := range []*response{a.poll(0), e.do(http.MethodGet, "/healthz"), e.getMetrics(), a.do(http.MethodGet, "/x")} {
 		id := r.header.Get("X-Request-Id")
 		if !strings.HasPrefix(id, "rq-") || seen[id] {
 			t.Errorf("X-Request-Id = %q: want a fresh rq- id", id)
@@ -637,7 +637,7 @@ func TestRateLimit429WithRetryAfter(t *testing.T) {
 		t.Errorf("Retry-After = %q, want 100 (one token at 0.01/s)", got)
 	}
 	b.poll(0).want(t, http.StatusOK) // per cluster: another cluster is not affected
-	if !strings.Contains(string(e.do(http.MethodGet, "/metrics").body), `tether_http_requests_total{code="429",method="GET",route="/api/agent/jobs"} 1`) {
+	if !strings.Contains(string(e.getMetrics().body), `tether_http_requests_total{code="429",method="GET",route="/api/agent/jobs"} 1`) {
 		t.Error("429 not counted in metrics")
 	}
 }
@@ -646,9 +646,11 @@ func TestHealthReadyMetrics(t *testing.T) {
 	e := newEnv(t)
 	e.do(http.MethodGet, "/healthz").want(t, http.StatusOK)
 	e.do(http.MethodGet, "/readyz").want(t, http.StatusOK)
-	// Some load balancers and uptime checks probe with HEAD.
+	// Some load balancers and uptime checks probe with HEAD. (The probes
+	// take no token; /metrics takes an admin token: metrics_auth_test.go.)
+	scraper := withBearer(e.adminToken("head-scraper", registry.RoleViewer, ""))
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if r := e.do(http.MethodHead, path); r.status != http.StatusOK || len(r.body) != 0 {
+		if r := e.do(http.MethodHead, path, scraper); r.status != http.StatusOK || len(r.body) != 0 {
 			t.Errorf("HEAD %s: %d with %d bytes of body, want 200 and none", path, r.status, len(r.body))
 		}
 	}
@@ -673,7 +675,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	go func() { held <- a2.poll(30) }()
 	var text string
 	eventually(t, "the long-poll to be held", func() bool {
-		r := e.do(http.MethodGet, "/metrics")
+		r := e.getMetrics()
 		r.want(t, http.StatusOK)
 		text = string(r.body)
 		return strings.Contains(text, "tether_agent_longpolls_held 1")
@@ -698,6 +700,6 @@ func TestHealthReadyMetrics(t *testing.T) {
 	e.submit(a2.clusterID)
 	(<-held).want(t, http.StatusOK)
 	eventually(t, "the held gauge to drop", func() bool {
-		return strings.Contains(string(e.do(http.MethodGet, "/metrics").body), "tether_agent_longpolls_held 0")
+		return strings.Contains(string(e.getMetrics().body), "tether_agent_longpolls_held 0")
 	})
 }

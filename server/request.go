@@ -103,7 +103,9 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
 	// a header set now would be held, with the map net/http gives it (about
 	// 600 bytes), for as long as a long-poll waits.
 	c.rec = recorder{ResponseWriter: w, requestID: c.requestID, mediaType: mediaTypeV1, unreadBody: r.ContentLength != 0}
-	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") {
+	if strings.HasPrefix(r.URL.Path, adminPrefix+"/") || r.URL.Path == metricsPath {
+		// /metrics takes admin tokens: its refusals speak the admin API's
+		// plain JSON.
 		c.rec.mediaType = mediaTypeAdmin
 	}
 	c.w = &c.rec
@@ -235,7 +237,11 @@ func (s *Server) prepare(c *call) error {
 			return errf(registry.CodeRateLimited, "too many registration attempts from %s; retry after %d s", host, retryAfterSeconds(wait))
 		}
 	}
-	if rt.auth == authAdmin {
+	if rt.auth == authScrape {
+		if err := s.authenticateScraper(c); err != nil {
+			return err
+		}
+	} else if rt.auth == authAdmin {
 		if err := s.authenticateAdmin(c); err != nil {
 			return err
 		}

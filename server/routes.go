@@ -17,6 +17,9 @@ const (
 	authAgent           // a credential with full access
 	authRotate          // a credential that may at least rotate
 	authAdmin           // an admin token (the admin API)
+	// authScrape: an admin token of any role that no organization confines
+	// (/metrics: its series name every organization's clusters).
+	authScrape
 )
 
 // route is one method on one path.
@@ -51,7 +54,10 @@ func (s *Server) buildRoutes() {
 		{pattern: "/api/agent/keys", method: http.MethodGet, agentAPI: true, auth: authAgent, serve: s.handleKeys},
 		{pattern: "/healthz", method: http.MethodGet, quiet: true, head: true, serve: s.handleHealth},
 		{pattern: "/readyz", method: http.MethodGet, quiet: true, head: true, serve: s.handleReady},
-		{pattern: "/metrics", method: http.MethodGet, quiet: true, head: true, serve: s.handleMetrics},
+		// The series name every organization's clusters, and agents of
+		// every organization reach this listener: an admin token that sees
+		// them all, or --diag-listen's port, which needs none (diag.go).
+		{pattern: metricsPath, method: http.MethodGet, auth: authScrape, quiet: true, head: true, serve: s.handleMetrics},
 	}
 	perJob := []*route{
 		{pattern: "/api/agent/jobs/{id}/ack", method: http.MethodPost, span: "ack", serve: s.handleAck},

@@ -126,7 +126,7 @@ func TestTracingSpansOnlyJobRequests(t *testing.T) {
 	tracing, exp := withTracing(t)
 	e := newEnv(t, tracing)
 	a := e.newAgent("edge-1")
-	e.do(http.MethodGet, "/metrics").want(t, http.StatusOK)
+	e.getMetrics().want(t, http.StatusOK)
 	a.events(`{"events":[]}`)
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Fatalf("%d spans (%v) for registration, metrics and events, want none", n, spanNames(exp))

@@ -166,14 +166,14 @@ func run(ctx context.Context, o options) error {
 	fleet := all[:agents]
 	logf("%d clusters with an agent each, registered in %s; %d of the agents run", len(all), time.Since(t0).Round(time.Second), agents)
 
-	diag := ""
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
 		}
-		if diag, err = freeAddr(); err != nil {
-			return err
-		}
+	}
+	diag, err := freeAddr()
+	if err != nil {
+		return err
 	}
 	srv, err := startServe(ctx, bin, db, diag)
 	if err != nil {

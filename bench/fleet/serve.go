@@ -23,20 +23,18 @@ import (
 type serve struct {
 	cmd     *exec.Cmd
 	addr    string
-	diag    string // --diag-listen's address (pprof), or empty
+	diag    string // --diag-listen's address: /metrics and pprof
 	metrics *http.Client
 }
 
 var addrPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 
 // startServe runs serve over db with its default caps and limits: the
-// fleet comes from many addresses, each under the per-address caps.
-// diag, when set, is an address for serve's /debug/pprof (-profile).
+// fleet comes from many addresses, each under the per-address caps. diag is
+// the address of serve's --diag-listen: /metrics without a token (the agent
+// listener's takes an admin token), and /debug/pprof for -profile.
 func startServe(ctx context.Context, bin, db, diag string) (*serve, error) {
-	args := []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--log-format", "json"}
-	if diag != "" {
-		args = append(args, "--diag-listen", diag)
-	}
+	args := []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--diag-listen", diag}
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -107,7 +105,7 @@ func (s *serve) rss() int64 {
 
 // heldPolls reads serve's held long-poll gauge (-1 when it cannot).
 func (s *serve) heldPolls() int {
-	resp, err := s.metrics.Get("http://" + s.addr + "/metrics")
+	resp, err := s.metrics.Get("http://" + s.diag + "/metrics")
 	if err != nil {
 		return -1
 	}

@@ -103,6 +103,12 @@ func newServeCmd(g *globals) *cobra.Command {
 services run inside it; one that fails is logged and restarted with backoff
 (tether_service_up and tether_service_failures_total report each).
 
+/metrics names every organization's clusters, so on --listen, which agents of
+every organization reach, it takes an admin token that no organization
+confines (tether admin-token create --name prometheus --role viewer) as
+Authorization: Bearer. --diag-listen serves it without a token, with the
+profiler, on an address that only the monitoring network should reach.
+
 SIGINT or SIGTERM shuts it down gracefully: after --shutdown-delay (during
 which it answers as usual but /readyz fails, so that a load balancer takes it
 out), it stops accepting, answers held long-polls with an empty job list,
@@ -239,7 +245,7 @@ your own network.
 	f.IntVar(&opts.pollsPerAddress, "max-polls-per-address", server.DefaultMaxPollsPerAddress, "long-polls one client address may hold at once, all credentials together; raise it for a fleet behind one NAT (0: no cap)")
 	f.IntVar(&opts.connsPerAddress, "max-conns-per-address", server.DefaultMaxConnsPerAddress, "connections one client address (not a --trusted-proxies one) may have open at once, idle ones included; at the cap its longest-idle connection gives way to a new one, or if none is idle the new one is answered 429 too_many_connections and closed (0: no cap)")
 	f.DurationVar(&opts.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep answering this long with /readyz failing before draining (e.g. 10s behind a load balancer)")
-	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
+	f.StringVar(&opts.diagListen, "diag-listen", "", "also serve /metrics (without a token) and /debug/pprof on this address (host:port), apart from the agent API; keep it off the agents' network")
 	f.BoolVar(&perCluster, "metrics-per-cluster", true, "label the job wait and run time histograms by cluster (32 series a cluster); false: one of each for the fleet")
 	f.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces to this OTLP/HTTP collector, e.g. http://otel-collector:4318 (default: off, unless $OTEL_EXPORTER_OTLP_ENDPOINT or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)")
 	addSSHFlags(f, &opts.ssh)

@@ -43,6 +43,7 @@ func TestServeTracesAndLatencyMetrics(t *testing.T) {
 	defer srv.Close()
 	db := newDB(t)
 	c := createCluster(t, db, "prod", "--namespaces", "apps")
+	scraper := scraperToken(t, db)
 	p, addr, start := startServeEnv(t, db, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "TETHER_METRICS_PER_CLUSTER=false"}, "--listen", "127.0.0.1:0")
 	if !strings.Contains(start, "tracing=true") {
 		t.Fatalf("start line %q does not say tracing is on", start)
@@ -67,7 +68,7 @@ func TestServeTracesAndLatencyMetrics(t *testing.T) {
 	if err := client.Result(ctx, j.ID, claim.ClaimID, apiclient.Result{Outcome: apiclient.OutcomeSucceeded}); err != nil {
 		t.Fatal(err)
 	}
-	_, metrics := httpGet(t, "http://"+addr+"/metrics")
+	_, metrics := httpGet(t, "http://"+addr+"/metrics", "Authorization", "Bearer "+scraper)
 	for _, want := range []string{"\ntether_job_wait_seconds_count 1\n", "\ntether_job_run_seconds_count 1\n"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %q", strings.TrimSpace(want))

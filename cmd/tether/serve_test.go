@@ -163,9 +163,17 @@ func httpGet(t *testing.T, url string, header ...string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
+// scraperToken issues what the agent listener's /metrics takes: an admin
+// token that no organization confines (a viewer's, as a Prometheus gets).
+func scraperToken(t testing.TB, db string) string {
+	t.Helper()
+	return okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "prometheus", "--role", "viewer").Token
+}
+
 func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
+	scraper := scraperToken(t, db)
 	p, addr, startLine := startServe(t, db)
 	if !strings.Contains(startLine, db) {
 		t.Errorf("start line %q does not name the database %s", startLine, db)
@@ -200,11 +208,11 @@ func TestServeStartsAndShutsDownOnSIGTERM(t *testing.T) {
 		polled <- fmt.Sprintf("%d %s", code, strings.TrimSpace(string(body)))
 	}()
 	eventually(t, "the long-poll to be held", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, base+"/metrics", "Authorization", "Bearer "+scraper)
 		return strings.Contains(string(body), "tether_agent_longpolls_held 1")
 	})
 	// Every background service runs under the maintainer, which reports it.
-	_, metrics := httpGet(t, base+"/metrics")
+	_, metrics := httpGet(t, base+"/metrics", "Authorization", "Bearer "+scraper)
 	for _, svc := range []string{"reaper", "pruner", "retention", "search-merge", "rollouts", "signature-audit", "webhook-sender", "sighup-reload"} {
 		for _, want := range []string{`tether_service_up{service="` + svc + `"} 1`, `tether_service_failures_total{service="` + svc + `"} 0`} {
 			if !strings.Contains(string(metrics), want) {
@@ -379,10 +387,25 @@ func writeServerCert(t *testing.T, dir string) (string, string, *x509.CertPool) 
 	return certFile, keyFile, pool
 }
 
-// --diag-listen serves /metrics and pprof on a port of its own.
+// --diag-listen serves /metrics and pprof on a port of its own, without a
+// token; the agent listener's /metrics takes an admin token that no
+// organization confines, and its refusal says so.
 func TestServeDiagListen(t *testing.T) {
 	t.Parallel()
-	p, _, _ := startServe(t, newDB(t), "--diag-listen", "127.0.0.1:0")
+	db := newDB(t)
+	scraper := scraperToken(t, db)
+	org := okJSON[issuedAdminToken](t, db, "admin-token", "create", "--name", "acme-ops", "--role", "admin", "--org", "acme").Token
+	p, addr, _ := startServe(t, db, "--diag-listen", "127.0.0.1:0")
+	code, body := httpGet(t, "http://"+addr+"/metrics")
+	if code != http.StatusUnauthorized || !strings.Contains(string(body), "tether admin-token create") || !strings.Contains(string(body), "--diag-listen") {
+		t.Errorf("GET /metrics on --listen without a token: %d %s, want 401 saying how to scrape", code, body)
+	}
+	if code, body := httpGet(t, "http://"+addr+"/metrics", "Authorization", "Bearer "+org); code != http.StatusForbidden {
+		t.Errorf("GET /metrics on --listen with an organization's token: %d %s, want 403", code, body)
+	}
+	if code, body := httpGet(t, "http://"+addr+"/metrics", "Authorization", "Bearer "+scraper); code != http.StatusOK || !strings.Contains(string(body), "tether_build_info") {
+		t.Errorf("GET /metrics on --listen with a viewer's token: %d, want 200 with the series", code)
+	}
 	// Logged before the start line startServe waited for.
 	m := regexp.MustCompile(`diagnostics listening"? addr=([0-9.]+:[0-9]+)`).FindStringSubmatch(p.log())
 	if m == nil {

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +81,7 @@ func TestConsoleOverSSH(t *testing.T) {
 	stranger := sshKeygen(t, dir, "mallory")
 	ok(t, db, "admin-token", "create", "--name", "alice", "--role", "operator", "--ssh-key-file", opKey+".pub")
 	ok(t, db, "admin-token", "create", "--name", "vic", "--role", "viewer", "--ssh-key-file", viewerKey+".pub")
+	scraper := scraperToken(t, db)
 
 	port := freePort(t)
 	srv, addr, _ := startServe(t, db, "--ssh-listen", fmt.Sprintf("127.0.0.1:%d", port))
@@ -125,12 +124,7 @@ func TestConsoleOverSSH(t *testing.T) {
 	}
 
 	// The refused authentications are counted on /metrics.
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, metrics := httpGet(t, "http://"+addr+"/metrics", "Authorization", "Bearer "+scraper)
 	if m := regexp.MustCompile(`(?m)^tether_ssh_auth_failures_total (\d+)`).FindSubmatch(metrics); m == nil || string(m[1]) == "0" {
 		t.Errorf("/metrics does not count the refused SSH authentications: %q", m)
 	}

@@ -72,6 +72,9 @@ app.kubernetes.io/component: agent
 {{- if and .Values.server.enabled (eq $db "postgres") (not .Values.sealingKey.existingSecret) }}
 {{- fail "database.type=postgres needs sealingKey.existingSecret: every replica must seal with the same key" }}
 {{- end }}
+{{- if and .Values.server.enabled .Values.metrics.serviceMonitor.enabled (not .Values.server.diagnostics.enabled) (not .Values.metrics.serviceMonitor.authorization.secretName) }}
+{{- fail "metrics.serviceMonitor.enabled without server.diagnostics.enabled needs metrics.serviceMonitor.authorization.secretName: the agent port's /metrics takes an admin token (a Secret holding one from 'tether admin-token create --name prometheus --role viewer'); or enable server.diagnostics, whose port needs none" }}
+{{- end }}
 {{- if .Values.agent.enabled }}
 {{- if not .Values.agent.exec }}
 {{- fail "agent.enabled needs agent.exec: the command the agent runs for each job" }}
