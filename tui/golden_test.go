@@ -95,7 +95,7 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.ANSI256)))
 	t.Cleanup(func() {
 		_ = h.tm.Quit()
-		if fm, ok := h.tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model); ok && fm.feed != nil {
+		if fm, ok := h.tm.FinalModel(t, teatest.WithFinalTimeout(settleTimeout)).(*Model); ok && fm.feed != nil {
 			fm.feed.stop()
 		}
 	})
@@ -103,24 +103,29 @@ func startConsole(t *testing.T, o consoleOpts) *harness {
 	return h
 }
 
-// inspect runs f on the model inside its event loop.
+// settleTimeout bounds how long the console may take to get through what
+// it was sent. Generous: under -race on a shared 2-core machine running
+// other tests, key messages have been seen to queue for over 30 s.
+const settleTimeout = 90 * time.Second
+
+// inspect runs f on the model inside its event loop. The probe queues
+// behind every message sent before it, so it gets the same bound as
+// waitIdle (it had 20 s, less than the queue it waits behind).
 func (h *harness) inspect(f func(*Model)) {
 	h.t.Helper()
 	done := make(chan struct{})
 	h.tm.Send(probeFunc{f: f, done: done})
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
-		h.t.Fatal("the console did not answer a probe within 20s")
+	case <-time.After(settleTimeout):
+		h.t.Fatalf("the console did not answer a probe within %s", settleTimeout)
 	}
 }
 
 // waitIdle waits until nothing is loading or running and cond holds.
 func (h *harness) waitIdle(cond func(*Model) bool) {
 	h.t.Helper()
-	// Generous: under -race on a shared 2-core machine running other tests,
-	// key messages have been seen to queue for over 30 s.
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		ok := false
 		h.inspect(func(m *Model) { ok = m.idle() && cond(m) })
@@ -130,7 +135,7 @@ func (h *harness) waitIdle(cond func(*Model) bool) {
 		if time.Now().After(deadline) {
 			var frame string
 			h.inspect(func(m *Model) { frame = m.View().Content })
-			h.t.Fatalf("the console did not settle within 90s; last frame:\n%s", frame)
+			h.t.Fatalf("the console did not settle within %s; last frame:\n%s", settleTimeout, frame)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

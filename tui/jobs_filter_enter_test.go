@@ -23,8 +23,12 @@ func TestJobsFilterEnterReadsAtOnce(t *testing.T) {
 		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)}) // the pause each key starts is left behind
 	}
 	_, cmd := m.Update(keyMsg("enter"))
-	// Well within the pause (250 ms): only a read started by enter lands.
-	page, ok := find[jobsPageMsg](exec(cmd, 150*time.Millisecond))
+	// Enter's own commands, run to their end: the pause's would answer a
+	// jobsFilterMsg, which reads nothing until it is fed back, so a page
+	// here is a read started by enter. (The wait is a bound for a slow
+	// machine, not the assertion: a read held to 150 ms failed 1 run in
+	// 20 under -race on two busy cores.)
+	page, ok := find[jobsPageMsg](exec(cmd, 10*time.Second))
 	if !ok {
 		t.Fatal("enter started no read of the filtered jobs: the filter waits for the typing pause")
 	}
@@ -35,7 +39,7 @@ func TestJobsFilterEnterReadsAtOnce(t *testing.T) {
 	// Enter again, nothing typed: nothing to read again.
 	do(m, "/")
 	if _, cmd := m.Update(keyMsg("enter")); cmd != nil {
-		if _, ok := find[jobsPageMsg](exec(cmd, 150*time.Millisecond)); ok {
+		if _, ok := find[jobsPageMsg](exec(cmd, 10*time.Second)); ok {
 			t.Error("enter on an unchanged filter read the jobs again")
 		}
 	}
@@ -55,7 +59,7 @@ func TestJobsFilterCountsFollowThePage(t *testing.T) {
 		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
 	}
 	_, cmd := m.Update(keyMsg("enter"))
-	msgs := exec(cmd, 150*time.Millisecond)
+	msgs := exec(cmd, 10*time.Second) // enter's commands, run to their end: counts read beside the page would be here
 	page, ok := find[jobsPageMsg](msgs)
 	if !ok {
 		t.Fatal("no page read")

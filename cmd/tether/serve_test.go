@@ -107,14 +107,16 @@ func (p *serveProc) log() string {
 	return strings.Join(p.lines, "\n")
 }
 
-// waitLine returns the first log line not yet looked at that contains want.
-func (p *serveProc) waitLine(t *testing.T, want string) string {
+// waitLine returns the first log line not yet looked at that contains want
+// and each of also (what tells it from a line like it that may come first,
+// such as a retry's).
+func (p *serveProc) waitLine(t *testing.T, want string, also ...string) string {
 	t.Helper()
 	timeout := time.After(waitTimeout)
 	for {
 		p.mu.Lock()
 		for ; p.next < len(p.lines); p.next++ {
-			if line := p.lines[p.next]; strings.Contains(line, want) {
+			if line := p.lines[p.next]; strings.Contains(line, want) && containsAll(line, also) {
 				p.next++
 				p.mu.Unlock()
 				return line
@@ -124,11 +126,20 @@ func (p *serveProc) waitLine(t *testing.T, want string) string {
 		select {
 		case <-p.more:
 		case <-p.exited:
-			t.Fatalf("tether serve exited before logging %q; log:\n%s", want, p.log())
+			t.Fatalf("tether serve exited before logging %q %q; log:\n%s", want, also, p.log())
 		case <-timeout:
-			t.Fatalf("tether serve did not log %q within %s; log:\n%s", want, waitTimeout, p.log())
+			t.Fatalf("tether serve did not log %q %q within %s; log:\n%s", want, also, waitTimeout, p.log())
 		}
 	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // stop sends SIGTERM and returns the exit code and the whole log.
