@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,7 +146,13 @@ func writeError(w http.ResponseWriter, err error) {
 	if rec, ok := w.(*recorder); ok && rec.requestID != "" {
 		requestID = rec.requestID
 	}
-	body, _ := json.Marshal(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: requestID})
+	// Messages are read by people, often through curl: <token> stays
+	// <token>, not \u003ctoken\u003e (the body is JSON, never HTML).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(errorBody{Error: code, Message: registry.ErrorMessage(err), RequestID: requestID})
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := w.Header()
 	h.Set("Content-Type", mediaTypeOf(w))
 	h.Set("Cache-Control", "no-store")

@@ -53,6 +53,9 @@ func TestMetricsNeedAnAdminTokenOfEveryOrganization(t *testing.T) {
 			if strings.Contains(string(r.body), "globex") || strings.Contains(string(r.body), "tether_") {
 				t.Errorf("GET /metrics, %s: the refusal shows series or clusters: %s", c.name, r.body)
 			}
+			if c.name == "no token" && !strings.Contains(string(r.body), "Bearer <token>") {
+				t.Errorf("GET /metrics, %s: the message's <token> is escaped for HTML in a JSON body: %s", c.name, r.body)
+			}
 			if c.status == 401 && r.header.Get("WWW-Authenticate") == "" {
 				t.Errorf("GET /metrics, %s: 401 without WWW-Authenticate", c.name)
 			}
