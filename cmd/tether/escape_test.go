@@ -17,21 +17,29 @@ import (
 	_ "modernc.org/sqlite"
 )
 
+// heldJob is a job of cluster prod that its agent a claimed, for the agent
+// to report on.
+func heldJob(t *testing.T) (db string, reg *registry.Registry, a *registry.Agent, job submittedJob, claim *registry.Claim) {
+	t.Helper()
+	db = newDB(t)
+	c := createCluster(t, db, "prod", "--namespaces", "apps")
+	job = submit(t, db, "prod", "apply", configMap("apps", "x"))
+	reg = openRegistry(t, db)
+	a, _ = registerAgent(t, reg, c.RegistrationToken, registry.CapabilityLease)
+	claim, err := reg.AckJob(context.Background(), a, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, reg, a, job, claim
+}
+
 // TestAgentTextIsEscaped: what an agent wrote reaches the admin's terminal
 // as visible text, never as control codes or bidi overrides, in job list,
 // job get and events.
 func TestAgentTextIsEscaped(t *testing.T) {
 	t.Parallel()
-	db := newDB(t)
-	c := createCluster(t, db, "prod", "--namespaces", "apps")
-	job := submit(t, db, "prod", "apply", configMap("apps", "x"))
-	reg := openRegistry(t, db)
-	a, _ := registerAgent(t, reg, c.RegistrationToken, registry.CapabilityLease)
+	db, reg, a, job, claim := heldJob(t)
 	ctx := context.Background()
-	claim, err := reg.AckJob(ctx, a, job.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hostile := "red\x1b[31mALERT\x1b[0m \u202eevil\u202c\r\nnext"
 	if err := reg.ReportStatus(ctx, a, job.ID, claim.ClaimID, registry.StatusReport{Phase: "Applying", Message: hostile}); err != nil {
 		t.Fatal(err)
@@ -339,16 +347,8 @@ func TestErrorTextIsEscaped(t *testing.T) {
 // into a pipe or a file, as jq -r and kubectl do.
 func TestAgentTextInRawOutputs(t *testing.T) {
 	t.Parallel()
-	db := newDB(t)
-	c := createCluster(t, db, "prod", "--namespaces", "apps")
-	job := submit(t, db, "prod", "apply", configMap("apps", "x"))
-	reg := openRegistry(t, db)
-	a, _ := registerAgent(t, reg, c.RegistrationToken, registry.CapabilityLease)
+	db, reg, a, job, claim := heldJob(t)
 	ctx := context.Background()
-	claim, err := reg.AckJob(ctx, a, job.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hostile := "red\x1b[31mALERT\x1b]0;title\x07 \u009b31m \u202eevil\u202c del\x7f\r\nnext"
 	if _, err := reg.ReportResult(ctx, a, job.ID, claim.ClaimID, registry.ResultReport{Outcome: registry.OutcomeFailed, Error: hostile}); err != nil {
 		t.Fatal(err)

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
-	"github.com/mattn/go-isatty"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -55,7 +53,7 @@ func setupOutput(g *globals) error {
 			return usagef("--jq %q: %v", g.jq, err)
 		}
 		g.output = "json"
-		tty := stdoutIsTerminal(g.stdout)
+		tty := isTerminal(g.stdout)
 		return g.convertStdout(func(w io.Writer, doc []byte) error { return runJQ(w, code, doc, tty) })
 	case raw == "table" || raw == "json":
 		return nil
@@ -81,7 +79,7 @@ func setupOutput(g *globals) error {
 			return usagef("-o jsonpath=%s: %v", arg, err)
 		}
 		g.output = "json"
-		tmpl.tty = stdoutIsTerminal(g.stdout)
+		tmpl.tty = isTerminal(g.stdout)
 		return g.convertStdout(func(w io.Writer, doc []byte) error { return tmpl.execute(w, doc) })
 	}
 	return usagef("output format %q (--output) is not one of table, wide, json, yaml, jsonpath=TEMPLATE", raw)
@@ -198,13 +196,6 @@ func yamlReadable(doc []byte) []byte {
 		}
 	}
 	return out
-}
-
-// stdoutIsTerminal reports whether w, standard output, is a terminal. A
-// variable so that an in-process test can stand in for one.
-var stdoutIsTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // terminalText is a string that --jq or -o jsonpath prints raw, made safe

@@ -235,7 +235,11 @@ func groupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
 // stdinIsTerminal reports whether r is an interactive terminal, where a
 // destructive command may ask for confirmation. A variable so that an
 // in-process test can stand in for a terminal.
-var stdinIsTerminal = func(r io.Reader) bool {
-	f, ok := r.(*os.File)
+var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
+
+// isTerminal reports whether stream, standard input or output, is a
+// terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
