@@ -424,6 +424,14 @@ func TestAdminAPIOrgIsolation(t *testing.T) {
 		t.Fatalf("a cluster an acme token creates belongs to acme: %d %s", r.status, r.body)
 	}
 	wantAPIError(t, e.api("POST", "/clusters", acme, map[string]any{"name": "sneaky", "organization": "globex"}), 403, "forbidden")
+	// Names are unique across organizations (docs/admin-api.md): a name
+	// another organization holds is a 409 that says no more than that.
+	edge, _ := e.cluster("edge-1", func(s *registry.ClusterSpec) { s.Organization = "globex" })
+	r := e.api("POST", "/clusters", acme, map[string]any{"name": "edge-1"})
+	wantAPIError(t, r, 409, "conflict", "edge-1")
+	if strings.Contains(string(r.body), "globex") || strings.Contains(string(r.body), edge.ID) {
+		t.Fatalf("a name taken in another organization tells more than that it is taken: %s", r.body)
+	}
 }
 
 // A registration token revoked over the API no longer registers an agent,
